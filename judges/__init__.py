@@ -1,0 +1,33 @@
+"""Talking to judge models: prompts, LiteLLM routing, verdict parsing, the guard, panels."""
+
+from judges.cache import InMemoryJudgmentStore, JudgmentStore, cache_key
+from judges.config import JudgeConfigError, JudgeEntry, JudgesConfig, load_config, parse_config
+from judges.grading import Grader, grade
+from judges.guard import GuardError, SkippedJudge, choose_panel
+from judges.models import CriterionVerdict, GradeRequest, GradeResult, JudgeResult
+from judges.prompts import RequestError, build_call
+from judges.templates import TemplateError, load_template
+
+__all__ = [
+    "CriterionVerdict",
+    "GradeRequest",
+    "GradeResult",
+    "Grader",
+    "GuardError",
+    "InMemoryJudgmentStore",
+    "JudgeConfigError",
+    "JudgeEntry",
+    "JudgeResult",
+    "JudgesConfig",
+    "JudgmentStore",
+    "RequestError",
+    "SkippedJudge",
+    "TemplateError",
+    "build_call",
+    "cache_key",
+    "choose_panel",
+    "grade",
+    "load_config",
+    "load_template",
+    "parse_config",
+]

@@ -1,0 +1,81 @@
+"""The shapes that cross the judges boundary: a grade request and what comes back."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from judges.guard import SkippedJudge
+from rubrics import Rubric
+
+CallStatus = Literal["ok", "parse_error", "backend_error", "timeout"]
+
+
+class GradeRequest(BaseModel):
+    """One answer to grade. `prompt` is what the candidate was asked, `response` its answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rubric: Rubric
+    prompt: str = ""
+    response: str
+    reference: str | None = None
+    candidate_model: str = Field(min_length=1)
+    candidate_provider: str | None = None
+    judges: list[str] | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class CriterionVerdict(BaseModel):
+    id: str
+    met: bool
+    evidence: str = ""
+
+
+class JudgeResult(BaseModel):
+    """One judge call, successful or not. A failed call has no score, ever."""
+
+    judge: str
+    model: str
+    maker: str | None = None
+    status: CallStatus
+    score: float | None = None
+    raw_score: float | None = None
+    clipped: bool | None = None
+    dimensions: dict[str, float] = Field(default_factory=dict)
+    criteria: list[CriterionVerdict] = Field(default_factory=list)
+    rationale: str | None = None
+    raw_reply: str | None = None
+    error: str | None = None
+    latency_ms: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None
+    cached: bool = False
+    cache_key: str
+    template: str
+    template_hash: str
+    rubric_hash: str
+
+
+class Aggregate(BaseModel):
+    n: int
+    mean: float
+    median: float
+    min: float
+    max: float
+    spread: float = Field(description="max - min over the judges that returned a score")
+    stdev: float | None = Field(description="sample SD; null with fewer than two scores")
+
+
+class GradeResult(BaseModel):
+    rubric_id: str
+    rubric_version: int
+    rubric_hash: str
+    candidate_model: str
+    candidate_maker: str | None
+    status: Literal["ok", "partial", "failed"]
+    aggregate: Aggregate | None
+    results: list[JudgeResult]
+    skipped: list[SkippedJudge]

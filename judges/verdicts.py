@@ -1,0 +1,120 @@
+"""Strict parsing of judge replies. Anything that is not a complete, in-range verdict is a
+`ParseFailure` carrying the reason; the caller records it with the raw reply and no score."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from judges.models import CriterionVerdict
+from judges.templates import PromptTemplate
+from rubrics import PenaltyWeightedRubric, Rubric, RubricError, ScaleRubric, score
+
+
+class ParseFailure(ValueError):
+    """The reply is not a usable verdict."""
+
+
+class Verdict(BaseModel):
+    score: float
+    raw_score: float | None = None
+    clipped: bool | None = None
+    dimensions: dict[str, float] = Field(default_factory=dict)
+    criteria: list[CriterionVerdict] = Field(default_factory=list)
+    rationale: str | None = None
+
+
+_FENCED = re.compile(r"^\s*```(?:json|JSON| Json)?\s*\n(.*)\n\s*```\s*$", re.DOTALL)
+
+
+def parse_reply(template: PromptTemplate, rubric: Rubric, reply: str) -> Verdict:
+    if template.output == "first_integer":
+        return _first_integer(rubric, reply)
+    data = _json_object(reply)
+    if template.output == "criteria_json":
+        if not isinstance(rubric, PenaltyWeightedRubric):
+            raise ParseFailure("criteria verdict for a rubric that has no criteria")
+        return _criteria(rubric, data)
+    if not isinstance(rubric, ScaleRubric):
+        raise ParseFailure("scale verdict for a rubric that has no scale")
+    return _scores(rubric, data)
+
+
+def _json_object(reply: str) -> dict[str, Any]:
+    """A JSON object, alone or in one markdown code fence; nothing else is accepted."""
+    match = _FENCED.match(reply)
+    text = match.group(1) if match else reply
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseFailure(f"reply is not valid JSON ({exc.msg} at char {exc.pos})") from None
+    if not isinstance(data, dict):
+        raise ParseFailure(f"reply is JSON but not an object ({type(data).__name__})")
+    return data
+
+
+def _criteria(rubric: PenaltyWeightedRubric, data: dict[str, Any]) -> Verdict:
+    items = data.get("criteria")
+    if not isinstance(items, list):
+        raise ParseFailure("reply has no 'criteria' list")
+    verdicts: list[CriterionVerdict] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ParseFailure(f"criteria[{i}] is not an object")
+        cid, met = item.get("id"), item.get("met")
+        if not isinstance(cid, str):
+            raise ParseFailure(f"criteria[{i}].id is missing or not a string")
+        if not isinstance(met, bool):
+            raise ParseFailure(f"criteria[{i}].met for '{cid}' is not true/false")
+        if any(v.id == cid for v in verdicts):
+            raise ParseFailure(f"criterion '{cid}' is judged twice")
+        evidence = item.get("evidence", "")
+        evidence = evidence if isinstance(evidence, str) else ""
+        verdicts.append(CriterionVerdict(id=cid, met=met, evidence=evidence))
+    try:
+        result = score(rubric, {v.id: v.met for v in verdicts})
+    except RubricError as exc:
+        raise ParseFailure(str(exc)) from None
+    rationale = data.get("rationale")
+    return Verdict(
+        score=result.score,
+        raw_score=result.raw_score,
+        clipped=result.clipped,
+        criteria=verdicts,
+        rationale=rationale if isinstance(rationale, str) else None,
+    )
+
+
+def _scores(rubric: ScaleRubric, data: dict[str, Any]) -> Verdict:
+    dimensions: dict[str, float] = {}
+    for dim in rubric.dimensions:
+        key = f"{dim.id}_score"
+        value = data.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ParseFailure(f"'{key}' is missing or not a number")
+        if not rubric.scale.min <= value <= rubric.scale.max:
+            raise ParseFailure(
+                f"'{key}' = {value} is outside {rubric.scale.min}-{rubric.scale.max}"
+            )
+        dimensions[dim.id] = float(value)
+    return Verdict(score=dimensions[rubric.primary_dimension], dimensions=dimensions)
+
+
+def _first_integer(rubric: Rubric, reply: str) -> Verdict:
+    """Kinayat's rule: the first whitespace token that is a digit string within the scale."""
+    if not isinstance(rubric, ScaleRubric):
+        raise ParseFailure("integer verdict for a rubric that has no scale")
+    lo, hi = rubric.scale.min, rubric.scale.max
+    for token in reply.split():
+        if token.isdigit():
+            try:
+                value = int(token)
+            except ValueError:
+                continue
+            if lo <= value <= hi:
+                dim = rubric.primary_dimension
+                return Verdict(score=float(value), dimensions={dim: float(value)})
+    raise ParseFailure(f"no whitespace-separated integer in {lo}-{hi} in the reply")

@@ -1,0 +1,34 @@
+"""The typer application and the helpers every command shares."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    name="qadi",
+    help="qadi: LLM-as-judge grading, calibration against human experts, and benchmarks.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print a one-line error for a person and exit; no traceback for expected problems."""
+    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    sys.exit(code)
+
+
+def split_names(value: str | None) -> list[str] | None:
+    if not value:
+        return None
+    return [n.strip() for n in value.split(",") if n.strip()]
+
+
+@app.callback()
+def main() -> None:
+    """qadi: grade answers with LLM judges and measure the judges against human experts."""

@@ -1,0 +1,51 @@
+"""`qadi judge`: grade one answer from the command line and print the result as JSON."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import typer
+
+from judges import (
+    Grader,
+    GradeRequest,
+    GuardError,
+    JudgeConfigError,
+    RequestError,
+    TemplateError,
+    load_config,
+)
+from rubrics import RubricError, resolve_rubric
+from service.cli.app import app, fail, split_names
+
+
+@app.command()
+def judge(
+    rubric: str = typer.Option(..., help="rubric file (.yaml/.json) or library id[@version]"),
+    prompt: str = typer.Option("", help="what the candidate model was asked"),
+    response: str = typer.Option(..., help="the candidate's answer"),
+    reference: str | None = typer.Option(None, help="gold answer or explanation"),
+    candidate_model: str = typer.Option(..., help="model that wrote the answer (for the guard)"),
+    candidate_provider: str | None = typer.Option(None, help="maker of the candidate model"),
+    judges: str | None = typer.Option(None, help="comma-separated judge names; default panel"),
+    config: Path | None = typer.Option(None, help="judges YAML (default $QADI_JUDGES_CONFIG)"),
+) -> None:
+    """Grade one answer with the configured judges and print the grade as JSON."""
+    try:
+        request = GradeRequest(
+            rubric=resolve_rubric(rubric),
+            prompt=prompt,
+            response=response,
+            reference=reference,
+            candidate_model=candidate_model,
+            candidate_provider=candidate_provider,
+            judges=split_names(judges),
+        )
+        grader = Grader(load_config(config))
+        result = asyncio.run(grader.grade(request))
+    except (RubricError, JudgeConfigError, GuardError, RequestError, TemplateError) as exc:
+        fail(str(exc))
+    typer.echo(result.model_dump_json(indent=2))
+    if result.status == "failed":
+        raise typer.Exit(1)

@@ -1,0 +1,126 @@
+"""Shared fixtures: the LLM test double as a real process, and judge configs pointing at it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_http(url: str, timeout: float = 30.0, process: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"process for {url} exited with {process.returncode}")
+        try:
+            httpx.get(url, timeout=1.0)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer within {timeout}s")
+
+
+class LLMServer:
+    """Handle on the test double: its URL and its control endpoints."""
+
+    def __init__(self, port: int) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+        self.api_base = f"{self.base}/v1"
+
+    def reset(self) -> None:
+        httpx.post(f"{self.base}/_control/reset").raise_for_status()
+
+    def script(self, *replies: dict) -> None:
+        httpx.post(f"{self.base}/_control/script", json=list(replies)).raise_for_status()
+
+    def rules(self, *rules: dict) -> None:
+        httpx.post(f"{self.base}/_control/rules", json=list(rules)).raise_for_status()
+
+    def faults(self, **faults) -> None:
+        httpx.post(f"{self.base}/_control/faults", json=faults).raise_for_status()
+
+    def calls(self) -> int:
+        return httpx.get(f"{self.base}/_control/calls").json()["count"]
+
+    def requests(self) -> list[dict]:
+        return httpx.get(f"{self.base}/_control/calls", params={"bodies": True}).json()["requests"]
+
+
+def start_llm_server() -> tuple[subprocess.Popen, LLMServer]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.llm_test_server", "--port", str(port)], cwd=ROOT
+    )
+    server = LLMServer(port)
+    wait_for_http(f"{server.base}/_control/calls", process=process)
+    return process, server
+
+
+@pytest.fixture(scope="session")
+def llm_server_process():
+    process, server = start_llm_server()
+    yield server
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture
+def llm_server(llm_server_process: LLMServer) -> LLMServer:
+    llm_server_process.reset()
+    return llm_server_process
+
+
+def judges_config_data(server: LLMServer, **qadi) -> dict:
+    """A panel spanning makers and both routes, all pointed at the test double."""
+    return {
+        "model_list": [
+            {
+                "model_name": "gpt-judge",
+                "litellm_params": {
+                    "model": "openai/gpt-4.1",
+                    "api_base": server.api_base,
+                    "api_key": "sk-test-secret-key-0001",
+                },
+                "substitute": "claude-judge",
+            },
+            {
+                "model_name": "claude-judge",
+                "litellm_params": {
+                    "model": "openai/claude-3-5-sonnet",
+                    "api_base": server.api_base,
+                    "api_key": "sk-test-secret-key-0002",
+                },
+                "provider": "anthropic",
+            },
+            {
+                "model_name": "llama-judge",
+                "litellm_params": {
+                    "model": "hosted_vllm/meta-llama/Llama-3.1-8B-Instruct",
+                    "api_base": server.api_base,
+                },
+            },
+        ],
+        "qadi": {"num_retries": 1, "timeout": 5, "panel": ["gpt-judge"], **qadi},
+    }
+
+
+@pytest.fixture
+def judges_config(llm_server: LLMServer):
+    from judges import parse_config
+
+    return parse_config(judges_config_data(llm_server))

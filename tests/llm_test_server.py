@@ -1,0 +1,221 @@
+"""TEST DOUBLE: a small OpenAI-compatible server that returns scripted replies.
+
+No model weights or providers can be reached from tests, so integration tests start this
+as a real process on 127.0.0.1 and point LiteLLM at it (`openai/...`, `hosted_vllm/...`
+with `api_base`). Everything between qadi and this socket is the real code path.
+
+Control endpoints (under /_control) let a test script the next replies, add rules that
+answer by a substring of the prompt, inject faults, and count the calls received.
+Without a script or rule it answers from the request's JSON schema: every rubric criterion
+met, every scale dimension at the scale's middle, or "3" for a free-text judge.
+
+Run: python -m tests.llm_test_server --port 8811
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import time
+from collections import deque
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+
+
+class Reply(BaseModel):
+    content: str | None = None
+    status: int = 200
+    delay: float = 0.0
+    malformed: bool = False
+    logprobs: dict[str, float] | None = None
+
+
+class Rule(BaseModel):
+    match: str
+    reply: Reply
+
+
+class Faults(BaseModel):
+    p500: float = 0.0
+    ptimeout: float = 0.0
+    pmalformed: float = 0.0
+    latency_min: float = 0.0
+    latency_max: float = 0.0
+    timeout_delay: float = 30.0
+    seed: int | None = None
+
+
+class State:
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.script: deque[Reply] = deque()
+        self.rules: list[Rule] = []
+        self.faults = Faults()
+        self.rng = random.Random()
+        self.calls = 0
+        self.statuses: dict[str, int] = {}
+        self.requests: deque[dict[str, Any]] = deque(maxlen=200)
+
+
+state = State()
+app = FastAPI(title="qadi LLM test double")
+
+
+def default_content(body: dict[str, Any]) -> str:
+    """Answer from the requested schema so un-scripted calls still get a valid verdict."""
+    fmt = body.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or {}
+    props = schema.get("properties", {})
+    if "criteria" in props:
+        ids = props["criteria"]["items"]["properties"]["id"]["enum"]
+        verdicts = [{"id": i, "met": True, "evidence": "test double"} for i in ids]
+        return json.dumps({"criteria": verdicts, "rationale": "test double default"})
+    if props:
+        return json.dumps(
+            {k: (v.get("minimum", 1) + v.get("maximum", 5)) // 2 for k, v in props.items()}
+        )
+    return "3"
+
+
+def choose(body: dict[str, Any]) -> Reply:
+    if state.script:
+        return state.script.popleft()
+    text = json.dumps(body.get("messages") or body.get("prompt"), ensure_ascii=False)
+    for rule in state.rules:
+        if rule.match in text:
+            return rule.reply
+    f = state.faults
+    delay = state.rng.uniform(f.latency_min, f.latency_max) if f.latency_max else 0.0
+    roll = state.rng.random()
+    if roll < f.p500:
+        return Reply(status=500, delay=delay)
+    if roll < f.p500 + f.ptimeout:
+        return Reply(delay=f.timeout_delay)
+    if roll < f.p500 + f.ptimeout + f.pmalformed:
+        return Reply(malformed=True, delay=delay)
+    return Reply(delay=delay)
+
+
+def completion_body(body: dict[str, Any], content: str) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-test-{state.calls}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "test"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }
+
+
+async def answer(request: Request) -> JSONResponse:
+    body = await request.json()
+    state.calls += 1
+    state.requests.append(body)
+    reply = choose(body)
+    if reply.delay:
+        await asyncio.sleep(reply.delay)
+    key = "malformed" if reply.malformed else str(reply.status)
+    state.statuses[key] = state.statuses.get(key, 0) + 1
+    if reply.status != 200:
+        error = {"error": {"message": "injected failure", "type": "server_error"}}
+        return JSONResponse(error, status_code=reply.status)
+    content = reply.content if reply.content is not None else default_content(body)
+    if reply.malformed:
+        content = '{"criteria": [{"id": '
+    return JSONResponse(completion_body(body, content))
+
+
+async def text_completion(request: Request) -> JSONResponse:
+    """vLLM-style /v1/completions with echo+logprobs, for option log-likelihood scoring."""
+    body = await request.json()
+    state.calls += 1
+    state.requests.append(body)
+    reply = choose(body)
+    prompt = body.get("prompt", "")
+    logprob = 0.0
+    if reply.logprobs:
+        logprob = next((v for k, v in reply.logprobs.items() if prompt.endswith(k)), -50.0)
+    return JSONResponse(
+        {
+            "id": f"cmpl-test-{state.calls}",
+            "object": "text_completion",
+            "model": body.get("model", "test"),
+            "choices": [
+                {
+                    "index": 0,
+                    "text": "",
+                    "logprobs": {"tokens": [prompt], "token_logprobs": [None, logprob]},
+                    "finish_reason": "length",
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 0, "total_tokens": 10},
+        }
+    )
+
+
+for prefix in ("", "/v1"):
+    app.add_api_route(f"{prefix}/chat/completions", answer, methods=["POST"])
+    app.add_api_route(f"{prefix}/completions", text_completion, methods=["POST"])
+
+
+@app.get("/v1/models")
+async def models() -> dict[str, Any]:
+    return {"object": "list", "data": [{"id": "test-model", "object": "model"}]}
+
+
+@app.post("/_control/script")
+async def script(replies: list[Reply]) -> dict[str, int]:
+    state.script.extend(replies)
+    return {"queued": len(state.script)}
+
+
+@app.post("/_control/rules")
+async def rules(new_rules: list[Rule]) -> dict[str, int]:
+    state.rules.extend(new_rules)
+    return {"rules": len(state.rules)}
+
+
+@app.post("/_control/faults")
+async def faults(new_faults: Faults) -> dict[str, str]:
+    state.faults = new_faults
+    state.rng = random.Random(new_faults.seed)
+    return {"status": "ok"}
+
+
+@app.post("/_control/reset")
+async def reset() -> dict[str, str]:
+    state.reset()
+    return {"status": "reset"}
+
+
+@app.get("/_control/calls")
+async def calls(bodies: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {"count": state.calls, "statuses": state.statuses}
+    if bodies:
+        out["requests"] = list(state.requests)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()
