@@ -50,7 +50,8 @@ class JudgmentStore(Protocol):
         """A stored successful result for this key, or None."""
 
     async def save(self, request: GradeRequest, result: JudgeResult) -> None:
-        """Persist one call's outcome (not called for results served from the cache)."""
+        """Persist one outcome: a call, ok or failed, or a verdict served from the cache
+        (`cached` true, no backend call made)."""
 
 
 class InMemoryJudgmentStore:
@@ -63,5 +64,5 @@ class InMemoryJudgmentStore:
 
     async def save(self, request: GradeRequest, result: JudgeResult) -> None:
         self.saved.append(result)
-        if result.status == "ok":
+        if result.status == "ok" and not result.cached:
             self._ok[result.cache_key] = result

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+from uuid import uuid4
 
 from judges.cache import InMemoryJudgmentStore, JudgmentStore, cache_key
 from judges.config import JudgesConfig
@@ -30,7 +31,10 @@ class Grader:
         self.router = JudgeRouter(config)
         self.store: JudgmentStore = store if store is not None else InMemoryJudgmentStore()
 
-    async def grade(self, request: GradeRequest) -> GradeResult:
+    async def grade(self, request: GradeRequest, store: JudgmentStore | None = None) -> GradeResult:
+        """Grade one answer. `store` overrides the grader's store for this request (the
+        service binds each request's judgments to its own rows)."""
+        store = store if store is not None else self.store
         template = load_template(request.rubric.template)
         panel = choose_panel(
             self.config, request.judges, request.candidate_model, request.candidate_provider
@@ -38,7 +42,7 @@ class Grader:
         call = build_call(template, request)
         rhash = rubric_hash(request.rubric)
         results = await asyncio.gather(
-            *(self.judge_one(name, template, rhash, request, call) for name in panel.judges)
+            *(self.judge_one(name, template, rhash, request, call, store) for name in panel.judges)
         )
         ok = [r for r in results if r.status == "ok"]
         status = "ok" if len(ok) == len(results) else ("partial" if ok else "failed")
@@ -61,14 +65,19 @@ class Grader:
         rhash: str,
         request: GradeRequest,
         call: JudgeCall,
+        store: JudgmentStore,
         force: bool = False,
     ) -> JudgeResult:
         entry = self.config.judge(name)
         key = cache_key(entry, template, rhash, request, call)
         if not force:
-            hit = await self.store.find_ok(key)
+            hit = await store.find_ok(key)
             if hit is not None:
-                return hit.model_copy(update={"judge": name, "cached": True, "latency_ms": 0.0})
+                result = hit.model_copy(
+                    update={"id": uuid4().hex, "judge": name, "cached": True, "latency_ms": 0.0}
+                )
+                await store.save(request, result)
+                return result
         outcome = await self.router.complete(name, call.messages, call.response_format)
         base = JudgeResult(
             judge=name,
@@ -84,10 +93,11 @@ class Grader:
             cache_key=key,
             template=template.ref,
             template_hash=template.hash,
+            rubric_ref=f"{request.rubric.id}@{request.rubric.version}",
             rubric_hash=rhash,
         )
         result = _with_verdict(base, template, request) if outcome.status == "ok" else base
-        await self.store.save(request, result)
+        await store.save(request, result)
         return result
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Literal
+from uuid import uuid4
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,6 +37,7 @@ class CriterionVerdict(BaseModel):
 class JudgeResult(BaseModel):
     """One judge call, successful or not. A failed call has no score, ever."""
 
+    id: str = Field(default_factory=lambda: uuid4().hex)
     judge: str
     model: str
     maker: str | None = None
@@ -56,6 +58,7 @@ class JudgeResult(BaseModel):
     cache_key: str
     template: str
     template_hash: str
+    rubric_ref: str
     rubric_hash: str
 
 

@@ -124,3 +124,45 @@ def judges_config(llm_server: LLMServer):
     from judges import parse_config
 
     return parse_config(judges_config_data(llm_server))
+
+
+# --- databases -------------------------------------------------------------------------------
+# Database tests run on SQLite always and on PostgreSQL when QADI_TEST_POSTGRES_URL is set
+# (.ci/run sets it). Asked for PostgreSQL and unable to reach it, the run fails, never skips.
+
+POSTGRES_URL = os.environ.get("QADI_TEST_POSTGRES_URL")
+BACKENDS = ["sqlite", "postgresql"] if POSTGRES_URL else ["sqlite"]
+
+
+def pytest_generate_tests(metafunc):
+    if "db_url" in metafunc.fixturenames:
+        metafunc.parametrize("db_url", BACKENDS, indirect=True)
+
+
+def reset_postgres(url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("DROP SCHEMA public CASCADE"))
+            connection.execute(text("CREATE SCHEMA public"))
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def db_url(request, tmp_path) -> str:
+    """An empty, unmigrated database of the parametrized backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'qadi.db'}"
+    reset_postgres(POSTGRES_URL)
+    return POSTGRES_URL
+
+
+@pytest.fixture
+def migrated_db(db_url: str) -> str:
+    from service.db.engine import upgrade
+
+    upgrade(db_url)
+    return db_url

@@ -14,7 +14,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console(stderr=True)
+console = Console(stderr=True)  # messages and progress
+out = Console()  # results a script may read
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -1,0 +1,69 @@
+"""Liveness, readiness (database reachable), Prometheus metrics, and the judges list."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from service.api.deps import require
+from service.api.schemas import JudgeInfo
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", summary="The process is up")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", summary="The database answers")
+def readyz(request: Request) -> JSONResponse:
+    try:
+        with request.app.state.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+    except Exception as exc:  # noqa: BLE001 - any failure means not ready
+        return JSONResponse({"status": "unavailable", "database": type(exc).__name__}, 503)
+    return JSONResponse({"status": "ready", "database": "ok"})
+
+
+@router.get("/metrics", summary="Prometheus metrics")
+def metrics() -> Response:
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/judges", response_model=list[JudgeInfo], tags=["judge"])
+async def judges(request: Request, _: int | None = Depends(require("judge"))) -> list[JudgeInfo]:
+    """Configured judges, their makers, and whether an OpenAI-compatible endpoint answers."""
+    grader = request.app.state.grader
+    if grader is None:
+        return []
+    config = grader.config
+    async with httpx.AsyncClient(timeout=2.0) as client:
+        probes = await asyncio.gather(*(_probe(client, e) for e in config.model_list))
+    return [
+        JudgeInfo(
+            name=e.name,
+            model=e.model,
+            maker=config.maker_of_judge(e),
+            substitute=e.substitute,
+            reachable=reachable,
+            detail=detail,
+        )
+        for e, (reachable, detail) in zip(config.model_list, probes, strict=True)
+    ]
+
+
+async def _probe(client: httpx.AsyncClient, entry) -> tuple[bool | None, str]:
+    base = entry.litellm_params.get("api_base")
+    if not base:
+        return None, "provider endpoint; not probed (use `qadi judges check` for a real call)"
+    try:
+        response = await client.get(f"{str(base).rstrip('/')}/models")
+    except httpx.HTTPError as exc:
+        return False, f"{type(exc).__name__} reaching {base}"
+    return response.status_code < 500, f"GET {base}/models -> {response.status_code}"

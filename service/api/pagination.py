@@ -1,0 +1,42 @@
+"""Opaque keyset cursors: (created_at, id) of the last row seen, base64-encoded."""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+
+from fastapi import HTTPException
+
+
+def encode_cursor(created_at: datetime, row_id: str | int) -> str:
+    raw = f"{created_at.isoformat()}|{row_id}"
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        stamp, _, row_id = base64.urlsafe_b64decode(padded).decode().partition("|")
+        return datetime.fromisoformat(stamp), row_id
+    except (ValueError, UnicodeDecodeError):
+        raise HTTPException(422, "cursor: not a cursor returned by this API") from None
+
+
+def naive_utc(moment: datetime) -> datetime:
+    """Timestamps are stored as naive UTC; an aware filter value is converted."""
+    if moment.tzinfo is None:
+        return moment
+    from datetime import UTC
+
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def parse_pairs(values: list[str], field: str) -> dict[str, str]:
+    """'key=value' query parameters as a dict; anything else is a 422 naming the field."""
+    pairs = {}
+    for value in values:
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise HTTPException(422, f"{field}: expected key=value, got '{value}'")
+        pairs[key] = val
+    return pairs

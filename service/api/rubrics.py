@@ -1,0 +1,83 @@
+"""GET/POST /rubrics: versioned rubrics (a changed body is a new version)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends, HTTPException, Request
+from fastapi.responses import JSONResponse
+
+from rubrics import RubricError, parse_rubric, rubric_hash
+from service.api.deps import require
+from service.db.engine import session_scope
+from service.rubric_store import (
+    RubricNotFound,
+    get_rubric,
+    list_rubrics,
+    rubric_versions,
+    save_rubric,
+)
+
+router = APIRouter(tags=["rubrics"])
+
+EXAMPLE = {
+    "kind": "penalty_weighted",
+    "id": "egyptian-proverb-meaning",
+    "criteria": [
+        {"id": "meaning", "kind": "positive", "weight": 2, "text": "Gives the proverb's meaning"},
+        {"id": "usage", "kind": "positive", "weight": 1, "text": "Says when it is used"},
+        {"id": "levant", "kind": "negative", "weight": 1, "text": "Attributes it to the Levant"},
+    ],
+}
+
+
+def _with_hash(rubric) -> dict[str, Any]:
+    return {**rubric.model_dump(mode="json"), "hash": rubric_hash(rubric)}
+
+
+@router.get("/rubrics", summary="Stored and bundled rubrics with their latest versions")
+def index(request: Request, _: int | None = Depends(require("judge"))) -> list[dict[str, Any]]:
+    with session_scope(request.app.state.sessions) as session:
+        return list_rubrics(session)
+
+
+@router.get("/rubrics/{rubric_ref}", summary="A rubric by 'id' (latest) or 'id@version'")
+def show(
+    rubric_ref: str, request: Request, _: int | None = Depends(require("judge"))
+) -> dict[str, Any]:
+    with session_scope(request.app.state.sessions) as session:
+        try:
+            return _with_hash(get_rubric(session, rubric_ref))
+        except (RubricNotFound, RubricError) as exc:
+            raise HTTPException(404, str(exc)) from None
+
+
+@router.get("/rubrics/{rubric_id}/versions", summary="Every stored version of a rubric")
+def versions(
+    rubric_id: str, request: Request, _: int | None = Depends(require("judge"))
+) -> list[dict[str, Any]]:
+    with session_scope(request.app.state.sessions) as session:
+        found = rubric_versions(session, rubric_id)
+    if not found:
+        raise HTTPException(404, f"no stored rubric '{rubric_id}'")
+    return [_with_hash(r) for r in found]
+
+
+@router.post(
+    "/rubrics",
+    status_code=201,
+    summary="Store a rubric; the same body returns the existing version (200)",
+    responses={200: {"description": "identical to a stored version"}, 422: {}},
+)
+def create(
+    request: Request,
+    body: dict[str, Any] = Body(openapi_examples={"rubric": {"value": EXAMPLE}}),
+    _: int | None = Depends(require("judge")),
+) -> JSONResponse:
+    try:
+        rubric = parse_rubric(body, source="body")
+    except RubricError as exc:
+        raise HTTPException(422, str(exc)) from None
+    with session_scope(request.app.state.sessions) as session:
+        stored, created = save_rubric(session, rubric)
+    return JSONResponse(_with_hash(stored), status_code=201 if created else 200)

@@ -1,0 +1,143 @@
+"""Request and response bodies of the HTTP API (pydantic v2), with OpenAPI examples."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from judges import JudgeResult, SkippedJudge
+from judges.models import Aggregate
+
+EXAMPLE_RUBRIC_BODY = {
+    "kind": "rubric",
+    "prompt": "ما معنى كلمة شكو في اللهجة العراقية؟",
+    "response": "شكو تعني شنو اكو، يعني شنو الأخبار. ماكو تعني ما في.",
+    "candidate_model": "gpt-4o",
+    "rubric_id": "iraqi-linguistic-shaku-maku",
+    "metadata": {"item_id": "iraq-0001", "dialect": "iraqi", "category": "linguistic"},
+}
+EXAMPLE_EXPLANATION_BODY = {
+    "kind": "explanation",
+    "prompt": "عَيْنِي عَيْنِكُ",
+    "response": "يقال عن فعل الشيء علنا أمام الناس دون خجل",
+    "reference": "كناية عن الجهر بالشيء بين الناس.",
+    "candidate_model": "claude-3-5-sonnet",
+    "rubric_id": "kinayat-explanation",
+    "metadata": {"item_id": "kinayat-017"},
+}
+
+
+class _JudgeBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str = Field(default="", description="what the candidate model was asked")
+    response: str = Field(description="the candidate's answer (untrusted; fenced in prompts)")
+    reference: str | None = Field(default=None, description="gold answer or explanation")
+    candidate_model: str = Field(min_length=1, max_length=256)
+    candidate_provider: str | None = Field(default=None, max_length=128)
+    rubric: dict[str, Any] | None = Field(default=None, description="inline rubric object")
+    rubric_id: str | None = Field(default=None, max_length=160, description="'id' or 'id@version'")
+    judges: list[Annotated[str, Field(max_length=128)]] | None = Field(default=None, max_length=32)
+    metadata: dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=512)]] = (
+        Field(default_factory=dict, max_length=64, description="strata: dialect, item_id, ...")
+    )
+
+    @model_validator(mode="after")
+    def _one_rubric(self):
+        if (self.rubric is None) == (self.rubric_id is None):
+            raise ValueError("give exactly one of 'rubric' (inline) or 'rubric_id'")
+        return self
+
+
+class RubricJudgeBody(_JudgeBody):
+    """Grade against a penalty-weighted rubric (score in %)."""
+
+    kind: Literal["rubric"]
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_RUBRIC_BODY]})
+
+
+class ExplanationJudgeBody(_JudgeBody):
+    """Grade an explanation on a 1-5 scale (Kinayat, Fann or Flop judges)."""
+
+    kind: Literal["explanation"]
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_EXPLANATION_BODY]})
+
+
+JudgeBody = Annotated[RubricJudgeBody | ExplanationJudgeBody, Field(discriminator="kind")]
+
+
+class RubricInfo(BaseModel):
+    id: str
+    version: int
+    hash: str
+
+
+class JudgeResponse(BaseModel):
+    request_id: str
+    status: Literal["ok", "partial", "failed"]
+    rubric: RubricInfo
+    candidate_model: str
+    candidate_maker: str | None
+    aggregate: Aggregate | None
+    results: list[JudgeResult]
+    skipped: list[SkippedJudge]
+
+
+class BatchBody(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"items": [EXAMPLE_RUBRIC_BODY, EXAMPLE_EXPLANATION_BODY]}]
+        },
+    )
+
+    items: list[dict[str, Any]] = Field(min_length=1)
+
+
+class BatchItemResult(BaseModel):
+    index: int
+    status_code: int
+    body: dict[str, Any]
+
+
+class BatchResponse(BaseModel):
+    results: list[BatchItemResult]
+
+
+class Page(BaseModel):
+    items: list[Any]
+    next_cursor: str | None
+
+
+class JudgeInfo(BaseModel):
+    name: str
+    model: str
+    maker: str | None
+    substitute: str | None
+    reachable: bool | None = Field(description="null when the endpoint cannot be probed")
+    detail: str
+
+
+class GradesBody(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "grades": [
+                        {
+                            "item_id": "iraq-0001",
+                            "rater": "sme-iq-1",
+                            "rater_kind": "human",
+                            "score": 66.7,
+                            "dialect": "iraqi",
+                            "category": "linguistic",
+                        }
+                    ]
+                }
+            ]
+        },
+    )
+
+    grades: list[dict[str, Any]] = Field(min_length=1)

@@ -1,0 +1,47 @@
+"""The FastAPI application factory. `qadi serve` runs it under uvicorn."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI
+
+from judges import Grader, load_config
+from service.api import grades, health, judge, judgments, rubrics
+from service.db.engine import make_engine, make_sessionmaker, require_migrated
+from service.judging import JudgeService
+from service.middleware import BodySizeLimit, HttpMetrics
+from service.settings import Settings, get_settings
+
+log = logging.getLogger("qadi")
+
+DESCRIPTION = """
+qadi grades model answers with LLM judges and measures the judges against human experts.
+
+Write endpoints need an API key (`Authorization: Bearer qadi_...` or `X-API-Key`) with the
+right scope (`judge`, `grades`, `admin`); create one with `qadi keys create --scopes judge`.
+A grade is never made up: failed judge calls are stored and reported with their error.
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app; refuses an unmigrated database (run `qadi db upgrade`)."""
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+    require_migrated(engine)
+    sessions = make_sessionmaker(engine)
+    grader = Grader(load_config(settings.judges_config)) if settings.judges_config else None
+    if grader is None:
+        log.warning("no judges configured (QADI_JUDGES_CONFIG); POST /judge will answer 503")
+
+    app = FastAPI(title="qadi", version="0.1.0", description=DESCRIPTION)
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessions = sessions
+    app.state.grader = grader
+    app.state.judging = JudgeService(settings, sessions, grader)
+    for module in (judge, judgments, rubrics, grades, health):
+        app.include_router(module.router)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(HttpMetrics)
+    return app

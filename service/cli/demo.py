@@ -1,0 +1,68 @@
+"""`qadi demo` (what `make run` runs): migrate, load the bundled sample, serve locally."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from calibration.interchange import read_grades
+from judges import GradeRequest
+from rubrics import library_rubric, library_rubrics
+from service.auth import SCOPES, create_key
+from service.cli.app import app, console
+from service.cli.serve import serve
+from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
+from service.grade_store import upsert_grades
+from service.judgment_store import ensure_response
+from service.rubric_store import save_rubric
+from service.settings import get_settings
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample"
+
+
+def load_sample(url: str) -> dict[str, int]:
+    """Store the library rubrics, the sample answers and the sample grades (idempotent)."""
+    sessions = make_sessionmaker(make_engine(url))
+    answers = [
+        json.loads(line)
+        for line in (SAMPLE / "answers.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    with session_scope(sessions) as session:
+        for rubric in library_rubrics():
+            save_rubric(session, rubric)
+        for answer in answers:
+            request = GradeRequest(
+                rubric=library_rubric(answer["rubric_id"]),
+                prompt=answer["prompt"],
+                response=answer["response"],
+                candidate_model=answer["candidate_model"],
+                metadata={k: answer[k] for k in ("item_id", "dialect", "category")},
+            )
+            ensure_response(session, request)
+        counts = upsert_grades(session, read_grades(SAMPLE / "grades.csv"))
+    return {"answers": len(answers), **counts}
+
+
+@app.command()
+def demo(
+    port: int = typer.Option(8000, help="port on 127.0.0.1"),
+    no_serve: bool = typer.Option(False, "--no-serve", help="load the sample and stop"),
+) -> None:
+    """Migrate the local database, load the bundled sample, and serve on 127.0.0.1."""
+    url = get_settings().database_url
+    upgrade(url)
+    counts = load_sample(url)
+    with session_scope(make_sessionmaker(make_engine(url))) as session:
+        key = create_key(session, "demo", list(SCOPES))
+    console.print(f"[bold]database[/] {url}  sample loaded: {counts}")
+    console.print(f"[bold]API key[/] (all scopes, shown once): {key}")
+    console.print(f"[bold]docs[/]    http://127.0.0.1:{port}/docs")
+    console.print(
+        "[bold]judges[/]  none configured: copy examples/judges.yaml, put provider keys in the "
+        "environment, then `QADI_JUDGES_CONFIG=judges.yaml make run`"
+    )
+    if not no_serve:
+        serve(host="127.0.0.1", port=port, workers=1, judges_config=None, database_url=None)

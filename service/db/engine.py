@@ -1,0 +1,102 @@
+"""Engines, sessions and the migration state of a database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+
+
+class NotMigratedError(RuntimeError):
+    """The database schema is behind the code; the message names the command that fixes it."""
+
+
+def make_engine(url: str) -> Engine:
+    """An engine with sane defaults for each backend (SQLite: WAL, foreign keys, busy wait)."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_connection, _record) -> None:
+            # Let SQLAlchemy, not the driver, open transactions (see _begin below).
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(connection) -> None:
+            # IMMEDIATE takes the write lock up front, so concurrent writers wait for the
+            # busy timeout instead of failing with "database is locked" on lock upgrade.
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return create_engine(url, pool_size=20, max_overflow=40, pool_pre_ping=True)
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
+    session = factory()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    make_engine(url).dispose()  # creates the SQLite directory if needed
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str) -> None:
+    command.downgrade(alembic_config(url), revision)
+
+
+def head_revision(url: str) -> str | None:
+    return ScriptDirectory.from_config(alembic_config(url)).get_current_head()
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def require_migrated(engine: Engine) -> None:
+    """Refuse to serve on a database whose schema is not at the code's head revision."""
+    url = engine.url.render_as_string(hide_password=False)
+    head, current = head_revision(url), current_revision(engine)
+    if current != head:
+        where = engine.url.render_as_string(hide_password=True)
+        raise NotMigratedError(
+            f"database {where} is at revision {current or 'none'}, the code needs {head}; "
+            "run `qadi db upgrade` first"
+        )

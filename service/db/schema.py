@@ -1,0 +1,160 @@
+"""The database tables (SQLAlchemy 2 ORM). Alembic migrations create them; see
+service/migrations. Every judge call, ok or failed, is one row of `judgments`."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+
+def utcnow() -> datetime:
+    """Naive UTC: stored the same way on SQLite and PostgreSQL, so comparisons agree."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class RubricRow(Base):
+    __tablename__ = "rubrics"
+    __table_args__ = (UniqueConstraint("rubric_id", "version", name="uq_rubric_version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    rubric_id: Mapped[str] = mapped_column(String(128), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(32))
+    content_hash: Mapped[str] = mapped_column(String(80), index=True)
+    body: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class ItemRow(Base):
+    """What was asked: a prompt and its reference, shared by every candidate's answer."""
+
+    __tablename__ = "items"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    content_hash: Mapped[str] = mapped_column(String(80), unique=True)
+    prompt: Mapped[str] = mapped_column(Text)
+    reference: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class ResponseRow(Base):
+    """A candidate model's answer to an item; `item_key` is the id grades refer to."""
+
+    __tablename__ = "responses"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    content_hash: Mapped[str] = mapped_column(String(80), unique=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id"), index=True)
+    item_key: Mapped[str] = mapped_column(String(256), index=True)
+    candidate_model: Mapped[str] = mapped_column(String(256), index=True)
+    candidate_provider: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    text: Mapped[str] = mapped_column(Text)
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class GradeRequestRow(Base):
+    """One POST /judge (or batch item): the idempotency record and the final response."""
+
+    __tablename__ = "grade_requests"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    idempotency_key: Mapped[str | None] = mapped_column(String(256), unique=True, nullable=True)
+    body_hash: Mapped[str] = mapped_column(String(80))
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    http_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    api_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+
+
+class JudgmentRow(Base):
+    __tablename__ = "judgments"
+    __table_args__ = (
+        Index("ix_judgments_cache_ok", "cache_key", "status"),
+        Index("ix_judgments_created", "created_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    request_id: Mapped[str | None] = mapped_column(
+        ForeignKey("grade_requests.id"), index=True, nullable=True
+    )
+    response_id: Mapped[int] = mapped_column(ForeignKey("responses.id"), index=True)
+    judge: Mapped[str] = mapped_column(String(128), index=True)
+    judge_model: Mapped[str] = mapped_column(String(256))
+    judge_maker: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    raw_score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    clipped: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    dimensions: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    criteria: Mapped[list[Any]] = mapped_column(JSONType, default=list)
+    rationale: Mapped[str | None] = mapped_column(Text, nullable=True)
+    raw_reply: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
+    cached: Mapped[bool] = mapped_column(Boolean, default=False)
+    cache_key: Mapped[str] = mapped_column(String(80))
+    rubric_ref: Mapped[str] = mapped_column(String(160), index=True)
+    rubric_hash: Mapped[str] = mapped_column(String(80))
+    template: Mapped[str] = mapped_column(String(160))
+    template_hash: Mapped[str] = mapped_column(String(80))
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class HumanGradeRow(Base):
+    """A grade in the interchange format of DESIGN.md (humans, or judges imported from files)."""
+
+    __tablename__ = "human_grades"
+    __table_args__ = (UniqueConstraint("item_id", "rater", name="uq_grade_item_rater"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    item_id: Mapped[str] = mapped_column(String(256), index=True)
+    rater: Mapped[str] = mapped_column(String(256), index=True)
+    rater_kind: Mapped[str] = mapped_column(String(16))
+    score: Mapped[float] = mapped_column(Float)
+    criteria: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class ApiKeyRow(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(128))
+    prefix: Mapped[str] = mapped_column(String(16), unique=True)
+    key_hash: Mapped[str] = mapped_column(String(80))
+    scopes: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)

@@ -1,0 +1,199 @@
+"""POST /judge behind the HTTP layer: idempotency, persistence, limits, and the grade itself.
+
+Every accepted request leaves a `grade_requests` row that ends `done` with the HTTP status
+and body it answered, and one `judgments` row per judge outcome (ok, failed, or cached).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from judges import Grader, GradeRequest, GuardError, JudgeConfigError, RequestError, TemplateError
+from rubrics import (
+    PenaltyWeightedRubric,
+    Rubric,
+    RubricError,
+    content_hash,
+    parse_rubric,
+    rubric_hash,
+)
+from service import metrics
+from service.api.schemas import JudgeResponse, RubricInfo
+from service.db.engine import session_scope
+from service.db.schema import GradeRequestRow, utcnow
+from service.judgment_store import SqlJudgmentStore, ensure_response
+from service.rubric_store import RubricNotFound, get_rubric, save_rubric
+from service.settings import Settings
+
+RUBRIC_KIND_FOR = {"rubric": "penalty_weighted", "explanation": "scale"}
+
+
+@dataclass
+class Outcome:
+    status_code: int
+    body: dict[str, Any]
+    headers: dict[str, str] | None = None
+
+
+def error(status_code: int, field: str | None, message: str, **extra: Any) -> Outcome:
+    detail: Any = message
+    if field is not None:
+        detail = [{"loc": ["body", *field.split(".")], "msg": message, "type": "value_error"}]
+    return Outcome(status_code, {"detail": detail, **extra})
+
+
+class JudgeService:
+    def __init__(
+        self, settings: Settings, factory: sessionmaker[Session], grader: Grader | None
+    ) -> None:
+        self.settings = settings
+        self.factory = factory
+        self.grader = grader
+        self.stale_after = timedelta(seconds=3 * (grader.config.qadi.timeout if grader else 60))
+        self._stored_rubrics: set[str] = set()  # hashes known to be in the database
+
+    async def judge(self, body, idempotency_key: str | None, api_key_id: int | None) -> Outcome:
+        problem = self.check_limits(body)
+        if problem is not None:
+            return problem
+        if self.grader is None:
+            return error(503, None, "no judges configured: set QADI_JUDGES_CONFIG to a judges YAML")
+        body_hash = content_hash(body.model_dump(mode="json"))
+        claimed = await asyncio.to_thread(self._claim, idempotency_key, body_hash, api_key_id)
+        if isinstance(claimed, Outcome):
+            return claimed
+        outcome = await self._grade(body, claimed)
+        await asyncio.to_thread(self._finish, claimed, outcome)
+        return outcome
+
+    def check_limits(self, body) -> Outcome | None:
+        limit = self.settings.max_text_chars
+        for field in ("prompt", "response", "reference"):
+            value = getattr(body, field) or ""
+            if len(value) > limit:
+                return error(422, field, f"text is {len(value)} characters; the limit is {limit}")
+        criteria = (body.rubric or {}).get("criteria")
+        if isinstance(criteria, list) and len(criteria) > self.settings.max_criteria:
+            return error(
+                422,
+                "rubric.criteria",
+                f"{len(criteria)} criteria; the limit is {self.settings.max_criteria}",
+            )
+        return None
+
+    def _claim(self, key: str | None, body_hash: str, api_key_id: int | None) -> str | Outcome:
+        """Create the request row, or answer from the earlier request with the same key."""
+        with session_scope(self.factory) as session:
+            if key is not None:
+                found = session.scalar(
+                    select(GradeRequestRow).where(GradeRequestRow.idempotency_key == key)
+                )
+                if found is not None:
+                    return self._replay(session, found, body_hash)
+            row = GradeRequestRow(idempotency_key=key, body_hash=body_hash, api_key_id=api_key_id)
+            session.add(row)
+            try:
+                session.flush()
+            except IntegrityError:
+                return error(409, None, "a request with this Idempotency-Key is in progress")
+            return row.id
+
+    def _replay(self, session: Session, found: GradeRequestRow, body_hash: str) -> str | Outcome:
+        if found.body_hash != body_hash:
+            return error(409, None, "Idempotency-Key was already used with a different body")
+        if found.status == "done":
+            return Outcome(found.http_status or 200, found.result or {})
+        if utcnow() - found.created_at < self.stale_after:
+            return Outcome(
+                409,
+                {"detail": "a request with this Idempotency-Key is in progress"},
+                {"Retry-After": "2"},
+            )
+        found.created_at = utcnow()  # the first attempt died (crash); take it over
+        return found.id
+
+    def _finish(self, request_id: str, outcome: Outcome) -> None:
+        with session_scope(self.factory) as session:
+            row = session.get(GradeRequestRow, request_id)
+            row.status = "done"
+            row.http_status = outcome.status_code
+            row.result = outcome.body
+            row.finished_at = utcnow()
+
+    async def _grade(self, body, request_id: str) -> Outcome:
+        try:
+            rubric = await asyncio.to_thread(self._resolve_rubric, body)
+            request = GradeRequest(
+                rubric=rubric,
+                prompt=body.prompt,
+                response=body.response,
+                reference=body.reference,
+                candidate_model=body.candidate_model,
+                candidate_provider=body.candidate_provider,
+                judges=body.judges,
+                metadata=body.metadata,
+            )
+            response_id = await asyncio.to_thread(self._store_response, request)
+            store = SqlJudgmentStore(self.factory, response_id, request_id)
+            result = await self.grader.grade(request, store)
+        except RubricNotFound as exc:
+            return error(422, "rubric_id", str(exc).removeprefix("rubric_id: "))
+        except RubricError as exc:
+            return error(422, "rubric", str(exc))
+        except GuardError as exc:
+            return error(422, "candidate_model", str(exc))
+        except (RequestError, JudgeConfigError, TemplateError) as exc:
+            field, _, message = str(exc).partition(": ")
+            return error(422, field if message else None, message or str(exc))
+        for judge_result in result.results:
+            metrics.observe_judge(
+                judge_result.judge,
+                judge_result.status,
+                judge_result.cached,
+                judge_result.latency_ms,
+            )
+        payload = JudgeResponse(
+            request_id=request_id,
+            status=result.status,
+            rubric=RubricInfo(id=rubric.id, version=rubric.version, hash=result.rubric_hash),
+            candidate_model=result.candidate_model,
+            candidate_maker=result.candidate_maker,
+            aggregate=result.aggregate,
+            results=result.results,
+            skipped=result.skipped,
+        ).model_dump(mode="json")
+        if result.status == "failed":
+            payload["detail"] = "no judge produced a grade; see results[].error"
+            return Outcome(502, payload)
+        return Outcome(200, payload)
+
+    def _resolve_rubric(self, body) -> Rubric:
+        with session_scope(self.factory) as session:
+            if body.rubric is not None:
+                rubric, _ = save_rubric(session, parse_rubric(body.rubric, source="rubric"))
+            else:
+                rubric = get_rubric(session, body.rubric_id)
+                if rubric_hash(rubric) not in self._stored_rubrics:
+                    save_rubric(session, rubric)  # library rubrics are stored on first use
+                    self._stored_rubrics.add(rubric_hash(rubric))
+        expected = RUBRIC_KIND_FOR[body.kind]
+        if rubric.kind != expected:
+            raise RubricError(
+                f"kind '{body.kind}' needs a {expected} rubric; '{rubric.id}' is {rubric.kind}"
+            )
+        if isinstance(rubric, PenaltyWeightedRubric) and len(rubric.criteria) > (
+            self.settings.max_criteria
+        ):
+            raise RubricError(f"criteria: more than {self.settings.max_criteria} criteria")
+        return rubric
+
+    def _store_response(self, request: GradeRequest) -> int:
+        with session_scope(self.factory) as session:
+            return ensure_response(session, request)

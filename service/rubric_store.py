@@ -1,0 +1,105 @@
+"""Rubrics in the database, versioned: a changed body is a new version; old ones stay readable."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from rubrics import Rubric, RubricError, library_rubric, parse_rubric, rubric_hash, split_ref
+from service.db.schema import RubricRow
+
+
+class RubricNotFound(LookupError):
+    pass
+
+
+def _body_without_version(rubric: Rubric) -> dict:
+    body = rubric.model_dump(mode="json")
+    body.pop("version")
+    return body
+
+
+def save_rubric(session: Session, rubric: Rubric) -> tuple[Rubric, bool]:
+    """Store `rubric` under its id. Returns (stored rubric, created?).
+
+    The same body as an existing version is that version; a different body becomes
+    max(version) + 1 whatever version the caller wrote, so versions never collide.
+    A concurrent writer of the same version makes the insert fail; the lookup then runs again.
+    """
+    for _ in range(5):
+        try:
+            with session.begin_nested():
+                return _save_once(session, rubric)
+        except IntegrityError:
+            continue
+    raise RubricError(f"rubric: could not store '{rubric.id}' under concurrent writes; retry")
+
+
+def _save_once(session: Session, rubric: Rubric) -> tuple[Rubric, bool]:
+    rows = session.scalars(select(RubricRow).where(RubricRow.rubric_id == rubric.id)).all()
+    body = _body_without_version(rubric)
+    for row in rows:
+        stored = parse_rubric(row.body)
+        if _body_without_version(stored) == body:
+            return stored, False
+    version = max((r.version for r in rows), default=rubric.version - 1) + 1
+    stored = rubric.model_copy(update={"version": version})
+    session.add(
+        RubricRow(
+            rubric_id=stored.id,
+            version=version,
+            kind=stored.kind,
+            content_hash=rubric_hash(stored),
+            body=stored.model_dump(mode="json"),
+        )
+    )
+    session.flush()
+    return stored, True
+
+
+def get_rubric(session: Session, ref: str) -> Rubric:
+    """'id' (newest) or 'id@version' from the database, else from the bundled library."""
+    name, version = split_ref(ref)
+    query = select(RubricRow).where(RubricRow.rubric_id == name)
+    if version is not None:
+        query = query.where(RubricRow.version == version)
+    row = session.scalars(query.order_by(RubricRow.version.desc()).limit(1)).first()
+    if row is not None:
+        return parse_rubric(row.body)
+    try:
+        return library_rubric(ref)
+    except RubricError:
+        raise RubricNotFound(f"rubric_id: no rubric '{ref}'") from None
+
+
+def list_rubrics(session: Session) -> list[dict]:
+    """Every stored id with its versions; library rubrics not yet stored are listed too."""
+    rows = session.execute(
+        select(RubricRow.rubric_id, func.max(RubricRow.version), RubricRow.kind).group_by(
+            RubricRow.rubric_id, RubricRow.kind
+        )
+    ).all()
+    listed = {
+        r[0]: {"id": r[0], "latest_version": r[1], "kind": r[2], "stored": True} for r in rows
+    }
+    from rubrics import library_rubrics
+
+    for rubric in library_rubrics():
+        listed.setdefault(
+            rubric.id,
+            {
+                "id": rubric.id,
+                "latest_version": rubric.version,
+                "kind": rubric.kind,
+                "stored": False,
+            },
+        )
+    return sorted(listed.values(), key=lambda r: r["id"])
+
+
+def rubric_versions(session: Session, rubric_id: str) -> list[Rubric]:
+    rows = session.scalars(
+        select(RubricRow).where(RubricRow.rubric_id == rubric_id).order_by(RubricRow.version)
+    ).all()
+    return [parse_rubric(r.body) for r in rows]

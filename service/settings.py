@@ -1,0 +1,34 @@
+"""Service settings, read from the environment with the prefix QADI_ (pydantic-settings)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DB_PATH = Path("var") / "qadi.db"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="QADI_", extra="ignore")
+
+    database_url: str = Field(
+        default=f"sqlite:///{DEFAULT_DB_PATH}",
+        description="SQLAlchemy URL; SQLite file var/qadi.db when unset",
+    )
+    judges_config: Path | None = Field(default=None, description="judges YAML file")
+    auth: Literal["on", "off"] = "on"
+    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
+    max_text_chars: int = Field(default=100_000, gt=0)
+    max_criteria: int = Field(default=100, gt=0)
+    max_batch_items: int = Field(default=100, gt=0)
+    page_size_max: int = Field(default=500, gt=0)
+    judge_concurrency: int = Field(default=64, gt=0, description="judge calls in flight")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()
