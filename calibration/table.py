@@ -1,0 +1,74 @@
+"""Grades as matrices: items × raters, with each item's attributes (the strata).
+
+Built once from interchange rows; every metric and the bootstrap work on these arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calibration.interchange import GradeRow
+
+
+@dataclass
+class GradeTable:
+    items: list[str]
+    humans: list[str]
+    judges: list[str]
+    human_scores: np.ndarray  # (n_items, n_humans), NaN where missing
+    judge_scores: np.ndarray  # (n_items, n_judges), NaN where missing
+    attributes: list[dict[str, str]]
+    conflicts: list[str] = field(default_factory=list)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    def subset(self, mask: np.ndarray) -> GradeTable:
+        keep = np.flatnonzero(mask)
+        return GradeTable(
+            items=[self.items[i] for i in keep],
+            humans=self.humans,
+            judges=self.judges,
+            human_scores=self.human_scores[keep],
+            judge_scores=self.judge_scores[keep],
+            attributes=[self.attributes[i] for i in keep],
+        )
+
+    def attribute_values(self, name: str) -> list[str]:
+        return sorted({a[name] for a in self.attributes if name in a})
+
+    def mask(self, name: str, value: str) -> np.ndarray:
+        return np.array([a.get(name) == value for a in self.attributes], dtype=bool)
+
+
+def build_table(rows: Iterable[GradeRow]) -> GradeTable:
+    """Pivot rows; a repeated (item, rater) keeps the last score; attribute conflicts are noted."""
+    rows = list(rows)
+    items = sorted({r.item_id for r in rows})
+    humans = sorted({r.rater for r in rows if r.rater_kind == "human"})
+    judges = sorted({r.rater for r in rows if r.rater_kind == "judge"})
+    both = set(humans) & set(judges)
+    if both:
+        raise ValueError(f"rater(s) {sorted(both)} appear both as human and as judge")
+    item_index = {item: i for i, item in enumerate(items)}
+    human_index = {h: j for j, h in enumerate(humans)}
+    judge_index = {h: j for j, h in enumerate(judges)}
+    human_scores = np.full((len(items), len(humans)), np.nan)
+    judge_scores = np.full((len(items), len(judges)), np.nan)
+    attributes: list[dict[str, str]] = [{} for _ in items]
+    conflicts: list[str] = []
+    for row in rows:
+        i = item_index[row.item_id]
+        if row.rater_kind == "human":
+            human_scores[i, human_index[row.rater]] = row.score
+        else:
+            judge_scores[i, judge_index[row.rater]] = row.score
+        for key, value in row.attributes.items():
+            known = attributes[i].setdefault(key, value)
+            if known != value:
+                conflicts.append(f"item {row.item_id}: {key} is both '{known}' and '{value}'")
+    return GradeTable(items, humans, judges, human_scores, judge_scores, attributes, conflicts)
