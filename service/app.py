@@ -7,7 +7,7 @@ import logging
 from fastapi import FastAPI
 
 from judges import Grader, load_config
-from service.api import grades, health, judge, judgments, rubrics
+from service.api import calibration, grades, health, judge, judgments, rubrics
 from service.db.engine import make_engine, make_sessionmaker, require_migrated
 from service.judging import JudgeService
 from service.middleware import BodySizeLimit, HttpMetrics
@@ -40,7 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessions = sessions
     app.state.grader = grader
     app.state.judging = JudgeService(settings, sessions, grader)
-    for module in (judge, judgments, rubrics, grades, health):
+    for module in (judge, judgments, rubrics, grades, calibration, health):
         app.include_router(module.router)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(HttpMetrics)

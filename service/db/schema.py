@@ -158,3 +158,18 @@ class ApiKeyRow(Base):
     scopes: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+
+
+class CalibrationReportRow(Base):
+    __tablename__ = "calibration_reports"
+    __table_args__ = (Index("ix_calibration_reports_kind_created", "kind", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    kind: Mapped[str] = mapped_column(String(16))  # adhoc | nightly
+    scope: Mapped[str] = mapped_column(String(256), default="")  # rubric id or "" (all)
+    window_start: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+    window_end: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+    report: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    html: Mapped[str] = mapped_column(Text)
+    markdown: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)

@@ -1,0 +1,136 @@
+"""Calibration reports over HTTP: create from a selection, read as JSON, HTML or Markdown."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from calibration.calibrate import CalibrationOptions
+from service.api.deps import require
+from service.api.pagination import naive_utc
+from service.calibration_store import (
+    Selection,
+    build_report,
+    latest_report,
+    rows_from_db,
+    scale_of_rubric,
+    store_report,
+)
+from service.db.engine import session_scope
+from service.db.schema import CalibrationReportRow
+from service.rubric_store import RubricNotFound
+
+router = APIRouter(tags=["calibration"])
+
+
+class ReportRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "rubric": "iraqi-linguistic-shaku-maku",
+                    "by": ["dialect", "category"],
+                    "bootstrap": 2000,
+                    "seed": 0,
+                }
+            ]
+        },
+    )
+
+    judges: list[str] | None = None
+    rubric: str | None = Field(default=None, description="'id' or 'id@version'; sets the scale")
+    metadata: dict[str, str] = Field(default_factory=dict)
+    since: datetime | None = None
+    until: datetime | None = None
+    scale_min: float | None = None
+    scale_max: float | None = None
+    level: Literal["ordinal", "interval"] | None = None
+    reference: str = "mean"
+    by: list[str] = Field(default_factory=list)
+    bootstrap: int = Field(default=2000, ge=0, le=20000)
+    seed: int = 0
+    cluster: str | None = None
+
+
+def _payload(row: CalibrationReportRow) -> dict[str, Any]:
+    return {"id": row.id, "kind": row.kind, "created_at": row.created_at.isoformat(), **row.report}
+
+
+@router.post("/calibration/reports", status_code=201, summary="Compute and store a report")
+def create_report(
+    body: ReportRequest, request: Request, _: int | None = Depends(require("grades"))
+) -> JSONResponse:
+    with session_scope(request.app.state.sessions) as session:
+        low, high, level = body.scale_min, body.scale_max, body.level
+        if low is None or high is None:
+            if body.rubric is None:
+                raise HTTPException(422, "scale_min/scale_max: required unless 'rubric' is given")
+            try:
+                low, high, rubric_level = scale_of_rubric(session, body.rubric)
+            except RubricNotFound as exc:
+                raise HTTPException(422, str(exc)) from None
+            level = level or rubric_level
+        try:
+            options = CalibrationOptions(
+                scale_min=low,
+                scale_max=high,
+                level=level,
+                reference=body.reference,
+                by=body.by,
+                bootstrap=body.bootstrap,
+                seed=body.seed,
+                cluster=body.cluster,
+            )
+        except ValidationError as exc:
+            raise HTTPException(422, exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
+        selection = Selection(
+            judges=body.judges,
+            rubric=body.rubric,
+            metadata=body.metadata,
+            since=naive_utc(body.since) if body.since else None,
+            until=naive_utc(body.until) if body.until else None,
+        )
+        rows, inputs = rows_from_db(session, selection)
+        try:
+            rendered = build_report(rows, options, inputs)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        row = store_report(
+            session, "adhoc", body.rubric or "", rendered, (selection.since, selection.until)
+        )
+        return JSONResponse(_payload(row), status_code=201)
+
+
+def _respond(row: CalibrationReportRow | None, request: Request, fmt: str | None):
+    if row is None:
+        raise HTTPException(404, "no such calibration report")
+    accept = request.headers.get("accept", "")
+    if fmt == "html" or (fmt is None and "text/html" in accept):
+        return HTMLResponse(row.html)
+    if fmt == "md" or (fmt is None and "text/markdown" in accept):
+        return PlainTextResponse(row.markdown, media_type="text/markdown")
+    return JSONResponse(_payload(row))
+
+
+@router.get("/calibration/reports/latest", summary="The newest report (?kind=nightly|adhoc)")
+def latest(request: Request, kind: str | None = None, _: int | None = Depends(require("grades"))):
+    with session_scope(request.app.state.sessions) as session:
+        return _respond(latest_report(session, kind=kind), request, None)
+
+
+@router.get(
+    "/calibration/reports/{report_id}",
+    summary="A report as JSON, or HTML/Markdown by Accept header or a .html/.md suffix",
+)
+def show(report_id: str, request: Request, _: int | None = Depends(require("grades"))):
+    fmt = None
+    for suffix in ("html", "md", "json"):
+        if report_id.endswith(f".{suffix}"):
+            report_id, fmt = report_id.removesuffix(f".{suffix}"), suffix
+    with session_scope(request.app.state.sessions) as session:
+        return _respond(session.get(CalibrationReportRow, report_id), request, fmt)

@@ -1,0 +1,194 @@
+"""Calibration over the database: grade rows from human grades and stored judgments, and
+stored reports (ad hoc and nightly) with drift against the previous nightly report."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from calibration.calibrate import CalibrationOptions, calibrate
+from calibration.interchange import GradeRow
+from calibration.render import item_pairs, to_html, to_markdown
+from rubrics import PenaltyWeightedRubric
+from service.db.schema import CalibrationReportRow, HumanGradeRow, JudgmentRow, ResponseRow
+from service.grade_store import grade_from_row
+from service.rubric_store import get_rubric
+
+
+class Selection(BaseModel):
+    """Which judgments take part: judges, rubric, metadata filters, time window."""
+
+    judges: list[str] | None = None
+    rubric: str | None = Field(default=None, description="'id' or 'id@version'")
+    metadata: dict[str, str] = Field(default_factory=dict)
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+def scale_of_rubric(session: Session, rubric: str) -> tuple[float, float, str]:
+    found = get_rubric(session, rubric)
+    if isinstance(found, PenaltyWeightedRubric):
+        return 0.0, 100.0, "interval"
+    return float(found.scale.min), float(found.scale.max), "ordinal"
+
+
+def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow], dict[str, Any]]:
+    """Human grades plus the latest ok judgment per (item, judge) in the selection.
+
+    Failed judgments (parse errors, provider errors) are not grades: they are counted in
+    the returned inputs so the report can say how many were excluded.
+    """
+    query = select(JudgmentRow, ResponseRow).join(
+        ResponseRow, JudgmentRow.response_id == ResponseRow.id
+    )
+    if selection.judges:
+        query = query.where(JudgmentRow.judge.in_(selection.judges))
+    if selection.rubric:
+        ref = JudgmentRow.rubric_ref
+        rubric = selection.rubric
+        query = query.where(ref == rubric if "@" in rubric else ref.startswith(f"{rubric}@"))
+    for key, value in selection.metadata.items():
+        query = query.where(ResponseRow.attributes[key].as_string() == value)
+    if selection.since:
+        query = query.where(JudgmentRow.created_at >= selection.since)
+    if selection.until:
+        query = query.where(JudgmentRow.created_at < selection.until)
+    latest: dict[tuple[str, str], tuple[JudgmentRow, ResponseRow]] = {}
+    failures: dict[str, int] = {}
+    rubric_refs, judge_models = set(), set()
+    for judgment, response in session.execute(query.order_by(JudgmentRow.created_at)):
+        if judgment.status != "ok":
+            failures[judgment.status] = failures.get(judgment.status, 0) + 1
+            continue
+        latest[(response.item_key, judgment.judge)] = (judgment, response)
+        rubric_refs.add(judgment.rubric_ref)
+        judge_models.add(
+            (judgment.judge, judgment.judge_model, judgment.template, judgment.template_hash)
+        )
+    rows = []
+    for (item, judge), (judgment, response) in latest.items():
+        attributes = {k: v for k, v in (response.attributes or {}).items() if k != "item_id"}
+        attributes["candidate_model"] = response.candidate_model
+        rows.append(
+            GradeRow(
+                item_id=item,
+                rater=judge,
+                rater_kind="judge",
+                score=judgment.score,
+                attributes=attributes,
+            )
+        )
+    narrowed = bool(
+        selection.judges
+        or selection.rubric
+        or selection.metadata
+        or selection.since
+        or selection.until
+    )
+    items = {item for item, _ in latest}
+    for grade in session.scalars(select(HumanGradeRow)):
+        if narrowed and grade.item_id not in items:
+            continue
+        if grade.rater_kind == "judge" and selection.judges and grade.rater not in selection.judges:
+            continue
+        rows.append(grade_from_row(grade))
+    inputs = {
+        "source": "database",
+        "rubric_versions": sorted(rubric_refs),
+        "judge_models": [
+            {"judge": j, "model": m, "template": t, "template_hash": h}
+            for j, m, t, h in sorted(judge_models)
+        ],
+        "window": {
+            "since": selection.since.isoformat() if selection.since else None,
+            "until": selection.until.isoformat() if selection.until else None,
+        },
+        "failed_judgments_excluded": failures,
+    }
+    return rows, inputs
+
+
+def build_report(
+    rows: list[GradeRow], options: CalibrationOptions, inputs: dict[str, Any]
+) -> tuple[dict[str, Any], str, str]:
+    """The JSON report with its Markdown and HTML renderings."""
+    report = calibrate(rows, options, inputs)
+    return report, to_markdown(report), to_html(report, item_pairs(rows, options.reference))
+
+
+def store_report(
+    session: Session,
+    kind: str,
+    scope: str,
+    rendered: tuple[dict[str, Any], str, str],
+    window: tuple[datetime | None, datetime | None] = (None, None),
+) -> CalibrationReportRow:
+    report, markdown, html = rendered
+    row = CalibrationReportRow(
+        kind=kind,
+        scope=scope,
+        report=report,
+        html=html,
+        markdown=markdown,
+        window_start=window[0],
+        window_end=window[1],
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def latest_report(
+    session: Session,
+    kind: str | None = None,
+    scope: str | None = None,
+    before: datetime | None = None,
+) -> CalibrationReportRow | None:
+    query = select(CalibrationReportRow)
+    if kind:
+        query = query.where(CalibrationReportRow.kind == kind)
+    if scope is not None:
+        query = query.where(CalibrationReportRow.scope == scope)
+    if before is not None:
+        query = query.where(CalibrationReportRow.created_at < before)
+    return session.scalars(
+        query.order_by(CalibrationReportRow.created_at.desc(), CalibrationReportRow.id.desc())
+    ).first()
+
+
+def count_reports(session: Session) -> int:
+    return session.scalar(select(func.count()).select_from(CalibrationReportRow)) or 0
+
+
+DRIFT_METRICS = ("mad", "signed_error")
+
+
+def drift(current: dict[str, Any], previous: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Judges whose overall MAD or signed error left the previous report's interval."""
+    if previous is None:
+        return []
+    found = []
+    for judge, data in current["judges"].items():
+        before = previous["judges"].get(judge)
+        if before is None:
+            continue
+        for metric in DRIFT_METRICS:
+            value = data["overall"].get(metric)
+            interval = (before["overall"].get("ci") or {}).get(metric)
+            if value is None or interval is None:
+                continue
+            if not interval[0] <= value <= interval[1]:
+                found.append(
+                    {
+                        "judge": judge,
+                        "metric": metric,
+                        "value": value,
+                        "previous": before["overall"].get(metric),
+                        "previous_ci": interval,
+                    }
+                )
+    return found

@@ -1,0 +1,267 @@
+"""Calibration through the CLI and the API: files, the database, reports, nightly drift."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.settings import Settings
+from tests.conftest import judges_config_data
+from tests.integration.test_database_and_cli import qadi
+from tests.perf.bench_calibration import synthetic_rows
+
+NONE_MET = {
+    "shaku_meaning": False,
+    "maku_meaning": False,
+    "greeting_example": False,
+    "thanks_confusion": False,
+    "msa_claim": False,
+}
+ALL_GOOD = {**NONE_MET, "shaku_meaning": True, "maku_meaning": True, "greeting_example": True}
+
+
+def verdict(marks) -> str:
+    return json.dumps(
+        {
+            "criteria": [{"id": k, "met": v, "evidence": ""} for k, v in marks.items()],
+            "rationale": "",
+        }
+    )
+
+
+def write_grades(path, rows):
+    path.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "item_id": r.item_id,
+                    "rater": r.rater,
+                    "rater_kind": r.rater_kind,
+                    "score": r.score,
+                    **r.attributes,
+                }
+            )
+            for r in rows
+        )
+    )
+
+
+def test_file_report_for_a_1_to_5_sample_renders_html_and_markdown(tmp_path):
+    grades = tmp_path / "grades.jsonl"
+    write_grades(grades, synthetic_rows(120))
+    done = qadi(
+        "calibrate",
+        str(grades),
+        "--scale",
+        "1-5",
+        "--by",
+        "dialect,category",
+        "--bootstrap",
+        "200",
+        "--seed",
+        "3",
+        "--out",
+        str(tmp_path / "r.json"),
+        "--html",
+        str(tmp_path / "r.html"),
+        "--md",
+        str(tmp_path / "r.md"),
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["scale"] == {"min": 1.0, "max": 5.0, "level": "ordinal"}
+    assert set(report["judges"]["judge0"]["strata"]) >= {"dialect=iraqi", "category=cultural"}
+    html = (tmp_path / "r.html").read_text()
+    assert html.count("<table class='metrics'>") == 1 + 4 + 2
+    # MAD, leniency, and per judge a Bland-Altman plot and a confusion matrix, all inline
+    assert html.count('src="data:image/png;base64,') == 2 + 6 * 2
+    assert "Bland-Altman judge0" in html and "confusion judge0" in html
+    markdown = (tmp_path / "r.md").read_text()
+    assert "| judge0 | 117 |" in markdown or "| judge0 |" in markdown
+    assert "## dialect=iraqi" in markdown
+
+
+def test_file_report_for_a_0_to_100_rubric_sample(tmp_path):
+    done = qadi(
+        "calibrate",
+        "service/sample/grades.csv",
+        "--scale",
+        "0-100",
+        "--by",
+        "dialect",
+        "--bootstrap",
+        "100",
+        "--out",
+        str(tmp_path / "r.json"),
+        "--html",
+        str(tmp_path / "r.html"),
+        "--md",
+        str(tmp_path / "r.md"),
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["scale"]["level"] == "interval"
+    gpt = report["judges"]["gpt-judge"]["overall"]
+    assert gpt["n"] == 4
+    assert gpt["within_one"] is None and "ordinal" in gpt["undefined"]["within_one"]
+    html = (tmp_path / "r.html").read_text()
+    assert "confusion" not in html and html.count("Bland-Altman") == 2
+    assert "<h2>dialect=egyptian</h2>" in html
+
+
+def test_cli_refuses_bad_arguments(tmp_path):
+    assert (
+        "--scale: expected MIN-MAX"
+        in qadi(
+            "calibrate", "service/sample/grades.csv", "--scale", "five", "--out", "x.json"
+        ).stderr
+    )
+    assert "one of them" in qadi("calibrate", "--scale", "1-5", "--out", "x.json").stderr
+    assert (
+        "min 5.0 must be below max 1.0"
+        in qadi(
+            "calibrate", "service/sample/grades.csv", "--scale", "5-1", "--out", "x.json"
+        ).stderr
+    )
+
+
+@pytest.fixture
+def app_client(migrated_db, llm_server, tmp_path):
+    path = tmp_path / "judges.yaml"
+    path.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    settings = Settings(database_url=migrated_db, judges_config=path, auth="off")
+    return TestClient(create_app(settings))
+
+
+def grade_items(client, llm_server, marks, count=12, tag="a"):
+    for i in range(count):
+        llm_server.rules({"match": f"answer {tag}{i} ", "reply": {"content": verdict(marks)}})
+    for i in range(count):
+        body = {
+            "kind": "rubric",
+            "response": f"answer {tag}{i} ",
+            "rubric_id": "iraqi-linguistic-shaku-maku",
+            "candidate_model": "Qwen/Qwen2.5-7B-Instruct",
+            "metadata": {"item_id": f"item{i}", "dialect": ["iraqi", "egyptian"][i % 2]},
+        }
+        assert client.post("/judge", json=body).status_code == 200
+
+
+def test_report_api_uses_database_judgments_and_human_grades(app_client, llm_server):
+    grade_items(app_client, llm_server, ALL_GOOD)
+    llm_server.script({"content": "not json"})
+    body = {
+        "kind": "rubric",
+        "response": "broken",
+        "rubric_id": "iraqi-linguistic-shaku-maku",
+        "candidate_model": "qwen-2.5",
+        "metadata": {"item_id": "broken"},
+    }
+    assert app_client.post("/judge", json=body).status_code == 502
+    humans = [
+        {
+            "item_id": f"item{i}",
+            "rater": f"sme{k}",
+            "rater_kind": "human",
+            "score": 100.0 if (i + k) % 3 else 83.3,
+        }
+        for i in range(12)
+        for k in range(2)
+    ]
+    assert app_client.post("/grades", json=humans).json()["inserted"] == 24
+    created = app_client.post(
+        "/calibration/reports",
+        json={"rubric": "iraqi-linguistic-shaku-maku", "by": ["dialect"], "bootstrap": 100},
+    )
+    assert created.status_code == 201, created.text
+    report = created.json()
+    assert report["scale"] == {"min": 0.0, "max": 100.0, "level": "interval"}
+    block = report["judges"]["gpt-judge"]["overall"]
+    assert block["n"] == 12
+    assert block["signed_error"] > 0  # the judge gives 100 where SMEs sometimes give 83.3
+    assert set(report["judges"]["gpt-judge"]["strata"]) == {"dialect=iraqi", "dialect=egyptian"}
+    assert report["inputs"]["failed_judgments_excluded"] == {"parse_error": 1}
+    assert report["inputs"]["rubric_versions"] == ["iraqi-linguistic-shaku-maku@1"]
+    assert report["inputs"]["judge_models"][0]["template_hash"].startswith("sha256:")
+    same = app_client.get(f"/calibration/reports/{report['id']}").json()
+    assert same["judges"] == report["judges"]
+    html = app_client.get(f"/calibration/reports/{report['id']}.html")
+    assert html.headers["content-type"].startswith("text/html")
+    assert "<table class='metrics'>" in html.text and "data:image/png;base64," in html.text
+    negotiated = app_client.get(
+        f"/calibration/reports/{report['id']}", headers={"Accept": "text/html"}
+    )
+    assert negotiated.text == html.text
+    assert app_client.get("/calibration/reports/latest").json()["id"] == report["id"]
+    assert app_client.get("/calibration/reports/nope").status_code == 404
+    missing_scale = app_client.post("/calibration/reports", json={"bootstrap": 10})
+    assert missing_scale.status_code == 422
+
+
+def test_nightly_detects_drift_and_exits_3(app_client, llm_server, migrated_db, tmp_path):
+    humans = [
+        {
+            "item_id": f"item{i}",
+            "rater": f"sme{k}",
+            "rater_kind": "human",
+            "score": [16.7, 0.0][k] if i % 2 else [0.0, 16.7][k],
+        }
+        for i in range(12)
+        for k in range(2)
+    ]
+    app_client.post("/grades", json=humans)
+    grade_items(app_client, llm_server, NONE_MET, tag="a")
+    env = {"QADI_DATABASE_URL": migrated_db}
+    args = [
+        "report",
+        "nightly",
+        "--rubric",
+        "iraqi-linguistic-shaku-maku",
+        "--bootstrap",
+        "200",
+        "--out-dir",
+        str(tmp_path / "reports"),
+    ]
+    first = qadi(*args, env=env)
+    assert first.returncode == 0, first.stderr
+    assert len(list((tmp_path / "reports").glob("nightly-*.html"))) == 1
+    grade_items(app_client, llm_server, ALL_GOOD, tag="b")  # the judge turns lenient
+    second = qadi(*args, env=env)
+    assert second.returncode == 3, second.stdout + second.stderr
+    assert "drift" in second.stderr and "gpt-judge" in second.stderr
+    latest = app_client.get("/calibration/reports/latest", params={"kind": "nightly"}).json()
+    metrics = {c["metric"] for c in latest["drift"]["changes"]}
+    assert metrics == {"mad", "signed_error"}
+    third = qadi(*args, env=env)  # nothing new: no drift against the second report
+    assert third.returncode == 0, third.stderr
+
+
+def test_cli_calibrate_from_db_stores_the_report(app_client, llm_server, migrated_db, tmp_path):
+    grade_items(app_client, llm_server, ALL_GOOD, count=6)
+    app_client.post(
+        "/grades",
+        json=[
+            {"item_id": f"item{i}", "rater": "sme", "rater_kind": "human", "score": 100.0}
+            for i in range(6)
+        ],
+    )
+    done = qadi(
+        "calibrate",
+        "--from-db",
+        "--rubric",
+        "iraqi-linguistic-shaku-maku",
+        "--bootstrap",
+        "50",
+        "--out",
+        str(tmp_path / "db.json"),
+        env={"QADI_DATABASE_URL": migrated_db},
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "db.json").read_text())
+    assert report["judges"]["gpt-judge"]["overall"]["mad"] == 0.0
+    assert report["inputs"]["source"] == "database"
+    assert app_client.get("/calibration/reports/latest").json()["kind"] == "adhoc"
