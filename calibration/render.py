@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from calibration import plots
 from calibration.interchange import GradeRow
 from calibration.metrics import reference_scores
 from calibration.table import build_table
@@ -130,6 +129,8 @@ def _img(png: bytes, alt: str) -> str:
 
 def to_html(report: dict[str, Any], pairs: dict[str, dict[str, np.ndarray]] | None = None) -> str:
     """One self-contained file: tables plus embedded PNG plots."""
+    from calibration import plots  # matplotlib: imported only when a report is drawn
+
     esc = html.escape
     scale = report["scale"]
     parts = [

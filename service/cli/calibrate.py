@@ -11,21 +11,9 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from calibration.calibrate import CalibrationOptions
-from calibration.interchange import GradeFormatError, read_grades
-from service.calibration_store import (
-    Selection,
-    build_report,
-    drift,
-    latest_report,
-    rows_from_db,
-    scale_of_rubric,
-    store_report,
-)
 from service.cli.app import app, console, fail, out, split_names
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.db.schema import utcnow
-from service.rubric_store import RubricNotFound
 from service.settings import get_settings
 
 report_app = typer.Typer(help="Stored calibration reports.", no_args_is_help=True)
@@ -51,7 +39,9 @@ def parse_window(text: str) -> timedelta:
     return timedelta(**{{"m": "minutes", "h": "hours", "d": "days"}[unit]: amount})
 
 
-def _options(scale, level, reference, by, bootstrap, seed, cluster) -> CalibrationOptions:
+def _options(scale, level, reference, by, bootstrap, seed, cluster):
+    from calibration.calibrate import CalibrationOptions
+
     try:
         return CalibrationOptions(
             scale_min=scale[0],
@@ -109,6 +99,10 @@ def calibrate(
     md: Path | None = typer.Option(None, help="also write a Markdown report"),
 ) -> None:
     """Measure every judge against the human grades, overall and per stratum, with CIs."""
+    # numpy, scipy and matplotlib load only when a report is computed, not for `qadi --help`
+    from calibration.interchange import GradeFormatError, read_grades
+    from service.calibration_store import Selection, rows_from_db, store_report
+
     if (grades_file is None) == (not from_db):
         fail("give a GRADES_FILE or --from-db (one of them)")
     if level not in (None, "ordinal", "interval"):
@@ -141,6 +135,8 @@ def calibrate(
 
 
 def _render(rows, options, inputs):
+    from service.calibration_store import build_report
+
     try:
         return build_report(rows, options, inputs)
     except ValueError as exc:
@@ -148,6 +144,9 @@ def _render(rows, options, inputs):
 
 
 def _scale_for(session, scale, rubric, level) -> tuple[tuple[float, float], str | None]:
+    from service.calibration_store import scale_of_rubric
+    from service.rubric_store import RubricNotFound
+
     if scale is not None:
         return parse_scale(scale), level
     if rubric is None:
@@ -174,6 +173,14 @@ def nightly(
     Exit code 3 when a judge's MAD or signed error moved outside the previous interval
     (drift), so cron or CI can alert; 0 otherwise.
     """
+    from service.calibration_store import (
+        Selection,
+        drift,
+        latest_report,
+        rows_from_db,
+        store_report,
+    )
+
     until = utcnow()
     since = until - parse_window(window)
     sessions = make_sessionmaker(make_engine(get_settings().database_url))
