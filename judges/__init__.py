@@ -1,5 +1,11 @@
 """Talking to judge models: prompts, LiteLLM routing, verdict parsing, the guard, panels."""
 
+import os
+
+# LiteLLM fetches its price map from the internet at import unless told not to. Set before
+# anything in qadi can import litellm, so no start-up waits on the network.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 from judges.cache import InMemoryJudgmentStore, JudgmentStore, cache_key
 from judges.config import JudgeConfigError, JudgeEntry, JudgesConfig, load_config, parse_config
 from judges.grading import Grader, grade

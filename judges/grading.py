@@ -24,11 +24,13 @@ from rubrics import rubric_hash
 class Grader:
     """Holds the router and the store so many requests share connections and cache."""
 
-    def __init__(self, config: JudgesConfig, store: JudgmentStore | None = None) -> None:
+    def __init__(
+        self, config: JudgesConfig, store: JudgmentStore | None = None, direct: bool = False
+    ) -> None:
         from judges.client import JudgeRouter  # imports litellm: only when grading
 
         self.config = config
-        self.router = JudgeRouter(config)
+        self.router = JudgeRouter(config, direct=direct)
         self.store: JudgmentStore = store if store is not None else InMemoryJudgmentStore()
 
     async def grade(self, request: GradeRequest, store: JudgmentStore | None = None) -> GradeResult:

@@ -7,7 +7,7 @@ diff and a new hash; the hash is stored with every judgment.
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -39,7 +39,7 @@ class PromptTemplate(BaseModel):
     def ref(self) -> str:
         return f"{self.id}@{self.version}"
 
-    @property
+    @cached_property
     def hash(self) -> str:
         return content_hash(self.model_dump(mode="json"))
 

@@ -12,7 +12,7 @@ from judges import GradeRequest, JudgeResult
 from judges.models import CriterionVerdict
 from rubrics import content_hash
 from service.db.engine import session_scope
-from service.db.schema import ItemRow, JudgmentRow, ResponseRow
+from service.db.schema import ItemRow, JudgmentRow, ResponseRow, utcnow
 
 
 def item_key(request: GradeRequest) -> str:
@@ -32,9 +32,65 @@ def response_hash(request: GradeRequest) -> str:
     )
 
 
+def ensure_responses(session: Session, requests: list[GradeRequest]) -> list[int]:
+    """`ensure_response` for many answers at once: existing rows are looked up in chunks and
+    the missing ones inserted together (a concurrent writer falls back to one by one)."""
+    item_hashes = [_item_hash(r) for r in requests]
+    response_hashes = [response_hash(r) for r in requests]
+    items = _existing(session, ItemRow, item_hashes)
+    responses = _existing(session, ResponseRow, response_hashes)
+    try:
+        with session.begin_nested():
+            for request, item_hash in zip(requests, item_hashes, strict=True):
+                if item_hash not in items:
+                    row = ItemRow(
+                        content_hash=item_hash, prompt=request.prompt, reference=request.reference
+                    )
+                    session.add(row)
+                    session.flush()
+                    items[item_hash] = row.id
+            for request, item_hash, rhash in zip(
+                requests, item_hashes, response_hashes, strict=True
+            ):
+                if rhash not in responses:
+                    row = _response_row(request, rhash, items[item_hash])
+                    session.add(row)
+                    responses[rhash] = row
+            session.flush()
+    except IntegrityError:
+        return [ensure_response(session, r) for r in requests]
+    return [r if isinstance(r, int) else r.id for r in (responses[h] for h in response_hashes)]
+
+
+def _existing(session: Session, table, hashes: list[str]) -> dict[str, int]:
+    unique = sorted(set(hashes))
+    found: dict[str, int] = {}
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        query = select(table.content_hash, table.id).where(table.content_hash.in_(chunk))
+        found.update(dict(session.execute(query).all()))
+    return found
+
+
+def _item_hash(request: GradeRequest) -> str:
+    return content_hash({"prompt": request.prompt, "reference": request.reference})
+
+
+def _response_row(request: GradeRequest, rhash: str, item_id: int) -> ResponseRow:
+    return ResponseRow(
+        content_hash=rhash,
+        item_id=item_id,
+        item_key=item_key(request),
+        candidate_model=request.candidate_model,
+        candidate_provider=request.candidate_provider,
+        text=request.response,
+        attributes=dict(request.metadata),
+    )
+
+
 def ensure_response(session: Session, request: GradeRequest) -> int:
     """Insert the item and the candidate's answer unless already stored; return the answer's id."""
-    item_hash = content_hash({"prompt": request.prompt, "reference": request.reference})
+    item_hash = _item_hash(request)
     item_id = _get_or_insert(
         session,
         select(ItemRow.id).where(ItemRow.content_hash == item_hash),
@@ -44,15 +100,7 @@ def ensure_response(session: Session, request: GradeRequest) -> int:
     return _get_or_insert(
         session,
         select(ResponseRow.id).where(ResponseRow.content_hash == rhash),
-        lambda: ResponseRow(
-            content_hash=rhash,
-            item_id=item_id,
-            item_key=item_key(request),
-            candidate_model=request.candidate_model,
-            candidate_provider=request.candidate_provider,
-            text=request.response,
-            attributes=dict(request.metadata),
-        ),
+        lambda: _response_row(request, rhash, item_id),
     )
 
 
@@ -70,7 +118,12 @@ def _get_or_insert(session: Session, query, make) -> int:
 
 
 def row_from_result(result: JudgeResult, request_id: str | None, response_id: int) -> JudgmentRow:
-    return JudgmentRow(
+    return JudgmentRow(**row_values(result, request_id, response_id))
+
+
+def row_values(result: JudgeResult, request_id: str | None, response_id: int) -> dict:
+    """Column values of a judgments row (for ORM objects and bulk inserts alike)."""
+    return dict(
         id=result.id,
         request_id=request_id,
         response_id=response_id,
@@ -96,6 +149,7 @@ def row_from_result(result: JudgeResult, request_id: str | None, response_id: in
         rubric_hash=result.rubric_hash,
         template=result.template,
         template_hash=result.template_hash,
+        created_at=utcnow(),
     )
 
 

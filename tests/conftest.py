@@ -166,3 +166,33 @@ def migrated_db(db_url: str) -> str:
 
     upgrade(db_url)
     return db_url
+
+
+# --- the CLI in-process -----------------------------------------------------------------------
+
+
+class CliResult:
+    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> CliResult:
+    """Run `qadi ARGS` in this process (imports paid once); settings re-read from `env`."""
+    from typer.testing import CliRunner
+
+    from service.cli import app
+    from service.settings import get_settings
+
+    saved = {k: os.environ.get(k) for k in (env or {})}
+    os.environ.update(env or {})
+    get_settings.cache_clear()
+    try:
+        result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        get_settings.cache_clear()
+    return CliResult(result.exit_code, result.stdout, result.stderr)

@@ -79,10 +79,16 @@ def default_content(body: dict[str, Any]) -> str:
         verdicts = [{"id": i, "met": True, "evidence": "test double"} for i in ids]
         return json.dumps({"criteria": verdicts, "rationale": "test double default"})
     if props:
-        return json.dumps(
-            {k: (v.get("minimum", 1) + v.get("maximum", 5)) // 2 for k, v in props.items()}
-        )
+        return json.dumps({k: _default_value(v) for k, v in props.items()})
     return "3"
+
+
+def _default_value(schema: dict[str, Any]) -> Any:
+    if "enum" in schema:
+        return schema["enum"][0]
+    if schema.get("type") == "boolean":
+        return True
+    return (schema.get("minimum", 1) + schema.get("maximum", 5)) // 2
 
 
 def choose(body: dict[str, Any]) -> Reply:

@@ -6,7 +6,9 @@ from service.cli import (  # noqa: F401  (registers commands)
     demo,
     grades,
     judge,
+    judges_check,
     keys,
+    regrade,
     serve,
 )
 from service.cli.app import app

@@ -1,0 +1,77 @@
+"""`qadi judges check`: one real call per configured judge."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from service.cli.app import app, fail, out
+
+judges_app = typer.Typer(help="Configured judges.", no_args_is_help=True)
+app.add_typer(judges_app, name="judges")
+
+PROBE_SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "probe",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["ok"],
+            "properties": {"ok": {"type": "boolean", "enum": [True]}},
+        },
+    },
+}
+PROBE = [{"role": "user", "content": 'Reply with the JSON object {"ok": true} and nothing else.'}]
+
+
+@judges_app.command("check")
+def check(
+    config: Path | None = typer.Option(None, help="judges YAML (default $QADI_JUDGES_CONFIG)"),
+) -> None:
+    """Call each judge once with a tiny structured-output request; report reachable,
+    structured-output support (the reply parses as the requested JSON) and latency."""
+    from judges import JudgeConfigError, load_config
+    from judges.client import JudgeRouter
+
+    try:
+        router = JudgeRouter(load_config(config))
+    except JudgeConfigError as exc:
+        fail(str(exc))
+
+    async def probe_all():
+        names = router.config.names
+        return names, await asyncio.gather(
+            *(router.complete(name, PROBE, PROBE_SCHEMA) for name in names)
+        )
+
+    names, outcomes = asyncio.run(probe_all())
+    table = Table("judge", "model", "reachable", "structured output", "latency ms", "detail")
+    failures = 0
+    for name, outcome in zip(names, outcomes, strict=True):
+        reachable = outcome.status == "ok"
+        structured = reachable and _is_probe_reply(outcome.text or "")
+        failures += not reachable
+        table.add_row(
+            name,
+            router.config.judge(name).model,
+            "yes" if reachable else "no",
+            "yes" if structured else ("no" if reachable else "–"),
+            f"{outcome.latency_ms:.0f}",
+            outcome.error or "",
+        )
+    out.print(table)
+    if failures:
+        raise typer.Exit(1)
+
+
+def _is_probe_reply(text: str) -> bool:
+    try:
+        return json.loads(text) == {"ok": True}
+    except json.JSONDecodeError:
+        return False

@@ -1,0 +1,293 @@
+"""`qadi regrade` against the LLM test double: DB and file agree, resume after a kill makes
+exactly the missing calls, reruns make none, --force and rubric changes regrade, parse
+errors are listed and not scored, dry runs, stored answers, and batch files round-trip."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+from sqlalchemy import func, select
+
+from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.db.schema import JudgmentRow
+from tests.conftest import ROOT, judges_config_data
+from tests.conftest import run_cli as qadi
+
+RUBRIC = "iraqi-linguistic-shaku-maku"
+
+
+@pytest.fixture
+def setup(migrated_db, llm_server, tmp_path):
+    config = tmp_path / "judges.yaml"
+    config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "item_id": f"a{i}",
+                    "prompt": "شنو معنى شكو؟",
+                    "response": f"answer {i} ",
+                    "candidate_model": "Qwen/Qwen2.5-7B-Instruct",
+                    "dialect": "iraqi",
+                }
+            )
+            + "\n"
+            for i in range(30)
+        )
+    )
+    env = {"QADI_DATABASE_URL": migrated_db}
+
+    def run(*extra, judges="gpt-judge", rubric=RUBRIC, out=tmp_path / "results.jsonl"):
+        return qadi(
+            "regrade",
+            str(answers),
+            "--rubric",
+            rubric,
+            "--judges",
+            judges,
+            "--config",
+            str(config),
+            "--out",
+            str(out),
+            "--concurrency",
+            "8",
+            *extra,
+            env=env,
+        )
+
+    return run, migrated_db, answers, config, env
+
+
+def stored(url, **where):
+    with session_scope(make_sessionmaker(make_engine(url))) as session:
+        query = select(JudgmentRow)
+        for key, value in where.items():
+            query = query.where(getattr(JudgmentRow, key) == value)
+        return session.scalars(query).all()
+
+
+def test_results_in_database_and_file_match_and_rerun_makes_no_call(setup, llm_server, tmp_path):
+    run, url, *_ = setup
+    first = run()
+    assert first.returncode == 0, first.stderr
+    assert llm_server.calls() == 30
+    rows = stored(url)
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert sorted((r.id, r.score) for r in rows) == sorted((x["id"], x["score"]) for x in lines)
+    assert {x["item_id"] for x in lines} == {f"a{i}" for i in range(30)}
+    second = run()
+    assert second.returncode == 0
+    assert llm_server.calls() == 30  # nothing new
+    assert "already stored (not called)  │ 30" in second.stdout.replace("│ 30 ", "│ 30")
+    assert len(stored(url)) == 30
+    forced = run("--force")
+    assert forced.returncode == 0 and llm_server.calls() == 60
+    assert len(stored(url)) == 60
+
+
+def test_other_judge_model_or_rubric_version_regrades(setup, llm_server, tmp_path):
+    run, url, *_ = setup
+    run()
+    assert llm_server.calls() == 30
+    run(judges="llama-judge")  # another judge model: new cache keys
+    assert llm_server.calls() == 60
+    rubric = yaml.safe_load((ROOT / "rubrics/library/iraqi-linguistic-shaku-maku.yaml").read_text())
+    rubric["version"] = 2
+    rubric["criteria"][0]["weight"] = 4
+    changed = tmp_path / "v2.yaml"
+    changed.write_text(yaml.safe_dump(rubric, allow_unicode=True))
+    assert run(rubric=str(changed)).returncode == 0
+    assert llm_server.calls() == 90
+    assert len(stored(url, rubric_ref="iraqi-linguistic-shaku-maku@2")) == 30
+
+
+def test_parse_errors_are_counted_listed_and_not_scored(setup, llm_server):
+    run, url, *_ = setup
+    llm_server.rules({"match": "answer 7 ", "reply": {"content": "I refuse to use JSON"}})
+    done = run()
+    assert done.returncode == 1
+    assert "parse errors                 │ 1" in done.stdout
+    assert "parse_error item a7 judge gpt-judge" in done.stdout
+    [failed] = stored(url, status="parse_error")
+    assert failed.score is None and failed.raw_reply == "I refuse to use JSON"
+    calls = llm_server.calls()
+    run()  # a stored parse error is a deterministic outcome: not called again by default
+    assert llm_server.calls() == calls
+    run("--retry-failed")
+    assert llm_server.calls() == calls + 1
+
+
+def test_a_killed_run_resumes_with_exactly_the_missing_calls(setup, llm_server, tmp_path):
+    _, url, answers, config, env = setup
+    llm_server.faults(latency_min=0.15, latency_max=0.15)
+    command = [
+        sys.executable,
+        "-m",
+        "service",
+        "regrade",
+        str(answers),
+        "--rubric",
+        RUBRIC,
+        "--judges",
+        "gpt-judge",
+        "--config",
+        str(config),
+        "--concurrency",
+        "3",
+        "--out",
+        str(tmp_path / "results.jsonl"),
+    ]
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while len(stored(url)) < 8 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    done_before = len(stored(url))
+    assert 8 <= done_before < 30
+    before = llm_server.calls()
+    assert before > done_before  # calls were in flight when it died
+    llm_server.faults()
+    resumed = qadi(*command[3:], env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert llm_server.calls() - before == 30 - done_before
+    rows = stored(url)
+    assert len(rows) == 30 and len({r.cache_key for r in rows}) == 30
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["id"] for x in lines) == sorted(r.id for r in rows)
+
+
+def test_dry_run_counts_and_prices_without_calling(setup, llm_server):
+    run, *_ = setup
+    done = run("--dry-run", judges="gpt-judge,llama-judge,claude-judge")
+    assert done.returncode == 0, done.stderr
+    estimate = json.loads(done.stdout)
+    assert estimate["calls"] == 90
+    assert estimate["judges"]["gpt-judge"]["cost_usd"] > 0  # gpt-4.1 is in LiteLLM's table
+    assert estimate["judges"]["llama-judge"]["cost_usd"] is None  # not in the table: unknown
+    assert estimate["judges"]["claude-judge"]["cost_usd"] is None
+    assert estimate["cost_usd"] is None
+    assert llm_server.calls() == 0
+
+
+def test_regrade_answers_from_the_database(setup, llm_server):
+    run, url, answers, config, env = setup
+    run()
+    done = qadi(
+        "regrade",
+        "--from-db",
+        "--db-rubric",
+        RUBRIC,
+        "--rubric",
+        "iraqi-linguistic-shaku-maku",
+        "--judges",
+        "llama-judge",
+        "--config",
+        str(config),
+        "--metadata",
+        "dialect=iraqi",
+        "--limit",
+        "10",
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(stored(url, judge="llama-judge")) == 10
+
+
+def test_batch_file_round_trip(setup, llm_server, tmp_path):
+    run, url, *_ = setup
+    batch = tmp_path / "batch.jsonl"
+    written = run("--batch", str(batch))
+    assert written.returncode == 0, written.stderr
+    requests = [json.loads(x) for x in batch.read_text().splitlines()]
+    assert len(requests) == 30 and llm_server.calls() == 0
+    assert requests[0]["url"] == "/v1/chat/completions" and requests[0]["method"] == "POST"
+    assert requests[0]["body"]["model"] == "gpt-4.1"
+    assert requests[0]["body"]["temperature"] == 0
+    ids = requests[0]["body"]["response_format"]["json_schema"]["schema"]["properties"]
+    assert "criteria" in ids
+    results = tmp_path / "batch_results.jsonl"
+    lines = []
+    for k, request in enumerate(requests):
+        schema = request["body"]["response_format"]["json_schema"]["schema"]
+        enum = schema["properties"]["criteria"]["items"]["properties"]["id"]["enum"]
+        content = json.dumps(
+            {
+                "criteria": [{"id": c, "met": c == "shaku_meaning", "evidence": ""} for c in enum],
+                "rationale": "batch",
+            }
+        )
+        if k == 3:
+            content = "not json"
+        body = {
+            "id": f"chatcmpl-{k}",
+            "object": "chat.completion",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 200, "completion_tokens": 50},
+        }
+        response = {"status_code": 200, "request_id": f"r{k}", "body": body}
+        if k == 4:
+            response = {"status_code": 500, "request_id": f"r{k}", "body": {"error": "boom"}}
+        lines.append(
+            {
+                "id": f"batch_req_{k}",
+                "custom_id": request["custom_id"],
+                "response": response,
+                "error": None,
+            }
+        )
+    results.write_text("\n".join(json.dumps(x) for x in lines))
+    ingested = run("--ingest", str(results))
+    assert ingested.returncode == 1  # one parse error and one backend error are listed
+    assert "parse errors                 │ 1" in ingested.stdout
+    assert "backend errors               │ 1" in ingested.stdout
+    ok = stored(url, status="ok")
+    assert len(ok) == 28 and {r.score for r in ok} == {50.0}
+    assert ok[0].cost_usd == pytest.approx(0.5 * (200 * 2e-6 + 50 * 8e-6))
+    assert llm_server.calls() == 0
+    rerun = run()  # the ingested ok and parse-error calls count as stored
+    assert rerun.returncode == 0
+    assert llm_server.calls() == 1  # only the backend error is retried
+    with session_scope(make_sessionmaker(make_engine(url))) as session:
+        assert session.scalar(select(func.count()).select_from(JudgmentRow)) == 31
+
+
+def test_judges_check_reports_reachability_and_structured_output(llm_server, tmp_path):
+    data = judges_config_data(llm_server, num_retries=0, timeout=3)
+    data["model_list"].append(
+        {
+            "model_name": "down-judge",
+            "litellm_params": {
+                "model": "hosted_vllm/Qwen/Qwen2.5-7B-Instruct",
+                "api_base": "http://127.0.0.1:9/v1",
+            },
+        }
+    )
+    config = tmp_path / "judges.yaml"
+    config.write_text(yaml.safe_dump(data))
+    done = qadi("judges", "check", "--config", str(config))
+    assert done.returncode == 1
+    lines = {line.split("│")[1].strip(): line for line in done.stdout.splitlines() if "│" in line}
+    assert "yes" in lines["gpt-judge"] and lines["gpt-judge"].count("yes") == 2
+    assert "no" in lines["down-judge"]
+    assert llm_server.calls() == 3

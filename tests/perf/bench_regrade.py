@@ -1,0 +1,188 @@
+"""Regrading throughput against the LLM test double answering after 100 ms, concurrency 64.
+
+(a) bare `litellm.acompletion` from one process, no qadi code, sending the very requests
+    qadi would send (taken from `qadi regrade --batch`): the ceiling LiteLLM allows;
+(b) `qadi regrade` of the same number of answers (one judge, SQLite, results file);
+(c) the ideal N × 0.1 s / 64.
+Then a second `qadi regrade` over the same input, which must make zero backend calls.
+
+Run: .venv/bin/python tests/perf/bench_regrade.py [--answers 5000] [--concurrency 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import httpx  # noqa: E402
+import yaml  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tests.conftest import start_llm_server  # noqa: E402
+
+LATENCY = 0.1
+
+
+async def bare_litellm(api_base: str, bodies: list[dict], concurrency: int) -> float:
+    import litellm
+
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(body: dict) -> None:
+        async with semaphore:
+            await litellm.acompletion(
+                **{**body, "model": "openai/" + body["model"]}, api_base=api_base, api_key="x"
+            )
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(body) for body in bodies))
+    return time.perf_counter() - started
+
+
+def regrade(workdir: Path, answers: Path, config: Path, concurrency: int, *extra: str):
+    """(seconds of the run as qadi reports it, seconds of the whole process)."""
+    env = {**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}"}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "service",
+            "regrade",
+            str(answers),
+            "--rubric",
+            "iraqi-linguistic-shaku-maku",
+            "--judges",
+            "bench-judge",
+            "--config",
+            str(config),
+            "--concurrency",
+            str(concurrency),
+            "--out",
+            str(workdir / "results.jsonl"),
+            *extra,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    total = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(done.stdout + done.stderr)
+    if "--batch" in extra:
+        return None, total
+    wall = float(re.search(r"wall time\s+│\s+([\d.]+) s", done.stdout).group(1))
+    return wall, total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--answers", type=int, default=5000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    args = parser.parse_args()
+    process, server = start_llm_server()
+    try:
+        httpx.post(
+            f"{server.base}/_control/faults", json={"latency_min": LATENCY, "latency_max": LATENCY}
+        ).raise_for_status()
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = Path(tmp)
+            subprocess.run(
+                [sys.executable, "-m", "service", "db", "upgrade"],
+                cwd=ROOT,
+                env={**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}"},
+                check=True,
+                capture_output=True,
+            )
+            answers = workdir / "answers.jsonl"
+            answers.write_text(
+                "".join(
+                    json.dumps(
+                        {
+                            "item_id": f"a{i}",
+                            "prompt": "شنو معنى شكو؟",
+                            "response": f"answer {i}",
+                            "candidate_model": "qwen-2.5",
+                        }
+                    )
+                    + "\n"
+                    for i in range(args.answers)
+                )
+            )
+            config = workdir / "judges.yaml"
+            config.write_text(
+                yaml.safe_dump(
+                    {
+                        "model_list": [
+                            {
+                                "model_name": "bench-judge",
+                                "litellm_params": {
+                                    "model": "openai/gpt-4.1",
+                                    "api_base": server.api_base,
+                                    "api_key": "x",
+                                },
+                            }
+                        ]
+                    }
+                )
+            )
+            batch = workdir / "batch.jsonl"
+            regrade(workdir, answers, config, args.concurrency, "--batch", str(batch))
+            bodies = [json.loads(line)["body"] for line in batch.read_text().splitlines()]
+            # (a) runs before and after (b); the machine's speed drifts, so both are averaged
+            bare_before = asyncio.run(bare_litellm(server.api_base, bodies, args.concurrency))
+            before = httpx.get(f"{server.base}/_control/calls").json()["count"]
+            first, first_total = regrade(workdir, answers, config, args.concurrency)
+            middle = httpx.get(f"{server.base}/_control/calls").json()["count"]
+            second, second_total = regrade(workdir, answers, config, args.concurrency)
+            after = httpx.get(f"{server.base}/_control/calls").json()["count"]
+            bare_after = asyncio.run(bare_litellm(server.api_base, bodies, args.concurrency))
+            bare = (bare_before + bare_after) / 2
+            (workdir / "qadi.db").unlink()
+            subprocess.run(
+                [sys.executable, "-m", "service", "db", "upgrade"],
+                cwd=ROOT,
+                check=True,
+                env={**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}"},
+                capture_output=True,
+            )
+            two, two_total = regrade(workdir, answers, config, args.concurrency, "--workers", "2")
+    finally:
+        process.terminate()
+    ideal = args.answers * LATENCY / args.concurrency
+    n = args.answers
+    print(f"answers={n} concurrency={args.concurrency} backend latency={LATENCY * 1000:.0f} ms")
+    print(
+        f"(a) bare litellm.acompletion: {bare:6.2f} s  {n / bare:6.1f} calls/s  "
+        f"(before {bare_before:.2f} s, after {bare_after:.2f} s)"
+    )
+    print(
+        f"(b) qadi regrade:             {first:6.2f} s  {n / first:6.1f} calls/s  "
+        f"({first / bare:.2f}x of (a); whole process incl. start-up {first_total:.1f} s)"
+    )
+    print(
+        f"(b') qadi regrade --workers 2: {two:6.2f} s  {n / two:6.1f} calls/s  "
+        f"({two / bare:.2f}x of (a); whole process {two_total:.1f} s)"
+    )
+    print(f"(c) ideal N*latency/C:        {ideal:6.2f} s  {n / ideal:6.1f} calls/s")
+    print(f"backend calls: first run {middle - before}, second run {after - middle}")
+    print(
+        f"second run: {second:.2f} s = {100 * second / first:.1f}% of the first "
+        f"(whole process {second_total:.1f} s)"
+    )
+
+
+if __name__ == "__main__":
+    main()
