@@ -13,8 +13,8 @@ from uuid import uuid4
 
 from judges.cache import InMemoryJudgmentStore, JudgmentStore, cache_key
 from judges.config import JudgesConfig
-from judges.guard import choose_panel
-from judges.models import Aggregate, GradeRequest, GradeResult, JudgeResult
+from judges.guard import choose_panel, substitute_for
+from judges.models import Aggregate, GradeRequest, GradeResult, JudgeResult, UnavailableJudge
 from judges.prompts import JudgeCall, build_call
 from judges.templates import PromptTemplate, load_template
 from judges.verdicts import ParseFailure, parse_reply
@@ -43,9 +43,21 @@ class Grader:
         )
         call = build_call(template, request)
         rhash = rubric_hash(request.rubric)
-        results = await asyncio.gather(
-            *(self.judge_one(name, template, rhash, request, call, store) for name in panel.judges)
-        )
+
+        def run(names):
+            return asyncio.gather(
+                *(self.judge_one(name, template, rhash, request, call, store) for name in names)
+            )
+
+        results = list(await run(panel.judges))
+        unavailable = self._unavailable(results, request, panel.candidate_maker)
+        stand_ins = list(await run([u.substitute for u in unavailable if u.substitute]))
+        unavailable += [
+            UnavailableJudge(judge=r.judge, status=r.status, error=r.error)
+            for r in stand_ins
+            if r.status in ("backend_error", "timeout")
+        ]
+        results += stand_ins
         ok = [r for r in results if r.status == "ok"]
         status = "ok" if len(ok) == len(results) else ("partial" if ok else "failed")
         return GradeResult(
@@ -56,9 +68,32 @@ class Grader:
             candidate_maker=panel.candidate_maker,
             status=status,
             aggregate=aggregate([r.score for r in ok if r.score is not None]),
-            results=list(results),
+            results=results,
             skipped=panel.skipped,
+            unavailable=unavailable,
         )
+
+    def _unavailable(self, results, request, candidate_maker) -> list[UnavailableJudge]:
+        """Judges whose provider failed, each with a guard-eligible stand-in if it has one."""
+        taken = {r.judge for r in results}
+        out = []
+        for result in results:
+            if result.status not in ("backend_error", "timeout"):
+                continue
+            substitute = substitute_for(
+                self.config, result.judge, request.candidate_model, candidate_maker, taken
+            )
+            if substitute is not None:
+                taken.add(substitute)
+            out.append(
+                UnavailableJudge(
+                    judge=result.judge,
+                    status=result.status,
+                    error=result.error,
+                    substitute=substitute,
+                )
+            )
+        return out
 
     async def judge_one(
         self,

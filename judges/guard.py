@@ -53,18 +53,7 @@ def choose_panel(
         raise _unknown_maker(f"candidate_model '{candidate_model}'")
 
     def forbidden(name: str) -> str | None:
-        entry = config.judge(name)
-        if level == "off":
-            return None
-        if level == "model":
-            same = model_name(entry.model).lower() == model_name(candidate_model).lower()
-            return f"judge model {entry.model} is the candidate model" if same else None
-        judge_maker = config.maker_of_judge(entry)
-        if judge_maker is None:
-            raise _unknown_maker(f"judge '{name}' ({entry.model})")
-        if judge_maker == candidate_maker:
-            return f"judge maker '{judge_maker}' made the candidate '{candidate_model}'"
-        return None
+        return forbidden_reason(config, name, level, candidate_model, candidate_maker)
 
     chosen: list[str] = []
     skipped: list[SkippedJudge] = []
@@ -84,6 +73,44 @@ def choose_panel(
         reasons = "; ".join(f"{s.judge}: {s.detail}" for s in skipped)
         raise GuardError(f"no eligible judge for candidate '{candidate_model}' ({reasons})")
     return PanelChoice(judges=chosen, skipped=skipped, candidate_maker=candidate_maker)
+
+
+def forbidden_reason(
+    config: JudgesConfig,
+    name: str,
+    level: GuardLevel,
+    candidate_model: str,
+    candidate_maker: str | None,
+) -> str | None:
+    """Why judge `name` may not grade this candidate, or None when it may."""
+    entry = config.judge(name)
+    if level == "off":
+        return None
+    if level == "model":
+        same = model_name(entry.model).lower() == model_name(candidate_model).lower()
+        return f"judge model {entry.model} is the candidate model" if same else None
+    judge_maker = config.maker_of_judge(entry)
+    if judge_maker is None:
+        raise _unknown_maker(f"judge '{name}' ({entry.model})")
+    if judge_maker == candidate_maker:
+        return f"judge maker '{judge_maker}' made the candidate '{candidate_model}'"
+    return None
+
+
+def substitute_for(
+    config: JudgesConfig,
+    name: str,
+    candidate_model: str,
+    candidate_maker: str | None,
+    taken: set[str],
+) -> str | None:
+    """The first substitute of `name` the guard allows and the panel does not already have
+    (used when a judge is unavailable, as when the guard skips it)."""
+
+    def forbidden(judge: str) -> str | None:
+        return forbidden_reason(config, judge, config.qadi.guard, candidate_model, candidate_maker)
+
+    return _eligible_substitute(config, name, forbidden, taken)
 
 
 def _eligible_substitute(config, name, forbidden, taken: set[str]) -> str | None:

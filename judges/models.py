@@ -72,6 +72,15 @@ class Aggregate(BaseModel):
     stdev: float | None = Field(description="sample SD; null with fewer than two scores")
 
 
+class UnavailableJudge(BaseModel):
+    """A judge whose provider failed (error or timeout) on this request."""
+
+    judge: str
+    status: CallStatus
+    error: str | None
+    substitute: str | None = None
+
+
 class GradeResult(BaseModel):
     rubric_id: str
     rubric_version: int
@@ -82,3 +91,11 @@ class GradeResult(BaseModel):
     aggregate: Aggregate | None
     results: list[JudgeResult]
     skipped: list[SkippedJudge]
+    unavailable: list[UnavailableJudge] = Field(default_factory=list)
+
+    @property
+    def provider_outage(self) -> bool:
+        """No grade, and at least one judge failed at the provider (not a parse error)."""
+        return self.status == "failed" and any(
+            r.status in ("backend_error", "timeout") for r in self.results
+        )

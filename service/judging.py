@@ -28,7 +28,8 @@ from service import metrics
 from service.api.schemas import JudgeResponse, RubricInfo
 from service.db.engine import session_scope
 from service.db.schema import GradeRequestRow, utcnow
-from service.judgment_store import SqlJudgmentStore, ensure_response
+from service.judgment_store import CollectingStore, ensure_response, row_from_result
+from service.limits import Admission, RateLimit
 from service.rubric_store import RubricNotFound, get_rubric, save_rubric
 from service.settings import Settings
 
@@ -49,6 +50,15 @@ def error(status_code: int, field: str | None, message: str, **extra: Any) -> Ou
     return Outcome(status_code, {"detail": detail, **extra})
 
 
+def _request_deadline(grader: Grader | None) -> float:
+    """How long a live request can take: every attempt of the panel and of the stand-ins,
+    plus a margin. An unfinished request older than this died with its process."""
+    if grader is None:
+        return 60.0
+    options = grader.config.qadi
+    return 2 * options.timeout * (options.num_retries + 1) + 5
+
+
 class JudgeService:
     def __init__(
         self, settings: Settings, factory: sessionmaker[Session], grader: Grader | None
@@ -56,8 +66,10 @@ class JudgeService:
         self.settings = settings
         self.factory = factory
         self.grader = grader
-        self.stale_after = timedelta(seconds=3 * (grader.config.qadi.timeout if grader else 60))
+        self.stale_after = timedelta(seconds=_request_deadline(grader))
         self._stored_rubrics: set[str] = set()  # hashes known to be in the database
+        self.admission = Admission(settings.judge_concurrency)
+        self.rate = RateLimit(settings.rate_limit_per_minute)
 
     async def judge(self, body, idempotency_key: str | None, api_key_id: int | None) -> Outcome:
         problem = self.check_limits(body)
@@ -65,12 +77,33 @@ class JudgeService:
             return problem
         if self.grader is None:
             return error(503, None, "no judges configured: set QADI_JUDGES_CONFIG to a judges YAML")
+        wait = self.rate.check(api_key_id)
+        if wait is not None:
+            return Outcome(
+                429,
+                {"detail": f"rate limit of {self.rate.per_minute} requests/minute for this key"},
+                {"Retry-After": str(wait)},
+            )
+        slots = len(body.judges or self.grader.config.default_panel)
+        if not self.admission.try_acquire(slots):
+            return Outcome(
+                503,
+                {"detail": "busy: the judge calls in flight are at the limit; retry shortly"},
+                {"Retry-After": "1"},
+            )
+        try:
+            return await self._judge_admitted(body, idempotency_key, api_key_id)
+        finally:
+            self.admission.release(slots)
+
+    async def _judge_admitted(self, body, idempotency_key, api_key_id) -> Outcome:
         body_hash = content_hash(body.model_dump(mode="json"))
         claimed = await asyncio.to_thread(self._claim, idempotency_key, body_hash, api_key_id)
         if isinstance(claimed, Outcome):
             return claimed
-        outcome = await self._grade(body, claimed)
-        await asyncio.to_thread(self._finish, claimed, outcome)
+        store = CollectingStore(self.factory)
+        outcome = await self._grade(body, claimed, store)
+        await asyncio.to_thread(self._finish, claimed, outcome, store)
         return outcome
 
     def check_limits(self, body) -> Outcome | None:
@@ -119,15 +152,19 @@ class JudgeService:
         found.created_at = utcnow()  # the first attempt died (crash); take it over
         return found.id
 
-    def _finish(self, request_id: str, outcome: Outcome) -> None:
+    def _finish(self, request_id: str, outcome: Outcome, store: CollectingStore) -> None:
+        """The judgments and the request's answer in one transaction: a crash leaves either
+        all of them or none (the request then stays pending and a retry re-runs it)."""
         with session_scope(self.factory) as session:
+            for result in store.results:
+                session.add(row_from_result(result, request_id, store.response_id))
             row = session.get(GradeRequestRow, request_id)
             row.status = "done"
             row.http_status = outcome.status_code
             row.result = outcome.body
             row.finished_at = utcnow()
 
-    async def _grade(self, body, request_id: str) -> Outcome:
+    async def _grade(self, body, request_id: str, store: CollectingStore) -> Outcome:
         try:
             rubric = await asyncio.to_thread(self._resolve_rubric, body)
             request = GradeRequest(
@@ -140,8 +177,7 @@ class JudgeService:
                 judges=body.judges,
                 metadata=body.metadata,
             )
-            response_id = await asyncio.to_thread(self._store_response, request)
-            store = SqlJudgmentStore(self.factory, response_id, request_id)
+            store.response_id = await asyncio.to_thread(self._store_response, request)
             result = await self.grader.grade(request, store)
         except RubricNotFound as exc:
             return error(422, "rubric_id", str(exc).removeprefix("rubric_id: "))
@@ -168,9 +204,14 @@ class JudgeService:
             aggregate=result.aggregate,
             results=result.results,
             skipped=result.skipped,
+            unavailable=result.unavailable,
         ).model_dump(mode="json")
+        if result.provider_outage:
+            failing = ", ".join(f"{r.judge}: {r.error}" for r in result.results)
+            payload["detail"] = f"no judge could answer ({failing})"
+            return Outcome(503, payload, {"Retry-After": "5"})
         if result.status == "failed":
-            payload["detail"] = "no judge produced a grade; see results[].error"
+            payload["detail"] = "no judge produced a usable verdict; see results[].error"
             return Outcome(502, payload)
         return Outcome(200, payload)
 

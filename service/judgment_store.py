@@ -191,27 +191,21 @@ def find_ok_sync(session: Session, cache_key: str) -> JudgeResult | None:
     return result_from_row(row) if row is not None else None
 
 
-class SqlJudgmentStore:
-    """Writes each outcome in its own short transaction as soon as it is known, so a crash
-    loses at most the calls in flight."""
+class CollectingStore:
+    """Cache lookups go to the database; outcomes are kept until the service writes them
+    together with the request's answer, in one transaction."""
 
-    def __init__(
-        self, factory: sessionmaker[Session], response_id: int, request_id: str | None = None
-    ) -> None:
+    def __init__(self, factory: sessionmaker[Session]) -> None:
         self.factory = factory
-        self.response_id = response_id
-        self.request_id = request_id
+        self.response_id: int | None = None
+        self.results: list[JudgeResult] = []
 
     async def find_ok(self, cache_key: str) -> JudgeResult | None:
         return await asyncio.to_thread(self._find, cache_key)
 
     async def save(self, request: GradeRequest, result: JudgeResult) -> None:
-        await asyncio.to_thread(self._save, result)
+        self.results.append(result)
 
     def _find(self, cache_key: str) -> JudgeResult | None:
         with session_scope(self.factory) as session:
             return find_ok_sync(session, cache_key)
-
-    def _save(self, result: JudgeResult) -> None:
-        with session_scope(self.factory) as session:
-            session.add(row_from_result(result, self.request_id, self.response_id))

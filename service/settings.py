@@ -26,7 +26,12 @@ class Settings(BaseSettings):
     max_criteria: int = Field(default=100, gt=0)
     max_batch_items: int = Field(default=100, gt=0)
     page_size_max: int = Field(default=500, gt=0)
-    judge_concurrency: int = Field(default=64, gt=0, description="judge calls in flight")
+    judge_concurrency: int = Field(
+        default=256, gt=0, description="judge calls in flight per process; beyond it 503"
+    )
+    rate_limit_per_minute: int = Field(
+        default=0, ge=0, description="POST /judge requests per API key per minute; 0 = off"
+    )
 
 
 @lru_cache

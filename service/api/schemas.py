@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judges import JudgeResult, SkippedJudge
-from judges.models import Aggregate
+from judges.models import Aggregate, UnavailableJudge
 
 EXAMPLE_RUBRIC_BODY = {
     "kind": "rubric",
@@ -82,6 +82,9 @@ class JudgeResponse(BaseModel):
     aggregate: Aggregate | None
     results: list[JudgeResult]
     skipped: list[SkippedJudge]
+    unavailable: list[UnavailableJudge] = Field(
+        default_factory=list, description="judges whose provider failed, with their stand-in"
+    )
 
 
 class BatchBody(BaseModel):

@@ -86,12 +86,23 @@ def test_the_exact_commands_run_outside_a_container(tmp_path):
     command = json.loads(dockerfile().cmd)
     assert command[:2] == ["sh", "-c"]
     port = free_port()
-    env = {**os.environ, "QADI_DATABASE_URL": f"sqlite:///{tmp_path / 'qadi.db'}",
-           "QADI_PORT": str(port), "QADI_WORKERS": "1", "QADI_JUDGES_CONFIG": ""}
+    env = {
+        **os.environ,
+        "QADI_DATABASE_URL": f"sqlite:///{tmp_path / 'qadi.db'}",
+        "QADI_PORT": str(port),
+        "QADI_WORKERS": "1",
+        "QADI_JUDGES_CONFIG": "",
+    }
     env.pop("QADI_JUDGES_CONFIG")
     env["PATH"] = f"{ROOT / '.venv' / 'bin'}:{env['PATH']}"
-    process = subprocess.Popen(command, cwd=tmp_path, env=env, start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_http(f"http://127.0.0.1:{port}/healthz", timeout=60, process=process)
         assert httpx.get(f"http://127.0.0.1:{port}/healthz").json() == {"status": "ok"}
@@ -99,9 +110,12 @@ def test_the_exact_commands_run_outside_a_container(tmp_path):
     finally:
         os.killpg(process.pid, 15)
         process.wait(timeout=20)
-    nightly = [arg.replace("/reports", str(tmp_path / "reports"))
-               for arg in compose()["services"]["nightly"]["command"]]
-    done = subprocess.run(nightly, cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
+    nightly = [
+        arg.replace("/reports", str(tmp_path / "reports"))
+        for arg in compose()["services"]["nightly"]["command"]
+    ]
+    done = subprocess.run(
+        nightly, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert list((tmp_path / "reports").glob("nightly-*.json"))

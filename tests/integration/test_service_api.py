@@ -211,18 +211,25 @@ def test_invalid_inline_rubric_names_the_field(service):
     assert "criteria.0.weight" in response.json()["detail"][0]["msg"]
 
 
-def test_backend_failure_is_persisted_and_answered_502(service, llm_server):
+def test_backend_failure_is_persisted_and_answered_503(service, llm_server):
     llm_server.script(*[{"status": 500}] * 4)
     response = service.post("/judge", json=rubric_body())
-    assert response.status_code == 502
+    assert response.status_code == 503
+    assert response.headers["Retry-After"] == "5"
     body = response.json()
+    assert "gpt-judge: InternalServerError" in body["detail"]
+    assert "claude-judge: InternalServerError" in body["detail"]
+    # the unavailable judge's substitute stood in, and failed too
+    assert [(u["judge"], u["substitute"]) for u in body["unavailable"]] == [
+        ("gpt-judge", "claude-judge"), ("claude-judge", None)]
+    assert [r["judge"] for r in body["results"]] == ["gpt-judge", "claude-judge"]
     assert body["status"] == "failed" and body["aggregate"] is None
     assert body["results"][0]["score"] is None
     assert "InternalServerError" in body["results"][0]["error"]
     assert "sk-test-secret" not in response.text
     stored = service.get("/judgments", params={"status": "backend_error"}).json()["items"]
-    assert [j["id"] for j in stored] == [body["results"][0]["id"]]
-    assert stored[0]["score"] is None
+    assert sorted(j["id"] for j in stored) == sorted(r["id"] for r in body["results"])
+    assert all(j["score"] is None for j in stored)
 
 
 def test_parse_error_is_persisted_without_score(service, llm_server):
