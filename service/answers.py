@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.db.filters import rubric_matches
 from service.db.schema import ItemRow, JudgmentRow, ResponseRow
 
 KNOWN = ("item_id", "prompt", "response", "candidate_model", "reference", "candidate_provider")
@@ -95,9 +96,8 @@ def answers_from_db(
     if since:
         query = query.where(ResponseRow.created_at >= since)
     if rubric:
-        ref = JudgmentRow.rubric_ref
         judged = select(JudgmentRow.response_id).where(
-            ref == rubric if "@" in rubric else ref.startswith(f"{rubric}@")
+            rubric_matches(JudgmentRow.rubric_ref, rubric)
         )
         query = query.where(ResponseRow.id.in_(judged))
     answers = []

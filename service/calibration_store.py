@@ -14,6 +14,7 @@ from calibration.calibrate import CalibrationOptions, calibrate
 from calibration.interchange import GradeRow
 from calibration.render import item_pairs, to_html, to_markdown
 from rubrics import PenaltyWeightedRubric
+from service.db.filters import rubric_matches
 from service.db.schema import CalibrationReportRow, HumanGradeRow, JudgmentRow, ResponseRow
 from service.grade_store import grade_from_row
 from service.rubric_store import get_rubric
@@ -48,9 +49,7 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
     if selection.judges:
         query = query.where(JudgmentRow.judge.in_(selection.judges))
     if selection.rubric:
-        ref = JudgmentRow.rubric_ref
-        rubric = selection.rubric
-        query = query.where(ref == rubric if "@" in rubric else ref.startswith(f"{rubric}@"))
+        query = query.where(rubric_matches(JudgmentRow.rubric_ref, selection.rubric))
     for key, value in selection.metadata.items():
         query = query.where(ResponseRow.attributes[key].as_string() == value)
     if selection.since:

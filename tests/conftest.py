@@ -57,6 +57,9 @@ class LLMServer:
     def calls(self) -> int:
         return httpx.get(f"{self.base}/_control/calls").json()["count"]
 
+    def calls_by_model(self) -> dict[str, int]:
+        return httpx.get(f"{self.base}/_control/calls").json()["models"]
+
     def requests(self) -> list[dict]:
         return httpx.get(f"{self.base}/_control/calls", params={"bodies": True}).json()["requests"]
 

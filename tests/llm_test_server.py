@@ -33,11 +33,13 @@ class Reply(BaseModel):
     status: int = 200
     delay: float = 0.0
     malformed: bool = False
+    echo_auth: bool = False
     logprobs: dict[str, float] | None = None
 
 
 class Rule(BaseModel):
-    match: str
+    match: str = ""
+    model: str | None = None
     reply: Reply
 
 
@@ -61,6 +63,7 @@ class State:
         self.faults = Faults()
         self.rng = random.Random()
         self.calls = 0
+        self.models: dict[str, int] = {}
         self.statuses: dict[str, int] = {}
         self.requests: deque[dict[str, Any]] = deque(maxlen=200)
 
@@ -96,7 +99,7 @@ def choose(body: dict[str, Any]) -> Reply:
         return state.script.popleft()
     text = json.dumps(body.get("messages") or body.get("prompt"), ensure_ascii=False)
     for rule in state.rules:
-        if rule.match in text:
+        if rule.match in text and rule.model in (None, body.get("model")):
             return rule.reply
     f = state.faults
     delay = state.rng.uniform(f.latency_min, f.latency_max) if f.latency_max else 0.0
@@ -130,6 +133,8 @@ def completion_body(body: dict[str, Any], content: str) -> dict[str, Any]:
 async def answer(request: Request) -> JSONResponse:
     body = await request.json()
     state.calls += 1
+    model = str(body.get("model"))
+    state.models[model] = state.models.get(model, 0) + 1
     state.requests.append(body)
     reply = choose(body)
     if reply.delay:
@@ -137,7 +142,10 @@ async def answer(request: Request) -> JSONResponse:
     key = "malformed" if reply.malformed else str(reply.status)
     state.statuses[key] = state.statuses.get(key, 0) + 1
     if reply.status != 200:
-        error = {"error": {"message": "injected failure", "type": "server_error"}}
+        message = "injected failure"
+        if reply.echo_auth:  # a careless provider that repeats the caller's credentials
+            message += f" for Authorization: {request.headers.get('authorization')}"
+        error = {"error": {"message": message, "type": "server_error"}}
         return JSONResponse(error, status_code=reply.status)
     content = reply.content if reply.content is not None else default_content(body)
     if reply.malformed:
@@ -210,7 +218,7 @@ async def reset() -> dict[str, str]:
 
 @app.get("/_control/calls")
 async def calls(bodies: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {"count": state.calls, "statuses": state.statuses}
+    out: dict[str, Any] = {"count": state.calls, "statuses": state.statuses, "models": state.models}
     if bodies:
         out["requests"] = list(state.requests)
     return out

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import PlainTextResponse
 from pydantic import ValidationError
-from sqlalchemy import and_, or_, select
+from sqlalchemy import select
 
 from calibration.interchange import (
     GradeFormatError,
@@ -24,10 +24,18 @@ from service.api.deps import require
 from service.api.pagination import decode_cursor, encode_cursor, parse_pairs
 from service.api.schemas import GradesBody
 from service.db.engine import session_scope
+from service.db.filters import after
 from service.db.schema import HumanGradeRow
 from service.grade_store import grade_from_row, upsert_grades
 
 router = APIRouter(tags=["grades"])
+
+
+def _text(data: bytes, field: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise HTTPException(422, f"{field}: not UTF-8 text (CSV, JSON or JSONL expected)") from None
 
 
 async def _rows_from_request(request: Request) -> list[GradeRow]:
@@ -37,10 +45,10 @@ async def _rows_from_request(request: Request) -> list[GradeRow]:
         upload = form.get("file")
         if upload is None or isinstance(upload, str):
             raise HTTPException(422, "file: upload the grades as a form field named 'file'")
-        text = (await upload.read()).decode("utf-8-sig")
+        text = _text(await upload.read(), "file")
         name = (upload.filename or "").lower()
         return parse_jsonl(text) if name.endswith((".jsonl", ".json")) else parse_csv(text)
-    raw = (await request.body()).decode("utf-8-sig")
+    raw = _text(await request.body(), "body")
     if content_type == "text/csv":
         return parse_csv(raw)
     if content_type in ("application/x-ndjson", "application/jsonl"):
@@ -117,12 +125,9 @@ def list_grades(
         query = query.where(HumanGradeRow.attributes[key].as_string() == value)
     if cursor:
         stamp, last_id = decode_cursor(cursor)
-        query = query.where(
-            or_(
-                HumanGradeRow.created_at > stamp,
-                and_(HumanGradeRow.created_at == stamp, HumanGradeRow.id > int(last_id)),
-            )
-        )
+        if not last_id.isdigit():
+            raise HTTPException(422, "cursor: not a cursor returned by this API")
+        query = query.where(after(HumanGradeRow.created_at, HumanGradeRow.id, stamp, int(last_id)))
     query = query.order_by(HumanGradeRow.created_at, HumanGradeRow.id).limit(limit + 1)
     with session_scope(request.app.state.sessions) as session:
         rows = session.scalars(query).all()

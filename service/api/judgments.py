@@ -7,12 +7,13 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import BaseModel
-from sqlalchemy import and_, or_, select
+from sqlalchemy import select
 
 from judges import JudgeResult
 from service.api.deps import require
 from service.api.pagination import decode_cursor, encode_cursor, naive_utc, parse_pairs
 from service.db.engine import session_scope
+from service.db.filters import after, rubric_matches
 from service.db.schema import JudgmentRow, ResponseRow
 from service.judgment_store import result_from_row
 
@@ -78,8 +79,7 @@ def list_judgments(
     if judge:
         query = query.where(JudgmentRow.judge == judge)
     if rubric:
-        ref = JudgmentRow.rubric_ref
-        query = query.where(ref == rubric if "@" in rubric else ref.startswith(f"{rubric}@"))
+        query = query.where(rubric_matches(JudgmentRow.rubric_ref, rubric))
     if candidate_model:
         query = query.where(ResponseRow.candidate_model == candidate_model)
     if status:
@@ -90,12 +90,7 @@ def list_judgments(
         query = query.where(JudgmentRow.created_at >= naive_utc(since))
     if cursor:
         stamp, last_id = decode_cursor(cursor)
-        query = query.where(
-            or_(
-                JudgmentRow.created_at > stamp,
-                and_(JudgmentRow.created_at == stamp, JudgmentRow.id > last_id),
-            )
-        )
+        query = query.where(after(JudgmentRow.created_at, JudgmentRow.id, stamp, last_id))
     query = query.order_by(JudgmentRow.created_at, JudgmentRow.id).limit(limit + 1)
     with session_scope(request.app.state.sessions) as session:
         rows = session.execute(query).all()

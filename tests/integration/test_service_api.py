@@ -221,7 +221,9 @@ def test_backend_failure_is_persisted_and_answered_503(service, llm_server):
     assert "claude-judge: InternalServerError" in body["detail"]
     # the unavailable judge's substitute stood in, and failed too
     assert [(u["judge"], u["substitute"]) for u in body["unavailable"]] == [
-        ("gpt-judge", "claude-judge"), ("claude-judge", None)]
+        ("gpt-judge", "claude-judge"),
+        ("claude-judge", None),
+    ]
     assert [r["judge"] for r in body["results"]] == ["gpt-judge", "claude-judge"]
     assert body["status"] == "failed" and body["aggregate"] is None
     assert body["results"][0]["score"] is None
