@@ -102,10 +102,15 @@ class JudgeRouter:
         return _KEY_LIKE.sub("[redacted]", text)
 
     async def complete(
-        self, judge: str, messages: list[dict[str, str]], response_format: dict[str, Any] | None
+        self,
+        judge: str,
+        messages: list[dict[str, str]],
+        response_format: dict[str, Any] | None,
+        **overrides: Any,
     ) -> CallOutcome:
+        """One chat completion; `overrides` (e.g. max_tokens) replace sampling parameters."""
         entry = self.config.judge(judge)
-        kwargs: dict[str, Any] = dict(entry.sampling)
+        kwargs: dict[str, Any] = {**entry.sampling, **overrides}
         if response_format is not None:
             kwargs["response_format"] = response_format
         started = time.perf_counter()

@@ -154,15 +154,22 @@ async def answer(request: Request) -> JSONResponse:
 
 
 async def text_completion(request: Request) -> JSONResponse:
-    """vLLM-style /v1/completions with echo+logprobs, for option log-likelihood scoring."""
+    """vLLM-style /v1/completions with echo + logprobs, for option log-likelihood scoring.
+
+    A scripted reply's `logprobs` maps a continuation (a suffix of the prompt) to its
+    log-probability; the echoed prompt is split into the context and that continuation,
+    with text offsets, as vLLM reports its tokens."""
     body = await request.json()
     state.calls += 1
     state.requests.append(body)
     reply = choose(body)
-    prompt = body.get("prompt", "")
-    logprob = 0.0
-    if reply.logprobs:
-        logprob = next((v for k, v in reply.logprobs.items() if prompt.endswith(k)), -50.0)
+    prompt = str(body.get("prompt", ""))
+    suffix, logprob = next(
+        ((k, v) for k, v in (reply.logprobs or {}).items() if prompt.endswith(k)), ("", -50.0)
+    )
+    if not suffix:
+        suffix = prompt[-1:]
+    context = prompt[: len(prompt) - len(suffix)]
     return JSONResponse(
         {
             "id": f"cmpl-test-{state.calls}",
@@ -171,8 +178,13 @@ async def text_completion(request: Request) -> JSONResponse:
             "choices": [
                 {
                     "index": 0,
-                    "text": "",
-                    "logprobs": {"tokens": [prompt], "token_logprobs": [None, logprob]},
+                    "text": prompt,
+                    "logprobs": {
+                        "tokens": [context, suffix],
+                        "text_offset": [0, len(context)],
+                        "token_logprobs": [None, logprob],
+                        "top_logprobs": [None, {suffix: logprob}],
+                    },
                     "finish_reason": "length",
                 }
             ],

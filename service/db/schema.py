@@ -173,3 +173,36 @@ class CalibrationReportRow(Base):
     html: Mapped[str] = mapped_column(Text)
     markdown: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class BenchRunRow(Base):
+    __tablename__ = "bench_runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    suite: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(String(256), index=True)
+    mode: Mapped[str] = mapped_column(String(16))
+    seed: Mapped[int] = mapped_column(Integer)
+    summary: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class BenchAnswerRow(Base):
+    """One candidate answer to one benchmark item, with its run."""
+
+    __tablename__ = "bench_answers"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("bench_runs.id"), index=True)
+    task: Mapped[str] = mapped_column(String(64))
+    item_id: Mapped[str] = mapped_column(String(256))
+    unit: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    cache_key: Mapped[str] = mapped_column(String(80), index=True)
+    prompt: Mapped[str] = mapped_column(Text)
+    gold: Mapped[str] = mapped_column(String(64))
+    output: Mapped[str | None] = mapped_column(Text, nullable=True)
+    parsed: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    correct: Mapped[bool] = mapped_column(Boolean)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    groups: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)

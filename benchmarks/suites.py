@@ -1,0 +1,26 @@
+"""The benchmark suites `qadi bench` knows."""
+
+from __future__ import annotations
+
+from benchmarks import kinayat, midas, midi
+from benchmarks.tasks import Task
+
+SUITES: dict[str, list[Task]] = {
+    "kinayat": kinayat.TASKS,
+    "midi": midi.TASKS,
+    "midas": midas.TASKS,
+}
+
+
+def tasks_of(suite: str) -> list[Task]:
+    if suite == "full":
+        return [t for tasks in SUITES.values() for t in tasks]
+    if suite in SUITES:
+        return SUITES[suite]
+    by_name = {t.name: t for tasks in SUITES.values() for t in tasks}
+    if suite in by_name:
+        return [by_name[suite]]
+    raise KeyError(
+        f"--suite: unknown '{suite}' (suites: {', '.join([*SUITES, 'full'])}, "
+        "or a task name from `qadi bench list`)"
+    )

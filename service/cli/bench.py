@@ -1,0 +1,199 @@
+"""`qadi bench list|run|report`: the benchmark suite of the seed papers."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from service.cli.app import app, console, fail, out, split_names
+
+bench_app = typer.Typer(help="Benchmarks: Kinayat/Jawaher/MAPS, MIDI, MIDAS.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("list")
+def bench_list() -> None:
+    """Benchmarks, tasks, dataset ids and local file names."""
+    from benchmarks.suites import SUITES
+
+    table = Table("suite", "task", "dataset", "local file", "answer", "what")
+    for suite, tasks in SUITES.items():
+        for task in tasks:
+            table.add_row(
+                suite,
+                task.name,
+                f"{task.source.hf_id} [{task.source.split}]",
+                f"{task.source.file}.jsonl",
+                task.answer,
+                task.description,
+            )
+    out.print(table)
+
+
+def _models(names: list[str], config: Path | None):
+    """Target models: entries of a LiteLLM model_list file, or bare LiteLLM model ids."""
+    from judges import JudgeConfigError, load_config, parse_config
+
+    try:
+        loaded = load_config(config) if config else None
+    except JudgeConfigError as exc:
+        fail(str(exc))
+    entries = [e.model_dump() for e in loaded.model_list] if loaded else []
+    known = {e["model_name"] for e in entries}
+    entries += [{"model_name": n, "litellm_params": {"model": n}} for n in names if n not in known]
+    qadi = loaded.qadi.model_dump() if loaded else {}
+    return parse_config({"model_list": entries, "qadi": {**qadi, "guard": "off"}})
+
+
+@bench_app.command("run")
+def bench_run(
+    suite: str = typer.Option(..., help="kinayat | midi | midas | full | a task name"),
+    model: str = typer.Option(..., help="target model(s), comma-separated"),
+    config: Path | None = typer.Option(None, help="LiteLLM model_list YAML for the targets"),
+    data_dir: Path | None = typer.Option(None, help="local files in the published schemas"),
+    limit: int | None = typer.Option(None, min=1, help="first K records of each task"),
+    concurrency: int = typer.Option(16, min=1),
+    mode: str = typer.Option("generate", help="generate (strict parse) | loglik (vLLM)"),
+    seed: int = typer.Option(0, help="option-shuffle seed"),
+) -> None:
+    """Generate answers, score them the way the papers did, store the run."""
+    from benchmarks.generation import CandidateModel
+    from benchmarks.loading import DatasetUnavailable, load_records
+    from benchmarks.published import published
+    from benchmarks.runner import run_task, summarize
+    from benchmarks.suites import tasks_of
+    from judges.client import JudgeRouter
+    from service import bench_store
+    from service.db.engine import make_engine, make_sessionmaker
+    from service.settings import get_settings
+
+    if mode not in ("generate", "loglik"):
+        fail(f"--mode: expected generate or loglik, got '{mode}'")
+    try:
+        tasks = tasks_of(suite)
+    except KeyError as exc:
+        fail(str(exc.args[0]))
+    names = split_names(model) or []
+    router = JudgeRouter(_models(names, config), direct=True)
+    sessions = make_sessionmaker(make_engine(get_settings().database_url))
+    cache = bench_store.DbAnswerCache(sessions)
+    records_of: dict[str, list] = {}
+    for name in names:
+        run_id = bench_store.create_run(sessions, suite, name, mode, seed)
+        candidate = CandidateModel(router, name)
+        summary: dict = {}
+        for task in tasks:
+            try:
+                if task.source.file not in records_of:
+                    records_of[task.source.file] = load_records(task.source, data_dir)
+            except DatasetUnavailable as exc:
+                console.print(f"[yellow]skipped[/] {task.name}: {exc}")
+                summary[task.name] = {"skipped": str(exc)}
+                continue
+            with console.status(f"{name} · {task.name}"):
+                result = asyncio.run(
+                    run_task(
+                        task,
+                        records_of[task.source.file],
+                        candidate,
+                        mode,
+                        seed,
+                        limit,
+                        cache,
+                        concurrency,
+                    )
+                )
+            bench_store.save_answers(sessions, run_id, task.name, result.rows)
+            summary[task.name] = {
+                **summarize(task.name, result.rows, len(result.missing)),
+                "published": published(task.name, name),
+                "missing": result.missing[:20],
+            }
+            for line in result.missing[:5]:
+                console.print(f"[yellow]missing[/] {line}")
+        bench_store.save_summary(sessions, run_id, summary)
+        out.print(f"run {run_id} ({name})")
+        _print(summary)
+
+
+@bench_app.command("report")
+def bench_report(
+    run_id: str = typer.Argument(...),
+    html_path: Path | None = typer.Option(None, "--html", help="also write an HTML report"),
+) -> None:
+    """Accuracy ± stderr per task beside the published number for the same model."""
+    from service import bench_store
+    from service.db.engine import make_engine, make_sessionmaker
+    from service.settings import get_settings
+
+    run = bench_store.load_run(make_sessionmaker(make_engine(get_settings().database_url)), run_id)
+    if run is None:
+        fail(f"no benchmark run '{run_id}'")
+    out.print(
+        f"run {run.id}: suite {run.suite}, model {run.model}, mode {run.mode}, seed {run.seed}"
+    )
+    _print(run.summary)
+    if html_path is not None:
+        html_path.write_text(_html(run), encoding="utf-8")
+
+
+def _cells(summary: dict) -> list[str]:
+    def pct(value):
+        return "—" if value is None else f"{100 * value:.2f}"
+
+    if "skipped" in summary:
+        return ["—"] * 6 + [summary["skipped"][:60]]
+    stderr = summary.get("stderr")
+    extra = ""
+    if "bias" in summary:
+        extra = f"Δ = {100 * summary['bias']['delta']:+.1f} pp"
+    elif "tier_macro" in summary:
+        extra = "  ".join(f"{t} {pct(v)}" for t, v in summary["tier_macro"].items())
+    return [
+        str(summary["n"]),
+        f"{pct(summary['accuracy'])} ± {pct(stderr)}",
+        pct(summary.get("published")),
+        str(summary["parse_failures"]),
+        str(summary["errors"]),
+        str(summary["missing_records"]),
+        extra,
+    ]
+
+
+HEADER = (
+    "task",
+    "n",
+    "accuracy % ± se",
+    "published %",
+    "parse failures",
+    "errors",
+    "missing records",
+    "breakdown",
+)
+
+
+def _print(summary: dict) -> None:
+    table = Table(*HEADER)
+    for task, data in summary.items():
+        table.add_row(task, *_cells(data))
+    out.print(table)
+
+
+def _html(run) -> str:
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in [task, *_cells(data)]) + "</tr>"
+        for task, data in run.summary.items()
+    )
+    head = "".join(f"<th>{h}</th>" for h in HEADER)
+    return (
+        f"<!doctype html><meta charset='utf-8'><title>qadi bench {run.id}</title>"
+        f"<h1>Benchmark run {html.escape(run.id)}</h1><p>{html.escape(run.suite)} · "
+        f"{html.escape(run.model)} · {run.mode} · seed {run.seed}</p>"
+        f"<table border=1><tr>{head}</tr>{rows}</table>"
+        f"<pre>{html.escape(json.dumps(run.summary, indent=1, ensure_ascii=False))}</pre>"
+    )

@@ -1,0 +1,99 @@
+"""`qadi bench` end to end against the LLM test double, on the local files in tests/data."""
+
+from __future__ import annotations
+
+import asyncio
+
+import yaml
+
+from benchmarks import kinayat
+from benchmarks.generation import CandidateModel
+from benchmarks.loading import read_file
+from benchmarks.runner import run_task
+from judges import parse_config
+from judges.client import JudgeRouter
+from service import bench_store
+from service.db.engine import make_engine, make_sessionmaker
+from tests.conftest import ROOT, run_cli
+
+DATA = ROOT / "tests/data/bench"
+
+
+def models_file(tmp_path, llm_server):
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump({"model_list": [
+        {"model_name": "gpt-4o", "litellm_params": {"model": "openai/gpt-4o",
+                                                    "api_base": llm_server.api_base,
+                                                    "api_key": "sk-test-bench-key-000"}},
+        {"model_name": "vllm-llama", "litellm_params": {
+            "model": "hosted_vllm/meta-llama/Llama-3.1-8B-Instruct",
+            "api_base": llm_server.api_base}},
+    ]}))
+    return path
+
+
+def test_kinayat_suite_end_to_end_through_the_cli(migrated_db, llm_server, tmp_path):
+    env = {"QADI_DATABASE_URL": migrated_db}
+    # the double answers every Kinayat understanding item with the letter of the right option
+    understanding = next(t for t in kinayat.TASKS if t.name == "kinayat-understanding")
+    for index, record in enumerate(read_file(DATA / "kinayat.jsonl")[:4]):
+        [item] = understanding.items(record, index, 0)
+        llm_server.rules({"match": f"Idiom: {record['Idiom']}\\n",
+                          "reply": {"content": item.gold if index else item.gold + "."}})
+    done = run_cli("bench", "run", "--suite", "kinayat-understanding", "--model", "gpt-4o",
+                   "--config", str(models_file(tmp_path, llm_server)), "--data-dir", str(DATA),
+                   env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_id = done.stdout.split()[1]
+    run = bench_store.load_run(make_sessionmaker(make_engine(migrated_db)), run_id)
+    summary = run.summary["kinayat-understanding"]
+    assert summary["n"] == 4 and summary["items"] == 4
+    assert summary["accuracy"] == 0.75  # "A." is a parse failure, counted wrong, not guessed
+    assert summary["parse_failures"] == 1
+    assert summary["missing_records"] == 1
+    assert summary["missing"] == ["record kinayat-understanding:4: missing field 'Ar_Explanation'"]
+    assert summary["published"] == 0.9415  # GPT-4o, Kinayat (general), Table 9
+    calls = llm_server.calls()
+    report = run_cli("bench", "report", run_id, "--html", str(tmp_path / "bench.html"), env=env)
+    assert report.returncode == 0
+    assert "kinayat-understanding" in report.stdout and "94.15" in report.stdout
+    assert "<table" in (tmp_path / "bench.html").read_text()
+    again = run_cli("bench", "run", "--suite", "kinayat-understanding", "--model", "gpt-4o",
+                    "--config", str(models_file(tmp_path, llm_server)), "--data-dir", str(DATA),
+                    env=env)
+    assert again.returncode == 0
+    assert llm_server.calls() == calls  # every answer came from the cache
+
+
+def test_full_suite_runs_every_benchmark_and_reports_skips(migrated_db, llm_server, tmp_path):
+    done = run_cli("bench", "run", "--suite", "full", "--model", "gpt-4o", "--config",
+                   str(models_file(tmp_path, llm_server)), "--data-dir", str(DATA),
+                   "--limit", "2", env={"QADI_DATABASE_URL": migrated_db})
+    assert done.returncode == 0, done.stderr
+    run = bench_store.load_run(make_sessionmaker(make_engine(migrated_db)), done.stdout.split()[1])
+    from benchmarks.suites import tasks_of
+
+    assert set(run.summary) == {t.name for t in tasks_of("full")}
+    for name in ("kinayat-pragmatic", "jawaher-connotation", "maps-context", "midi-mcq",
+                 "midi-bias", "midas-mcq"):
+        assert run.summary[name]["items"] > 0, name
+    assert run.summary["midas-mcq"]["items"] == 6  # 2 questions × 3 rotations
+    assert "bias" in run.summary["midi-bias"]
+
+
+def test_loglik_scoring_picks_the_option_with_the_highest_logprob(migrated_db, llm_server,
+                                                                  tmp_path):
+    config = parse_config(yaml.safe_load(models_file(tmp_path, llm_server).read_text()))
+    model = CandidateModel(JudgeRouter(config, direct=True), "vllm-llama")
+    maps = next(t for t in kinayat.TASKS if t.name == "maps-understanding")
+    records = read_file(DATA / "maps_eng.jsonl")
+    llm_server.rules({"match": "Every cloud", "reply": {"logprobs": {" A": -3.0, " B": -0.2}}},
+                     {"match": "chickens", "reply": {"logprobs": {" A": -4.0, " B": -0.1}}})
+    cache = bench_store.DbAnswerCache(make_sessionmaker(make_engine(migrated_db)))
+    run = asyncio.run(run_task(maps, records, model, "loglik", 0, None, cache, 4))
+    by_item = {r["item_id"]: r for r in run.rows}
+    assert by_item["maps-understanding:0"]["parsed"] == "B"  # the server favoured B
+    assert by_item["maps-understanding:0"]["correct"] is False  # gold is A
+    assert by_item["maps-understanding:1"]["parsed"] == "B" and by_item["maps-understanding:1"]["correct"]
+    sent = [r for r in llm_server.requests() if "prompt" in r]
+    assert {r["prompt"][-2:] for r in sent} == {" A", " B"} and all(r["echo"] for r in sent)
