@@ -49,7 +49,8 @@ class CandidateModel:
     def sampling(self, task: Task, mode: Mode) -> dict[str, Any]:
         if mode == "loglik":
             return {"echo": True, "logprobs": 1, "max_tokens": 1, "temperature": 0}
-        return {**self.entry.sampling, "max_tokens": task.max_tokens}
+        stop = {"stop": task.stop} if task.stop else {}
+        return {**self.entry.sampling, "max_tokens": task.max_tokens, **stop}
 
     async def generate(self, task: Task, item: Item) -> tuple[str | None, str | None]:
         outcome = await self.router.complete(

@@ -23,9 +23,12 @@ def load_records(source: Source, data_dir: Path | None) -> list[dict[str, Any]]:
             path = data_dir / f"{source.file}{suffix}"
             if path.is_file():
                 return read_file(path)
-        raise DatasetUnavailable(
-            f"{data_dir}: no {source.file}{{{','.join(SUFFIXES)}}} for {source.hf_id}"
-        )
+        if source.bundled is None:
+            raise DatasetUnavailable(
+                f"{data_dir}: no {source.file}{{{','.join(SUFFIXES)}}} for {source.hf_id}"
+            )
+    if source.bundled is not None:
+        return read_file(source.bundled)
     if not source.hub:
         raise DatasetUnavailable(
             f"{source.hf_id} is not on the Hugging Face hub; download it and pass --data-dir "

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from benchmarks import kinayat, midas, midi
+from benchmarks import explanations, fann_or_flop, kinayat, midas, midi, sme
 from benchmarks.tasks import Task
 
 SUITES: dict[str, list[Task]] = {
     "kinayat": kinayat.TASKS,
     "midi": midi.TASKS,
     "midas": midas.TASKS,
+    "kinayat-explanation": explanations.TASKS,
+    "fann-or-flop": fann_or_flop.TASKS,
+    "sme-crosseval": sme.TASKS,
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rubrics import content_hash
@@ -25,18 +26,24 @@ class Source:
     file: str
     config: str | None = None
     hub: bool = True  # False: released outside the Hugging Face hub (local files only)
+    bundled: Path | None = None  # a sample shipped with qadi, used without --data-dir
 
 
 @dataclass
 class Item:
+    """One question to a target model: multiple choice (labels, gold) or generative
+    (graded by `Task.rubric` against `reference`, with `judge_prompt` as what was asked)."""
+
     item_id: str
     prompt: str
-    labels: list[str]
-    gold: str
+    labels: list[str] = field(default_factory=list)
+    gold: str = ""
     options: list[str] = field(default_factory=list)
     groups: dict[str, str] = field(default_factory=dict)
     unit: str | None = None  # items of one unit must all be right (MIDAS rotations)
-    meta: dict[str, str] = field(default_factory=dict)
+    reference: str | None = None
+    judge_prompt: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 class MissingField(ValueError):
@@ -55,12 +62,20 @@ class Task:
     build: Callable[[dict[str, Any], str, int], list[Item]]
     answer: str = "letter"  # letter | number | word
     max_tokens: int = 1
+    stop: list[str] | None = None
     description: str = ""
     id_field: str | None = None
     selects: Callable[[dict[str, Any]], bool] = field(default=lambda record: True)
     prepare: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] = field(
         default=lambda records: records
     )  # whole-dataset steps: pairing readings (MIDI bias), building distractors (MIDAS)
+    rubric: str | None = None  # generative tasks: the judge rubric (library id)
+    respond: Callable[[Item, str], tuple[str | None, dict[str, Any]]] | None = None
+    # generative tasks: model output -> (what the judge grades, or None; extra metrics)
+
+    @property
+    def generative(self) -> bool:
+        return self.rubric is not None
 
     @property
     def template_hash(self) -> str:

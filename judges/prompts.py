@@ -77,7 +77,7 @@ def _fann_or_flop_user(request: GradeRequest) -> str:
         generated = fann_or_flop.verse_explanations(request.response, "response")
     except fann_or_flop.VerseListError as exc:
         raise RequestError(str(exc)) from None
-    item_id = request.metadata.get("item_id", "")
+    item_id = request.metadata.get("poem_id") or request.metadata.get("item_id", "")
     title = request.metadata.get("title", "")
     return fann_or_flop.user_message(item_id, title, reference, generated)
 

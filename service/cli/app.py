@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from typing import NoReturn
 
@@ -14,8 +15,11 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console(stderr=True)  # messages and progress
-out = Console()  # results a script may read
+# A terminal's own width; 160 columns when output goes to a file or a pipe, so tables that
+# scripts and logs read are not folded at 80.
+_WIDTH = shutil.get_terminal_size((160, 24)).columns
+console = Console(stderr=True, width=_WIDTH)  # messages and progress
+out = Console(width=_WIDTH)  # results a script may read
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -14,21 +14,36 @@ from judges import parse_config
 from judges.client import JudgeRouter
 from service import bench_store
 from service.db.engine import make_engine, make_sessionmaker
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, judges_config_data, run_cli
 
 DATA = ROOT / "tests/data/bench"
 
 
 def models_file(tmp_path, llm_server):
     path = tmp_path / "models.yaml"
-    path.write_text(yaml.safe_dump({"model_list": [
-        {"model_name": "gpt-4o", "litellm_params": {"model": "openai/gpt-4o",
-                                                    "api_base": llm_server.api_base,
-                                                    "api_key": "sk-test-bench-key-000"}},
-        {"model_name": "vllm-llama", "litellm_params": {
-            "model": "hosted_vllm/meta-llama/Llama-3.1-8B-Instruct",
-            "api_base": llm_server.api_base}},
-    ]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "model_list": [
+                    {
+                        "model_name": "gpt-4o",
+                        "litellm_params": {
+                            "model": "openai/gpt-4o",
+                            "api_base": llm_server.api_base,
+                            "api_key": "sk-test-bench-key-000",
+                        },
+                    },
+                    {
+                        "model_name": "vllm-llama",
+                        "litellm_params": {
+                            "model": "hosted_vllm/meta-llama/Llama-3.1-8B-Instruct",
+                            "api_base": llm_server.api_base,
+                        },
+                    },
+                ]
+            }
+        )
+    )
     return path
 
 
@@ -38,11 +53,25 @@ def test_kinayat_suite_end_to_end_through_the_cli(migrated_db, llm_server, tmp_p
     understanding = next(t for t in kinayat.TASKS if t.name == "kinayat-understanding")
     for index, record in enumerate(read_file(DATA / "kinayat.jsonl")[:4]):
         [item] = understanding.items(record, index, 0)
-        llm_server.rules({"match": f"Idiom: {record['Idiom']}\\n",
-                          "reply": {"content": item.gold if index else item.gold + "."}})
-    done = run_cli("bench", "run", "--suite", "kinayat-understanding", "--model", "gpt-4o",
-                   "--config", str(models_file(tmp_path, llm_server)), "--data-dir", str(DATA),
-                   env=env)
+        llm_server.rules(
+            {
+                "match": f"Idiom: {record['Idiom']}\\n",
+                "reply": {"content": item.gold if index else item.gold + "."},
+            }
+        )
+    done = run_cli(
+        "bench",
+        "run",
+        "--suite",
+        "kinayat-understanding",
+        "--model",
+        "gpt-4o",
+        "--config",
+        str(models_file(tmp_path, llm_server)),
+        "--data-dir",
+        str(DATA),
+        env=env,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     run_id = done.stdout.split()[1]
     run = bench_store.load_run(make_sessionmaker(make_engine(migrated_db)), run_id)
@@ -58,42 +87,84 @@ def test_kinayat_suite_end_to_end_through_the_cli(migrated_db, llm_server, tmp_p
     assert report.returncode == 0
     assert "kinayat-understanding" in report.stdout and "94.15" in report.stdout
     assert "<table" in (tmp_path / "bench.html").read_text()
-    again = run_cli("bench", "run", "--suite", "kinayat-understanding", "--model", "gpt-4o",
-                    "--config", str(models_file(tmp_path, llm_server)), "--data-dir", str(DATA),
-                    env=env)
+    again = run_cli(
+        "bench",
+        "run",
+        "--suite",
+        "kinayat-understanding",
+        "--model",
+        "gpt-4o",
+        "--config",
+        str(models_file(tmp_path, llm_server)),
+        "--data-dir",
+        str(DATA),
+        env=env,
+    )
     assert again.returncode == 0
     assert llm_server.calls() == calls  # every answer came from the cache
 
 
-def test_full_suite_runs_every_benchmark_and_reports_skips(migrated_db, llm_server, tmp_path):
-    done = run_cli("bench", "run", "--suite", "full", "--model", "gpt-4o", "--config",
-                   str(models_file(tmp_path, llm_server)), "--data-dir", str(DATA),
-                   "--limit", "2", env={"QADI_DATABASE_URL": migrated_db})
+def test_full_suite_runs_every_benchmark(migrated_db, llm_server, tmp_path):
+    judges = tmp_path / "judges.yaml"
+    judges.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    done = run_cli(
+        "bench",
+        "run",
+        "--suite",
+        "full",
+        "--model",
+        "gpt-4o",
+        "--config",
+        str(models_file(tmp_path, llm_server)),
+        "--data-dir",
+        str(DATA),
+        "--limit",
+        "2",
+        "--judges-config",
+        str(judges),
+        "--judges",
+        "gpt-judge,llama-judge",
+        env={"QADI_DATABASE_URL": migrated_db},
+    )
     assert done.returncode == 0, done.stderr
     run = bench_store.load_run(make_sessionmaker(make_engine(migrated_db)), done.stdout.split()[1])
     from benchmarks.suites import tasks_of
 
     assert set(run.summary) == {t.name for t in tasks_of("full")}
-    for name in ("kinayat-pragmatic", "jawaher-connotation", "maps-context", "midi-mcq",
-                 "midi-bias", "midas-mcq"):
+    for name in (
+        "kinayat-pragmatic",
+        "jawaher-connotation",
+        "maps-context",
+        "midi-mcq",
+        "midi-bias",
+        "midas-mcq",
+    ):
         assert run.summary[name]["items"] > 0, name
     assert run.summary["midas-mcq"]["items"] == 6  # 2 questions × 3 rotations
     assert "bias" in run.summary["midi-bias"]
+    for name in ("kinayat-explanation", "jawaher-explanation", "fann-or-flop", "sme-crosseval"):
+        assert run.summary[name]["answered"] > 0, name
 
 
-def test_loglik_scoring_picks_the_option_with_the_highest_logprob(migrated_db, llm_server,
-                                                                  tmp_path):
+def test_loglik_scoring_picks_the_option_with_the_highest_logprob(
+    migrated_db, llm_server, tmp_path
+):
     config = parse_config(yaml.safe_load(models_file(tmp_path, llm_server).read_text()))
     model = CandidateModel(JudgeRouter(config, direct=True), "vllm-llama")
     maps = next(t for t in kinayat.TASKS if t.name == "maps-understanding")
     records = read_file(DATA / "maps_eng.jsonl")
-    llm_server.rules({"match": "Every cloud", "reply": {"logprobs": {" A": -3.0, " B": -0.2}}},
-                     {"match": "chickens", "reply": {"logprobs": {" A": -4.0, " B": -0.1}}})
+    llm_server.rules(
+        {"match": "Every cloud", "reply": {"logprobs": {" A": -3.0, " B": -0.2}}},
+        {"match": "chickens", "reply": {"logprobs": {" A": -4.0, " B": -0.1}}},
+    )
     cache = bench_store.DbAnswerCache(make_sessionmaker(make_engine(migrated_db)))
     run = asyncio.run(run_task(maps, records, model, "loglik", 0, None, cache, 4))
     by_item = {r["item_id"]: r for r in run.rows}
     assert by_item["maps-understanding:0"]["parsed"] == "B"  # the server favoured B
     assert by_item["maps-understanding:0"]["correct"] is False  # gold is A
-    assert by_item["maps-understanding:1"]["parsed"] == "B" and by_item["maps-understanding:1"]["correct"]
+    assert (
+        by_item["maps-understanding:1"]["parsed"] == "B"
+        and by_item["maps-understanding:1"]["correct"]
+    )
     sent = [r for r in llm_server.requests() if "prompt" in r]
     assert {r["prompt"][-2:] for r in sent} == {" A", " B"} and all(r["echo"] for r in sent)

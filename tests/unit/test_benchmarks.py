@@ -16,8 +16,14 @@ DATA = ROOT / "tests/data/bench"
 
 
 def row(item_id, correct, unit=None, groups=None):
-    return {"item_id": item_id, "unit": unit, "groups": groups or {}, "correct": correct,
-            "parse_failure": False, "error": None}
+    return {
+        "item_id": item_id,
+        "unit": unit,
+        "groups": groups or {},
+        "correct": correct,
+        "parse_failure": False,
+        "error": None,
+    }
 
 
 def task(tasks, name):
@@ -44,7 +50,9 @@ def test_kinayat_understanding_prompt_is_the_authors_string():
 
 
 def test_negation_gold_is_the_incorrect_explanation():
-    [item] = task(kinayat.TASKS, "kinayat-negation").items(read_file(DATA / "kinayat.jsonl")[0], 0, 0)
+    [item] = task(kinayat.TASKS, "kinayat-negation").items(
+        read_file(DATA / "kinayat.jsonl")[0], 0, 0
+    )
     assert "selecting the incorrect explanation" in item.prompt
     assert item.options[["A", "B"].index(item.gold)] == "كناية عن المرض والضعف."
 
@@ -54,7 +62,8 @@ def test_maps_keeps_dataset_order_and_drops_nothing_else():
     [item] = task(kinayat.TASKS, "maps-understanding").items(records[0], 0, 0)
     assert item.prompt.endswith(
         "Options: A. Bad situations have some good in them. \nB. Clouds are made of silver.\n"
-        "Answer: ")
+        "Answer: "
+    )
     assert "and nothing else" not in item.prompt  # the MAPS prompt of the code omits it
     assert item.gold == "A"
     [context] = task(kinayat.TASKS, "maps-context").items(records[1], 1, 0)
@@ -73,8 +82,12 @@ def test_shuffles_are_deterministic_under_a_seed():
 
 
 def test_a_missing_field_is_reported_by_name_and_the_rest_runs():
-    items, missing = build_items(task(kinayat.TASKS, "kinayat-understanding"),
-                                 read_file(DATA / "kinayat.jsonl"), seed=0, limit=None)
+    items, missing = build_items(
+        task(kinayat.TASKS, "kinayat-understanding"),
+        read_file(DATA / "kinayat.jsonl"),
+        seed=0,
+        limit=None,
+    )
     assert len(items) == 4
     assert missing == ["record kinayat-understanding:4: missing field 'Ar_Explanation'"]
 
@@ -98,10 +111,15 @@ def test_midi_prompts_and_variants():
     sentence, dialogue = standard.items(records[0], 0, 0)
     assert sentence.prompt.startswith(
         "You are tasked with selecting the most appropriate option based on the context provided "
-        "below.\nContext: قصته ما تبتلع.\nWhat does the phrase \"ما تبتلع\" mean?\nOptions: A. ")
+        'below.\nContext: قصته ما تبتلع.\nWhat does the phrase "ما تبتلع" mean?\nOptions: A. '
+    )
     assert sentence.options[sentence.labels.index(sentence.gold)] == "يصعب تصديقها"
-    assert sentence.groups == {"language": "Arabic (UAE)", "tier": "Mid", "usage": "figurative",
-                               "context": "sentence"}
+    assert sentence.groups == {
+        "language": "Arabic (UAE)",
+        "tier": "Mid",
+        "usage": "figurative",
+        "context": "sentence",
+    }
     reasoning = task(midi.TASKS, "midi-reasoning")
     items, _ = build_items(reasoning, records, 0, None)
     assert all(i.groups["usage"] == "figurative" for i in items)
@@ -123,11 +141,15 @@ def test_midi_bias_pairs_readings_and_delta():
 
 def test_midi_tier_cells_are_macro_averages_over_languages():
     rows = []
-    for language, tier, flags in (("Chinese", "High", [1, 1, 1, 1]), ("Japanese", "High", [0, 0]),
-                                  ("Yoruba", "Low", [1, 0])):
+    for language, tier, flags in (
+        ("Chinese", "High", [1, 1, 1, 1]),
+        ("Japanese", "High", [0, 0]),
+        ("Yoruba", "Low", [1, 0]),
+    ):
         for i, flag in enumerate(flags):
-            rows.append(row(f"{language}{i}", bool(flag),
-                            groups={"language": language, "tier": tier}))
+            rows.append(
+                row(f"{language}{i}", bool(flag), groups={"language": language, "tier": tier})
+            )
     summary = summarize("midi-mcq", rows, 0)
     assert summary["tier_macro"] == {"High": 0.5, "Low": 0.5}  # micro High would be 4/6
     assert summary["accuracy"] == pytest.approx(5 / 8)  # overall: micro over items
@@ -138,10 +160,16 @@ def test_midas_rotations_and_the_all_three_rule():
     items = midas.build(record, "midas-mcq:1", seed=0)
     assert len(items) == 3 and len({i.gold for i in items}) == 3
     assert all(i.options[int(i.gold) - 1] == record["Meaning"] for i in items)
-    assert items[0].prompt.startswith("What is the idiomatic meaning of the idiom every dog has his day?\n")
-    assert items[0].prompt.endswith("Respond with **ONLY** the number (1, 2, 3, 4, or 5). Do **NOT** "
-                                    "add any extra text, punctuation, or explanation.")
-    rows = [row(i.item_id, ok, unit=i.unit) for i, ok in zip(items, [True, True, False], strict=True)]
+    assert items[0].prompt.startswith(
+        "What is the idiomatic meaning of the idiom every dog has his day?\n"
+    )
+    assert items[0].prompt.endswith(
+        "Respond with **ONLY** the number (1, 2, 3, 4, or 5). Do **NOT** "
+        "add any extra text, punctuation, or explanation."
+    )
+    rows = [
+        row(i.item_id, ok, unit=i.unit) for i, ok in zip(items, [True, True, False], strict=True)
+    ]
     rows += [row(f"b{k}", True, unit="other") for k in range(3)]
     assert summarize("midas-mcq", rows, 0)["accuracy"] == 0.5  # 1 of 2 questions
 
