@@ -1,7 +1,12 @@
-"""Published accuracies to print beside a run (seed 000, Tables 7-10, as the note gives
-them; Llama-3.1-70B Kinayat general is the corrected 0.8831)."""
+"""Published accuracies to print beside a run: seed 000 Tables 7-10 (Llama-3.1-70B Kinayat
+general is the corrected 0.8831), seed 001 Tables 3, 4, 5 and 12 (overall columns; the bias
+probe's figurative share), seed 003 Table 2 (English, the language of the published prompt).
+Model names are matched without route, organisation, case, punctuation and a trailing
+Instruct/it/chat."""
 
 from __future__ import annotations
+
+import re
 
 COLUMNS = {
     "maps-understanding": 0,
@@ -39,12 +44,39 @@ GPT-4o-mini 0.9492 0.9848 0.9141 0.8586 0.8185 0.7662 0.8788 0.7785
 """
 
 
+# model | midi-mcq overall | midi-memorization | midi-reasoning | midi-bias Fig. (%)
+MIDI_TABLE = {
+    "GPT-5.2": (74.4, 89.3, 96.4, 77.4),
+    "Gemini 2.5 Pro": (75.5, 95.0, 98.0, 89.7),
+    "DeepSeek-R1 (70B)": (44.0, 38.4, 54.7, 47.5),
+    "Gemma-3 (27B)": (71.0, 78.9, 93.9, 78.7),
+    "Llama-3.1 (8B)": (49.5, 51.4, 78.1, 53.9),
+    "Llama-3.3 (70B)": (63.6, 51.4, 85.2, 66.1),
+    "Mixtral (8x7B)": (57.5, 55.4, 80.8, 48.9),
+    "Qwen-3 (4B)": (30.8, 33.3, 36.9, 66.7),
+    "Qwen-3 (30B-MoE)": (31.2, 33.4, 43.0, 57.4),
+}
+MIDI_TASKS = ("midi-mcq", "midi-memorization", "midi-reasoning", "midi-bias")
+MIDAS_EN = {"Aya-Expanse-32B": 81.71, "Qwen2.5-32B": 83.71, "DeepSeek-V3": 90.34, "GPT-4o": 91.13}
+_SUFFIX = re.compile(r"[-_ ](instruct|it|chat)$", re.IGNORECASE)
+
+
+def normalize(model: str) -> str:
+    name = _SUFFIX.sub("", model.rsplit("/", 1)[-1].strip())
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
 def _table() -> dict[tuple[str, str], float]:
     out = {}
     for line in KINAYAT_TABLE.strip().splitlines():
         model, *values = line.split()
         for task, column in COLUMNS.items():
-            out[(model.lower(), task)] = float(values[column])
+            out[(normalize(model), task)] = float(values[column])
+    for model, values in MIDI_TABLE.items():
+        for task, value in zip(MIDI_TASKS, values, strict=True):
+            out[(normalize(model), task)] = value / 100
+    for model, value in MIDAS_EN.items():
+        out[(normalize(model), "midas-mcq")] = value / 100
     return out
 
 
@@ -52,7 +84,5 @@ PUBLISHED = _table()
 
 
 def published(task: str, model: str) -> float | None:
-    """The paper's number for this model and task, matching the model's own name (the
-    part after any route or organisation) case-insensitively."""
-    name = model.rsplit("/", 1)[-1].lower()
-    return PUBLISHED.get((name, task))
+    """The paper's number for this model and task, or None."""
+    return PUBLISHED.get((normalize(model), task))

@@ -198,3 +198,15 @@ def test_midas_distractors_two_by_form_two_by_meaning_after_dropping_the_top_per
     assert "meaning 5" not in distractors[:2] and "meaning 6" in distractors[:2]
     # by meaning: meaning 1 (a near-duplicate) is dropped; 2 and 3 follow
     assert "meaning 1" not in distractors and {"meaning 2", "meaning 3"} <= set(distractors)
+
+
+def test_published_numbers_match_by_model_name():
+    from benchmarks.published import published
+
+    assert published("kinayat-understanding", "openai/gpt-4o") == 0.9415
+    assert published("kinayat-understanding", "gpt-4o-mini") == 0.8185  # not GPT-4o's
+    assert published("kinayat-understanding", "hosted_vllm/meta-llama/Llama-3.1-70B-Instruct") == 0.8831
+    assert published("midi-mcq", "meta-llama/Llama-3.1-8B-Instruct") == pytest.approx(0.495)
+    assert published("midi-bias", "google/gemma-3-27b-it") == pytest.approx(0.787)
+    assert published("midas-mcq", "Qwen/Qwen2.5-32B-Instruct") == pytest.approx(0.8371)
+    assert published("midas-mcq", "gpt-4o-mini") is None
