@@ -50,6 +50,26 @@ def error(status_code: int, field: str | None, message: str, **extra: Any) -> Ou
     return Outcome(status_code, {"detail": detail, **extra})
 
 
+@dataclass
+class Prepared:
+    request_id: str
+    request: GradeRequest | None
+    response_id: int | None
+    rejection: Outcome | None
+
+
+def rejection(exc: Exception) -> Outcome:
+    """A request the grading core refuses: 422 naming the field."""
+    if isinstance(exc, RubricNotFound):
+        return error(422, "rubric_id", str(exc).removeprefix("rubric_id: "))
+    if isinstance(exc, RubricError):
+        return error(422, "rubric", str(exc))
+    if isinstance(exc, GuardError):
+        return error(422, "candidate_model", str(exc))
+    field, _, message = str(exc).partition(": ")
+    return error(422, field if message else None, message or str(exc))
+
+
 def _request_deadline(grader: Grader | None) -> float:
     """How long a live request can take: every attempt of the panel and of the stand-ins,
     plus a margin. An unfinished request older than this died with its process."""
@@ -98,13 +118,40 @@ class JudgeService:
 
     async def _judge_admitted(self, body, idempotency_key, api_key_id) -> Outcome:
         body_hash = content_hash(body.model_dump(mode="json"))
-        claimed = await asyncio.to_thread(self._claim, idempotency_key, body_hash, api_key_id)
-        if isinstance(claimed, Outcome):
-            return claimed
+        prepared = await asyncio.to_thread(
+            self._prepare, body, idempotency_key, body_hash, api_key_id
+        )
+        if isinstance(prepared, Outcome):
+            return prepared
         store = CollectingStore(self.factory)
-        outcome = await self._grade(body, claimed, store)
-        await asyncio.to_thread(self._finish, claimed, outcome, store)
+        store.response_id = prepared.response_id
+        outcome = prepared.rejection or await self._grade(prepared, store)
+        await asyncio.to_thread(self._finish, prepared.request_id, outcome, store)
         return outcome
+
+    def _prepare(self, body, key: str | None, body_hash: str, api_key_id: int | None):
+        """Everything before the judge calls in one transaction: claim the request (or answer
+        from an earlier one with the same key), resolve the rubric, store the answer."""
+        with session_scope(self.factory) as session:
+            claimed = self._claim(session, key, body_hash, api_key_id)
+            if isinstance(claimed, Outcome):
+                return claimed
+            try:
+                rubric = self._resolve_rubric(session, body)
+                request = GradeRequest(
+                    rubric=rubric,
+                    prompt=body.prompt,
+                    response=body.response,
+                    reference=body.reference,
+                    candidate_model=body.candidate_model,
+                    candidate_provider=body.candidate_provider,
+                    judges=body.judges,
+                    metadata=body.metadata,
+                )
+                response_id = ensure_response(session, request)
+            except (RubricNotFound, RubricError, RequestError) as exc:
+                return Prepared(claimed, None, None, rejection(exc))
+            return Prepared(claimed, request, response_id, None)
 
     def check_limits(self, body) -> Outcome | None:
         limit = self.settings.max_text_chars
@@ -121,22 +168,23 @@ class JudgeService:
             )
         return None
 
-    def _claim(self, key: str | None, body_hash: str, api_key_id: int | None) -> str | Outcome:
+    def _claim(
+        self, session: Session, key: str | None, body_hash: str, api_key_id: int | None
+    ) -> str | Outcome:
         """Create the request row, or answer from the earlier request with the same key."""
-        with session_scope(self.factory) as session:
-            if key is not None:
-                found = session.scalar(
-                    select(GradeRequestRow).where(GradeRequestRow.idempotency_key == key)
-                )
-                if found is not None:
-                    return self._replay(session, found, body_hash)
-            row = GradeRequestRow(idempotency_key=key, body_hash=body_hash, api_key_id=api_key_id)
-            session.add(row)
-            try:
-                session.flush()
-            except IntegrityError:
-                return error(409, None, "a request with this Idempotency-Key is in progress")
-            return row.id
+        if key is not None:
+            found = session.scalar(
+                select(GradeRequestRow).where(GradeRequestRow.idempotency_key == key)
+            )
+            if found is not None:
+                return self._replay(session, found, body_hash)
+        row = GradeRequestRow(idempotency_key=key, body_hash=body_hash, api_key_id=api_key_id)
+        try:
+            with session.begin_nested():
+                session.add(row)
+        except IntegrityError:
+            return error(409, None, "a request with this Idempotency-Key is in progress")
+        return row.id
 
     def _replay(self, session: Session, found: GradeRequestRow, body_hash: str) -> str | Outcome:
         if found.body_hash != body_hash:
@@ -164,30 +212,13 @@ class JudgeService:
             row.result = outcome.body
             row.finished_at = utcnow()
 
-    async def _grade(self, body, request_id: str, store: CollectingStore) -> Outcome:
+    async def _grade(self, prepared: Prepared, store: CollectingStore) -> Outcome:
         try:
-            rubric = await asyncio.to_thread(self._resolve_rubric, body)
-            request = GradeRequest(
-                rubric=rubric,
-                prompt=body.prompt,
-                response=body.response,
-                reference=body.reference,
-                candidate_model=body.candidate_model,
-                candidate_provider=body.candidate_provider,
-                judges=body.judges,
-                metadata=body.metadata,
-            )
-            store.response_id = await asyncio.to_thread(self._store_response, request)
-            result = await self.grader.grade(request, store)
-        except RubricNotFound as exc:
-            return error(422, "rubric_id", str(exc).removeprefix("rubric_id: "))
-        except RubricError as exc:
-            return error(422, "rubric", str(exc))
-        except GuardError as exc:
-            return error(422, "candidate_model", str(exc))
-        except (RequestError, JudgeConfigError, TemplateError) as exc:
-            field, _, message = str(exc).partition(": ")
-            return error(422, field if message else None, message or str(exc))
+            result = await self.grader.grade(prepared.request, store)
+        except (GuardError, RequestError, JudgeConfigError, TemplateError) as exc:
+            return rejection(exc)
+        rubric = prepared.request.rubric
+        request_id = prepared.request_id
         for judge_result in result.results:
             metrics.observe_judge(
                 judge_result.judge,
@@ -215,15 +246,14 @@ class JudgeService:
             return Outcome(502, payload)
         return Outcome(200, payload)
 
-    def _resolve_rubric(self, body) -> Rubric:
-        with session_scope(self.factory) as session:
-            if body.rubric is not None:
-                rubric, _ = save_rubric(session, parse_rubric(body.rubric, source="rubric"))
-            else:
-                rubric = get_rubric(session, body.rubric_id)
-                if rubric_hash(rubric) not in self._stored_rubrics:
-                    save_rubric(session, rubric)  # library rubrics are stored on first use
-                    self._stored_rubrics.add(rubric_hash(rubric))
+    def _resolve_rubric(self, session: Session, body) -> Rubric:
+        if body.rubric is not None:
+            rubric, _ = save_rubric(session, parse_rubric(body.rubric, source="rubric"))
+        else:
+            rubric = get_rubric(session, body.rubric_id)
+            if rubric_hash(rubric) not in self._stored_rubrics:
+                save_rubric(session, rubric)  # library rubrics are stored on first use
+                self._stored_rubrics.add(rubric_hash(rubric))
         expected = RUBRIC_KIND_FOR[body.kind]
         if rubric.kind != expected:
             raise RubricError(
@@ -234,7 +264,3 @@ class JudgeService:
         ):
             raise RubricError(f"criteria: more than {self.settings.max_criteria} criteria")
         return rubric
-
-    def _store_response(self, request: GradeRequest) -> int:
-        with session_scope(self.factory) as session:
-            return ensure_response(session, request)

@@ -1,0 +1,159 @@
+"""POST /judge against an instant backend, compared with calling the same backend through
+LiteLLM's Router directly, at the same concurrency (DESIGN.md: throughput >= 60% of the direct
+calls, p99 overhead per judge call <= 10 ms).
+
+Run: .venv/bin/python tests/perf/bench_service.py [--requests 2000] [--concurrency 32]
+(PostgreSQL when QADI_TEST_POSTGRES_URL is set, else a temporary SQLite file)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import httpx  # noqa: E402
+import yaml  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tests.conftest import free_port, reset_postgres, start_llm_server, wait_for_http  # noqa: E402
+from tests.perf.load_judge import Service  # noqa: E402
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+
+
+async def timed(n: int, concurrency: int, call) -> tuple[float, list[float]]:
+    semaphore = asyncio.Semaphore(concurrency)
+    latencies: list[float] = []
+
+    async def one(i: int) -> None:
+        async with semaphore:
+            started = time.perf_counter()
+            await call(i)
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    return time.perf_counter() - started, latencies
+
+
+async def direct(config: dict, n: int, concurrency: int):
+    from judges import parse_config
+    from judges.client import JudgeRouter
+
+    router = JudgeRouter(parse_config(config))
+    messages = [{"role": "user", "content": "grade"}]
+
+    async def call(i: int) -> None:
+        outcome = await router.complete(
+            "bench-judge", [*messages, {"role": "user", "content": str(i)}], None
+        )
+        assert outcome.status == "ok", outcome.error
+
+    return await timed(n, concurrency, call)
+
+
+async def through_service(base: str, n: int, concurrency: int):
+    async with httpx.AsyncClient(
+        base_url=base, timeout=60, limits=httpx.Limits(max_connections=concurrency)
+    ) as client:
+
+        async def call(i: int) -> None:
+            body = {
+                "kind": "rubric",
+                "response": f"answer {i}",
+                "candidate_model": "qwen-2.5",
+                "rubric_id": "iraqi-linguistic-shaku-maku",
+            }
+            response = await client.post("/judge", json=body)
+            assert response.status_code == 200, response.text
+
+        await call(-1)  # warm up: the library rubric is stored on first use
+        return await timed(n, concurrency, call)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+    llm, server = start_llm_server()
+    try:
+        config = {
+            "model_list": [
+                {
+                    "model_name": "bench-judge",
+                    "litellm_params": {
+                        "model": "openai/gpt-4.1",
+                        "api_base": server.api_base,
+                        "api_key": "x",
+                    },
+                }
+            ],
+            "qadi": {"num_retries": 0},
+        }
+        direct_seconds, direct_latency = asyncio.run(
+            direct(config, args.requests, args.concurrency)
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = Path(tmp)
+            url = os.environ.get("QADI_TEST_POSTGRES_URL")
+            if url:
+                reset_postgres(url)
+            else:
+                url = f"sqlite:///{workdir / 'qadi.db'}"
+            subprocess.run(
+                [sys.executable, "-m", "service", "db", "upgrade"],
+                cwd=ROOT,
+                env={**os.environ, "QADI_DATABASE_URL": url},
+                check=True,
+                capture_output=True,
+            )
+            judges = workdir / "judges.yaml"
+            judges.write_text(yaml.safe_dump(config))
+            service = Service(url, judges, free_port(), workdir)
+            service.start()
+            try:
+                wait_for_http(f"http://127.0.0.1:{service.port}/healthz")
+                service_seconds, service_latency = asyncio.run(
+                    through_service(
+                        f"http://127.0.0.1:{service.port}", args.requests, args.concurrency
+                    )
+                )
+            finally:
+                service.stop()
+    finally:
+        llm.terminate()
+    n = args.requests
+    print(f"requests={n} concurrency={args.concurrency} backend latency=0 ({url.split(':')[0]})")
+    print(
+        f"direct LiteLLM Router: {n / direct_seconds:7.1f} calls/s  p50 "
+        f"{1000 * statistics.median(direct_latency):6.1f} ms  p99 "
+        f"{1000 * percentile(direct_latency, 0.99):6.1f} ms"
+    )
+    print(
+        f"POST /judge:           {n / service_seconds:7.1f} req/s    p50 "
+        f"{1000 * statistics.median(service_latency):6.1f} ms  p99 "
+        f"{1000 * percentile(service_latency, 0.99):6.1f} ms"
+    )
+    print(
+        f"throughput ratio: {direct_seconds / service_seconds:.2f} (target >= 0.60); "
+        f"p99 overhead: {1000 * (percentile(service_latency, 0.99) - percentile(direct_latency, 0.99)):.1f} ms "
+        "(target <= 10 ms)"
+    )
+
+
+if __name__ == "__main__":
+    main()
