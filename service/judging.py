@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -27,8 +27,8 @@ from rubrics import (
 from service import metrics
 from service.api.schemas import JudgeResponse, RubricInfo
 from service.db.engine import session_scope
-from service.db.schema import GradeRequestRow, utcnow
-from service.judgment_store import CollectingStore, ensure_response, row_from_result
+from service.db.schema import GradeRequestRow, JudgmentRow, new_id, utcnow
+from service.judgment_store import CollectingStore, ensure_response, guarded_insert, row_values
 from service.limits import Admission, RateLimit
 from service.rubric_store import RubricNotFound, get_rubric, save_rubric
 from service.settings import Settings
@@ -178,10 +178,16 @@ class JudgeService:
             )
             if found is not None:
                 return self._replay(session, found, body_hash)
-        row = GradeRequestRow(idempotency_key=key, body_hash=body_hash, api_key_id=api_key_id)
+        row = GradeRequestRow(
+            id=new_id(), idempotency_key=key, body_hash=body_hash, api_key_id=api_key_id
+        )
+        if key is None:  # ids are random: nothing to collide with
+            session.add(row)
+            return row.id
         try:
-            with session.begin_nested():
+            with guarded_insert(session):
                 session.add(row)
+                session.flush()
         except IntegrityError:
             return error(409, None, "a request with this Idempotency-Key is in progress")
         return row.id
@@ -204,13 +210,21 @@ class JudgeService:
         """The judgments and the request's answer in one transaction: a crash leaves either
         all of them or none (the request then stays pending and a retry re-runs it)."""
         with session_scope(self.factory) as session:
-            for result in store.results:
-                session.add(row_from_result(result, request_id, store.response_id))
-            row = session.get(GradeRequestRow, request_id)
-            row.status = "done"
-            row.http_status = outcome.status_code
-            row.result = outcome.body
-            row.finished_at = utcnow()
+            if store.results:
+                session.execute(
+                    insert(JudgmentRow),
+                    [row_values(r, request_id, store.response_id) for r in store.results],
+                )
+            session.execute(
+                update(GradeRequestRow)
+                .where(GradeRequestRow.id == request_id)
+                .values(
+                    status="done",
+                    http_status=outcome.status_code,
+                    result=outcome.body,
+                    finished_at=utcnow(),
+                )
+            )
 
     async def _grade(self, prepared: Prepared, store: CollectingStore) -> Outcome:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import nullcontext
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -109,12 +110,22 @@ def _get_or_insert(session: Session, query, make) -> int:
     if found is not None:
         return found
     try:
-        with session.begin_nested():
+        with guarded_insert(session):
             row = make()
             session.add(row)
+            session.flush()
         return row.id
     except IntegrityError:  # a concurrent request inserted it first
         return session.scalar(query)
+
+
+def guarded_insert(session: Session):
+    """A savepoint around an insert that may collide with a concurrent writer's, so the
+    collision can be recovered from. SQLite transactions here take the write lock up front
+    (BEGIN IMMEDIATE), so nothing can interleave and the savepoint's round trips are saved."""
+    if session.get_bind().dialect.name == "sqlite":
+        return nullcontext()
+    return session.begin_nested()
 
 
 def row_from_result(result: JudgeResult, request_id: str | None, response_id: int) -> JudgmentRow:

@@ -1,5 +1,5 @@
-"""POST /judge against an instant backend, compared with calling the same backend through
-LiteLLM's Router directly, at the same concurrency (DESIGN.md: throughput >= 60% of the direct
+"""POST /judge against an instant backend, compared with sending the same judge requests
+(messages and JSON schema) through LiteLLM's Router directly, at the same concurrency (DESIGN.md: throughput >= 60% of the direct
 calls, p99 overhead per judge call <= 10 ms).
 
 Run: .venv/bin/python tests/perf/bench_service.py [--requests 2000] [--concurrency 32]
@@ -27,6 +27,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tests.conftest import free_port, reset_postgres, start_llm_server, wait_for_http  # noqa: E402
 from tests.perf.load_judge import Service  # noqa: E402
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -127,11 +133,13 @@ def main() -> None:
             service.start()
             try:
                 wait_for_http(f"http://127.0.0.1:{service.port}/healthz")
+                cpu_before = cpu_seconds(service.process.pid)
                 service_seconds, service_latency = asyncio.run(
                     through_service(
                         f"http://127.0.0.1:{service.port}", args.requests, args.concurrency
                     )
                 )
+                service_cpu = cpu_seconds(service.process.pid) - cpu_before
             finally:
                 service.stop()
     finally:
@@ -147,6 +155,10 @@ def main() -> None:
         f"POST /judge:           {n / service_seconds:7.1f} req/s    p50 "
         f"{1000 * statistics.median(service_latency):6.1f} ms  p99 "
         f"{1000 * percentile(service_latency, 0.99):6.1f} ms"
+    )
+    print(
+        f"service CPU per request: {1000 * service_cpu / (n + 1):.1f} ms "
+        "(the service, the clients and the test double share the machine's cores)"
     )
     print(
         f"throughput ratio: {direct_seconds / service_seconds:.2f} (target >= 0.60); "
