@@ -94,11 +94,14 @@ def _row(record: dict[str, Any]) -> GradeRow:
 
 
 def parse_csv(text: str) -> list[GradeRow]:
-    reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-    if missing:
-        raise GradeFormatError([f"header: missing column(s) {missing}"])
-    return parse_records(reader, first_row=2)
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise GradeFormatError([f"header: missing column(s) {missing}"])
+        return parse_records(list(reader), first_row=2)
+    except csv.Error as exc:
+        raise GradeFormatError([f"csv: {exc}"]) from None
 
 
 def parse_jsonl(text: str) -> list[GradeRow]:

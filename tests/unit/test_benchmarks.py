@@ -205,7 +205,10 @@ def test_published_numbers_match_by_model_name():
 
     assert published("kinayat-understanding", "openai/gpt-4o") == 0.9415
     assert published("kinayat-understanding", "gpt-4o-mini") == 0.8185  # not GPT-4o's
-    assert published("kinayat-understanding", "hosted_vllm/meta-llama/Llama-3.1-70B-Instruct") == 0.8831
+    assert (
+        published("kinayat-understanding", "hosted_vllm/meta-llama/Llama-3.1-70B-Instruct")
+        == 0.8831
+    )
     assert published("midi-mcq", "meta-llama/Llama-3.1-8B-Instruct") == pytest.approx(0.495)
     assert published("midi-bias", "google/gemma-3-27b-it") == pytest.approx(0.787)
     assert published("midas-mcq", "Qwen/Qwen2.5-32B-Instruct") == pytest.approx(0.8371)

@@ -330,3 +330,12 @@ def test_sme_paper_guard_arithmetic_fixture():
         skipped += count * len(choice.skipped)
     assert (evaluations, skipped) == (1307, 203)
     assert evaluations == 302 * 5 - skipped
+
+
+def test_csv_with_stray_carriage_returns_is_a_format_error_not_a_crash():
+    from calibration.interchange import GradeFormatError, parse_csv
+
+    rows = parse_csv("item_id,rater,rater_kind,score\r\na,h,human,1\r\n")
+    assert [(r.item_id, r.score) for r in rows] == [("a", 1.0)]
+    with pytest.raises(GradeFormatError, match="header: missing column"):
+        parse_csv("\r0")
