@@ -42,7 +42,6 @@ def explanation(kind: str, label: str, text_field: str):
 TASKS = [
     Task(
         "kinayat-explanation",
-        "kinayat-explanation",
         KINAYAT,
         ("Idiom", "Ar_Explanation"),
         "T5 Figure 11 idiom",
@@ -54,7 +53,6 @@ TASKS = [
     ),
     Task(
         "jawaher-explanation",
-        "kinayat-explanation",
         JAWAHER,
         ("Proverbs", "Ar_Explanation"),
         "T5 Figure 11 proverb",

@@ -180,7 +180,6 @@ def respond(item: Item, output: str) -> tuple[str | None, dict[str, Any]]:
 TASKS = [
     Task(
         "fann-or-flop",
-        "fann-or-flop",
         SOURCE,
         ("id", "poem_verses", "explanation"),
         "Fann or Flop Figure 7",

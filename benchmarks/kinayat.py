@@ -166,7 +166,6 @@ def _task(name, source, required, build, template, **kw) -> Task:
         kw.setdefault("max_tokens", 5)  # the authors' 1 token can cut "Positive" in two
     return Task(
         name=name,
-        benchmark="kinayat",
         source=source,
         required=required,
         template=template,

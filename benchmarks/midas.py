@@ -135,7 +135,6 @@ def build(record: dict[str, Any], record_id: str, seed: int) -> list[Item]:
 TASKS = [
     Task(
         "midas-mcq",
-        "midas",
         SOURCE,
         ("Idiom", "Meaning", "options"),
         "MIDAS Figure 11",

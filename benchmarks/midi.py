@@ -165,7 +165,6 @@ REQUIRED = ("idiom", "language", "type", "choices", "answer")
 TASKS = [
     Task(
         "midi-mcq",
-        "midi",
         SOURCE,
         (*REQUIRED, "sentence", "dialogue"),
         "MIDI D.1",
@@ -174,7 +173,6 @@ TASKS = [
     ),
     Task(
         "midi-reasoning",
-        "midi",
         SOURCE,
         (*REQUIRED, "sentence", "dialogue", "definition_en"),
         "MIDI D.2",
@@ -184,7 +182,6 @@ TASKS = [
     ),
     Task(
         "midi-memorization",
-        "midi",
         SOURCE,
         REQUIRED,
         "MIDI D.3",
@@ -194,7 +191,6 @@ TASKS = [
     ),
     Task(
         "midi-bias",
-        "midi",
         SOURCE,
         ("idiom", "language", "figurative_meaning", "literal_meaning"),
         "MIDI D.4",

@@ -67,7 +67,6 @@ def respond(item: Item, output: str) -> tuple[str | None, dict[str, Any]]:
 TASKS = [
     Task(
         "sme-crosseval",
-        "sme-crosseval",
         SOURCE,
         ("item_id", "prompt", "dialect", "category", "rubric"),
         "SME cross-evaluation",

@@ -55,7 +55,6 @@ class MissingField(ValueError):
 @dataclass
 class Task:
     name: str
-    benchmark: str
     source: Source
     required: tuple[str, ...]
     template: str  # the published template text, hashed into cache keys and run records

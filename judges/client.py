@@ -17,6 +17,7 @@ import litellm  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
 from judges.config import JudgesConfig  # noqa: E402
+from judges.makers import model_name  # noqa: E402
 
 litellm.suppress_debug_info = True
 litellm.telemetry = False
@@ -28,8 +29,6 @@ PRICE_TABLE = dict(litellm.model_cost)
 
 def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
     """USD from LiteLLM's shipped price table, or None when the model is not listed."""
-    from judges.makers import model_name
-
     for key in (model, model_name(model)):
         entry = PRICE_TABLE.get(key)
         if entry and "input_cost_per_token" in entry:

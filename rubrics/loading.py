@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +58,12 @@ def split_ref(ref: str) -> tuple[str, int | None]:
     return name, int(version)
 
 
-def library_rubrics() -> list[Rubric]:
-    """Every rubric bundled in rubrics/library, sorted by id and version."""
+@cache
+def library_rubrics() -> tuple[Rubric, ...]:
+    """Every rubric bundled in rubrics/library, sorted by id and version. Read once: the
+    files are package data and rubrics are immutable models."""
     rubrics = [load_rubric_file(p) for p in sorted(LIBRARY_DIR.glob("*.yaml"))]
-    return sorted(rubrics, key=lambda r: (r.id, r.version))
+    return tuple(sorted(rubrics, key=lambda r: (r.id, r.version)))
 
 
 def library_rubric(ref: str) -> Rubric:

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from calibration.calibrate import CalibrationOptions, calibrate
@@ -157,10 +157,6 @@ def latest_report(
     return session.scalars(
         query.order_by(CalibrationReportRow.created_at.desc(), CalibrationReportRow.id.desc())
     ).first()
-
-
-def count_reports(session: Session) -> int:
-    return session.scalar(select(func.count()).select_from(CalibrationReportRow)) or 0
 
 
 DRIFT_METRICS = ("mad", "signed_error")

@@ -265,9 +265,10 @@ class JudgeService:
             rubric, _ = save_rubric(session, parse_rubric(body.rubric, source="rubric"))
         else:
             rubric = get_rubric(session, body.rubric_id)
-            if rubric_hash(rubric) not in self._stored_rubrics:
+            digest = rubric_hash(rubric)
+            if digest not in self._stored_rubrics:
                 save_rubric(session, rubric)  # library rubrics are stored on first use
-                self._stored_rubrics.add(rubric_hash(rubric))
+                self._stored_rubrics.add(digest)
         expected = RUBRIC_KIND_FOR[body.kind]
         if rubric.kind != expected:
             raise RubricError(

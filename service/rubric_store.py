@@ -6,7 +6,15 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from rubrics import Rubric, RubricError, library_rubric, parse_rubric, rubric_hash, split_ref
+from rubrics import (
+    Rubric,
+    RubricError,
+    library_rubric,
+    library_rubrics,
+    parse_rubric,
+    rubric_hash,
+    split_ref,
+)
 from service.db.schema import RubricRow
 
 
@@ -83,8 +91,6 @@ def list_rubrics(session: Session) -> list[dict]:
     listed = {
         r[0]: {"id": r[0], "latest_version": r[1], "kind": r[2], "stored": True} for r in rows
     }
-    from rubrics import library_rubrics
-
     for rubric in library_rubrics():
         listed.setdefault(
             rubric.id,

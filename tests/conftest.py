@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,6 +121,32 @@ def judges_config_data(server: LLMServer, **qadi) -> dict:
         ],
         "qadi": {"num_retries": 1, "timeout": 5, "panel": ["gpt-judge"], **qadi},
     }
+
+
+def target_models_file(directory: Path, server: LLMServer) -> Path:
+    """Candidate models for benchmark runs, all answered by the test double; their makers
+    (openai, anthropic, alibaba, meta) exercise the self-evaluation guard."""
+    models = {
+        "gpt-4o": {"model": "openai/gpt-4o", "api_key": "sk-test-candidate-01"},
+        "claude-3-5-sonnet": {
+            "model": "openai/claude-3-5-sonnet",
+            "api_key": "sk-test-candidate-02",
+        },
+        "qwen": {"model": "hosted_vllm/Qwen/Qwen2.5-7B-Instruct"},
+        "vllm-llama": {"model": "hosted_vllm/meta-llama/Llama-3.1-8B-Instruct"},
+    }
+    path = directory / "models.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "model_list": [
+                    {"model_name": name, "litellm_params": {**params, "api_base": server.api_base}}
+                    for name, params in models.items()
+                ]
+            }
+        )
+    )
+    return path
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from calibration.interchange import (
     to_records,
 )
 from service.api.deps import require
-from service.api.pagination import decode_cursor, encode_cursor, parse_pairs
+from service.api.pagination import decode_cursor, encode_cursor, query_pairs
 from service.api.schemas import GradesBody
 from service.db.engine import session_scope
 from service.db.filters import after
@@ -121,7 +121,7 @@ def list_grades(
         query = query.where(HumanGradeRow.rater == rater)
     if rater_kind:
         query = query.where(HumanGradeRow.rater_kind == rater_kind)
-    for key, value in parse_pairs(attribute, "attribute").items():
+    for key, value in query_pairs(attribute, "attribute").items():
         query = query.where(HumanGradeRow.attributes[key].as_string() == value)
     if cursor:
         stamp, last_id = decode_cursor(cursor)

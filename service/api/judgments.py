@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from judges import JudgeResult
 from service.api.deps import require
-from service.api.pagination import decode_cursor, encode_cursor, naive_utc, parse_pairs
+from service.api.pagination import decode_cursor, encode_cursor, naive_utc, query_pairs
 from service.db.engine import session_scope
 from service.db.filters import after, rubric_matches
 from service.db.schema import JudgmentRow, ResponseRow
@@ -84,7 +84,7 @@ def list_judgments(
         query = query.where(ResponseRow.candidate_model == candidate_model)
     if status:
         query = query.where(JudgmentRow.status == status)
-    for key, value in parse_pairs(metadata, "metadata").items():
+    for key, value in query_pairs(metadata, "metadata").items():
         query = query.where(ResponseRow.attributes[key].as_string() == value)
     if since:
         query = query.where(JudgmentRow.created_at >= naive_utc(since))

@@ -7,6 +7,8 @@ from datetime import datetime
 
 from fastapi import HTTPException
 
+from service.db.filters import parse_pairs
+
 
 def encode_cursor(created_at: datetime, row_id: str | int) -> str:
     raw = f"{created_at.isoformat()}|{row_id}"
@@ -31,12 +33,9 @@ def naive_utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None)
 
 
-def parse_pairs(values: list[str], field: str) -> dict[str, str]:
-    """'key=value' query parameters as a dict; anything else is a 422 naming the field."""
-    pairs = {}
-    for value in values:
-        key, sep, val = value.partition("=")
-        if not sep or not key:
-            raise HTTPException(422, f"{field}: expected key=value, got '{value}'")
-        pairs[key] = val
-    return pairs
+def query_pairs(values: list[str], field: str) -> dict[str, str]:
+    """`parse_pairs` for a query parameter: a malformed pair is a 422 naming the field."""
+    try:
+        return parse_pairs(values, field)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None

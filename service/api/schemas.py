@@ -108,11 +108,6 @@ class BatchResponse(BaseModel):
     results: list[BatchItemResult]
 
 
-class Page(BaseModel):
-    items: list[Any]
-    next_cursor: str | None
-
-
 class JudgeInfo(BaseModel):
     name: str
     model: str

@@ -68,7 +68,7 @@ def regrade(
     sessions = make_sessionmaker(make_engine(get_settings().database_url))
     try:
         if from_db:
-            from service.api.pagination import parse_pairs
+            from service.db.filters import parse_pairs
 
             with session_scope(sessions) as session:
                 answers = answers_from_db(
@@ -147,12 +147,10 @@ def regrade(
 
 
 def _pairs(parse_pairs, values: list[str]) -> dict[str, str]:
-    from fastapi import HTTPException
-
     try:
         return parse_pairs(values, "--metadata")
-    except HTTPException as exc:
-        fail(str(exc.detail))
+    except ValueError as exc:
+        fail(str(exc))
 
 
 class RateColumn(ProgressColumn):

@@ -14,37 +14,9 @@ from judges import parse_config
 from judges.client import JudgeRouter
 from service import bench_store
 from service.db.engine import make_engine, make_sessionmaker
-from tests.conftest import ROOT, judges_config_data, run_cli
+from tests.conftest import ROOT, judges_config_data, run_cli, target_models_file
 
 DATA = ROOT / "tests/data/bench"
-
-
-def models_file(tmp_path, llm_server):
-    path = tmp_path / "models.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "model_list": [
-                    {
-                        "model_name": "gpt-4o",
-                        "litellm_params": {
-                            "model": "openai/gpt-4o",
-                            "api_base": llm_server.api_base,
-                            "api_key": "sk-test-bench-key-000",
-                        },
-                    },
-                    {
-                        "model_name": "vllm-llama",
-                        "litellm_params": {
-                            "model": "hosted_vllm/meta-llama/Llama-3.1-8B-Instruct",
-                            "api_base": llm_server.api_base,
-                        },
-                    },
-                ]
-            }
-        )
-    )
-    return path
 
 
 def test_kinayat_suite_end_to_end_through_the_cli(migrated_db, llm_server, tmp_path):
@@ -59,19 +31,23 @@ def test_kinayat_suite_end_to_end_through_the_cli(migrated_db, llm_server, tmp_p
                 "reply": {"content": item.gold if index else item.gold + "."},
             }
         )
-    done = run_cli(
-        "bench",
-        "run",
-        "--suite",
-        "kinayat-understanding",
-        "--model",
-        "gpt-4o",
-        "--config",
-        str(models_file(tmp_path, llm_server)),
-        "--data-dir",
-        str(DATA),
-        env=env,
-    )
+
+    def run_kinayat():
+        return run_cli(
+            "bench",
+            "run",
+            "--suite",
+            "kinayat-understanding",
+            "--model",
+            "gpt-4o",
+            "--config",
+            str(target_models_file(tmp_path, llm_server)),
+            "--data-dir",
+            str(DATA),
+            env=env,
+        )
+
+    done = run_kinayat()
     assert done.returncode == 0, done.stdout + done.stderr
     run_id = done.stdout.split()[1]
     run = bench_store.load_run(make_sessionmaker(make_engine(migrated_db)), run_id)
@@ -87,19 +63,7 @@ def test_kinayat_suite_end_to_end_through_the_cli(migrated_db, llm_server, tmp_p
     assert report.returncode == 0
     assert "kinayat-understanding" in report.stdout and "94.15" in report.stdout
     assert "<table" in (tmp_path / "bench.html").read_text()
-    again = run_cli(
-        "bench",
-        "run",
-        "--suite",
-        "kinayat-understanding",
-        "--model",
-        "gpt-4o",
-        "--config",
-        str(models_file(tmp_path, llm_server)),
-        "--data-dir",
-        str(DATA),
-        env=env,
-    )
+    again = run_kinayat()
     assert again.returncode == 0
     assert llm_server.calls() == calls  # every answer came from the cache
 
@@ -115,7 +79,7 @@ def test_full_suite_runs_every_benchmark(migrated_db, llm_server, tmp_path):
         "--model",
         "gpt-4o",
         "--config",
-        str(models_file(tmp_path, llm_server)),
+        str(target_models_file(tmp_path, llm_server)),
         "--data-dir",
         str(DATA),
         "--limit",
@@ -149,7 +113,7 @@ def test_full_suite_runs_every_benchmark(migrated_db, llm_server, tmp_path):
 def test_loglik_scoring_picks_the_option_with_the_highest_logprob(
     migrated_db, llm_server, tmp_path
 ):
-    config = parse_config(yaml.safe_load(models_file(tmp_path, llm_server).read_text()))
+    config = parse_config(yaml.safe_load(target_models_file(tmp_path, llm_server).read_text()))
     model = CandidateModel(JudgeRouter(config, direct=True), "vllm-llama")
     maps = next(t for t in kinayat.TASKS if t.name == "maps-understanding")
     records = read_file(DATA / "maps_eng.jsonl")

@@ -11,45 +11,14 @@ import yaml
 
 from service import bench_store
 from service.db.engine import make_engine, make_sessionmaker
-from tests.conftest import ROOT, judges_config_data, run_cli
+from tests.conftest import ROOT, judges_config_data, run_cli, target_models_file
 
 DATA = ROOT / "tests/data/bench"
 
 
 @pytest.fixture
 def files(tmp_path, llm_server):
-    models = tmp_path / "models.yaml"
-    models.write_text(
-        yaml.safe_dump(
-            {
-                "model_list": [
-                    {
-                        "model_name": "gpt-4o",
-                        "litellm_params": {
-                            "model": "openai/gpt-4o",
-                            "api_base": llm_server.api_base,
-                            "api_key": "sk-test-candidate-01",
-                        },
-                    },
-                    {
-                        "model_name": "claude-3-5-sonnet",
-                        "litellm_params": {
-                            "model": "openai/claude-3-5-sonnet",
-                            "api_base": llm_server.api_base,
-                            "api_key": "sk-test-candidate-02",
-                        },
-                    },
-                    {
-                        "model_name": "qwen",
-                        "litellm_params": {
-                            "model": "hosted_vllm/Qwen/Qwen2.5-7B-Instruct",
-                            "api_base": llm_server.api_base,
-                        },
-                    },
-                ]
-            }
-        )
-    )
+    models = target_models_file(tmp_path, llm_server)
     judges = tmp_path / "judges.yaml"
     judges.write_text(yaml.safe_dump(judges_config_data(llm_server)))
     return models, judges

@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,8 +24,8 @@ import yaml  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tests.conftest import free_port, reset_postgres, start_llm_server, wait_for_http  # noqa: E402
-from tests.perf.load_judge import Service  # noqa: E402
+from tests.conftest import free_port, start_llm_server, wait_for_http  # noqa: E402
+from tests.perf.load_judge import Service, migrated_database  # noqa: E402
 
 
 def cpu_seconds(pid: int) -> float:
@@ -115,18 +114,7 @@ def main() -> None:
         )
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
-            url = os.environ.get("QADI_TEST_POSTGRES_URL")
-            if url:
-                reset_postgres(url)
-            else:
-                url = f"sqlite:///{workdir / 'qadi.db'}"
-            subprocess.run(
-                [sys.executable, "-m", "service", "db", "upgrade"],
-                cwd=ROOT,
-                env={**os.environ, "QADI_DATABASE_URL": url},
-                check=True,
-                capture_output=True,
-            )
+            url = migrated_database(workdir)
             judges = workdir / "judges.yaml"
             judges.write_text(yaml.safe_dump(config))
             service = Service(url, judges, free_port(), workdir)

@@ -179,21 +179,28 @@ def check(records: list[dict], database_url: str, server_calls: int, crashed: bo
     }
 
 
+def migrated_database(workdir: Path, url: str | None = None) -> str:
+    """An empty, migrated database: PostgreSQL from QADI_TEST_POSTGRES_URL (reset), else a
+    SQLite file in `workdir`."""
+    url = url or os.environ.get("QADI_TEST_POSTGRES_URL")
+    if url:
+        reset_postgres(url)
+    else:
+        url = f"sqlite:///{workdir / 'qadi.db'}"
+    subprocess.run(
+        [sys.executable, "-m", "service", "db", "upgrade"],
+        cwd=ROOT,
+        check=True,
+        env={**os.environ, "QADI_DATABASE_URL": url},
+        capture_output=True,
+    )
+    return url
+
+
 def run(clients: int, duration: float, crash: bool, database_url: str | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        url = database_url or os.environ.get("QADI_TEST_POSTGRES_URL")
-        if url:
-            reset_postgres(url)
-        else:
-            url = f"sqlite:///{workdir / 'qadi.db'}"
-        subprocess.run(
-            [sys.executable, "-m", "service", "db", "upgrade"],
-            cwd=ROOT,
-            check=True,
-            env={**os.environ, "QADI_DATABASE_URL": url},
-            capture_output=True,
-        )
+        url = migrated_database(workdir, database_url)
         llm, server = start_llm_server()
         httpx.post(f"{server.base}/_control/faults", json=FAULTS).raise_for_status()
         config = workdir / "judges.yaml"
