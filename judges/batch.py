@@ -121,7 +121,9 @@ class BatchGrader:
         if self.options.record_reused:
             return Graded(plan.request, result, judgments=list(result.results), tag=tag)
         results = [
-            known[r.cache_key].model_copy(update={"judge": r.judge, "cached": True})
+            # reused from the store (keeping its id), or shared with a concurrent identical
+            # call (`judges.flights`: saved by the call that made it)
+            known.get(r.cache_key, r).model_copy(update={"judge": r.judge, "cached": True})
             if r.cached
             else r
             for r in result.results

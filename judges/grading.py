@@ -20,6 +20,7 @@ from uuid import uuid4
 
 from judges.cache import cache_key
 from judges.config import JudgesConfig
+from judges.flights import Flights
 from judges.guard import PanelChoice, choose_panel, substitute_for
 from judges.models import Aggregate, GradeRequest, GradeResult, JudgeResult, UnavailableJudge
 from judges.prompts import JudgeCall, build_call
@@ -57,6 +58,7 @@ class Grader:
 
         self.config = config
         self.client = client if client is not None else JudgeClient(config)
+        self.flights = Flights()
 
     def plan(self, request: GradeRequest, rhash: str | None = None) -> PlannedGrade:
         """Raises GuardError, RequestError, TemplateError or JudgeConfigError for a request
@@ -171,16 +173,26 @@ class Grader:
     ) -> JudgeResult:
         key = plan.keys[name]
         stored = known.get(key)
-        if stored is not None:
-            return stored.model_copy(
-                update={
-                    "id": uuid4().hex,
-                    "judge": name,
-                    "cached": True,
-                    "latency_ms": 0.0,
-                    "attempts": 0,
-                }
+        if stored is None:
+            result, shared = await self.flights.share(
+                key, lambda: self._call(name, plan, slots)
             )
+            if not shared:
+                return result
+            stored = result
+        return stored.model_copy(
+            update={
+                "id": uuid4().hex,
+                "judge": name,
+                "cached": True,
+                "latency_ms": 0.0,
+                "attempts": 0,
+            }
+        )
+
+    async def _call(
+        self, name: str, plan: PlannedGrade, slots: asyncio.Semaphore | None
+    ) -> JudgeResult:
         async with slots if slots is not None else nullcontext():
             outcome = await self.client.complete(
                 name, plan.call.messages, plan.call.response_format

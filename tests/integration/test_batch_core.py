@@ -191,3 +191,39 @@ def test_resolved_secrets_never_reach_a_stored_error_or_reply(llm_server, monkey
     assert "sk-live-0123456789abcdef" not in stored
     assert "[redacted]" in failed.results[0].error
     assert "[redacted]" in replied.results[0].raw_reply
+
+
+def service_core(config) -> BatchGrader:
+    """As the service sets it up: every reuse recorded as a `cached` judgment."""
+    return BatchGrader(Grader(config), InMemoryJudgmentStore(), BatchOptions(concurrency=32))
+
+
+async def grade_together(core: BatchGrader, requests: list[GradeRequest]):
+    plans = [core.plan(r) for r in requests]
+    return await asyncio.gather(*(core.grade(p, {}) for p in plans))
+
+
+def test_identical_calls_in_flight_together_make_one_backend_call(judges_config, llm_server):
+    # a 0.3 s backend keeps the first call in flight while the other nine arrive
+    llm_server.faults(latency_min=0.3, latency_max=0.3)
+    graded = asyncio.run(grade_together(service_core(judges_config), answers(1) * 10))
+    assert llm_server.calls() == 1
+    results = [g.result.results[0] for g in graded]
+    assert [r.status for r in results] == ["ok"] * 10
+    assert sorted(r.cached for r in results) == [False] + [True] * 9
+    assert len({r.score for r in results}) == 1
+    # each request answered with its own judgment row, so none is lost or double-counted
+    assert len({r.id for r in results}) == 10
+    assert sum(r.attempts for r in results) == 1
+
+
+def test_a_failed_call_is_not_shared_each_waiter_calls_for_itself(judges_config, llm_server):
+    # gpt-judge's provider fails (slowly): each of the 3 requests makes its own 2 attempts
+    # (num_retries 1). The first request's stand-in call to claude-judge (0.2 s) is over
+    # before the two waiters' own gpt attempts (>= 0.4 s) fail; their two stand-in calls
+    # then fly together and are shared: 1 + 1 claude calls, not 3
+    llm_server.faults(latency_min=0.2, latency_max=0.2)
+    llm_server.rules({"model": "gpt-4.1", "reply": {"status": 500, "delay": 0.2}})
+    graded = asyncio.run(grade_together(service_core(judges_config), answers(1) * 3))
+    assert llm_server.calls_by_model() == {"gpt-4.1": 6, "claude-3-5-sonnet": 2}
+    assert [g.result.status for g in graded] == ["partial"] * 3
