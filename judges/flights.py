@@ -40,6 +40,3 @@ class Flights:
         finally:
             del self._pending[key]
             future.set_result(result)
-
-    def in_flight(self, key: str) -> bool:
-        return key in self._pending

@@ -2,8 +2,10 @@
 
 A batch of one is POST /judge, so both endpoints take the same path, with two database
 transactions per call whatever its size: one before the judge calls (claim each request,
-resolve its rubric, plan it, look up stored verdicts) and one after (its judgments and its
-answer, together). Errors are raised as the types of `service.errors`; the API maps them.
+resolve its rubric, plan it, look up stored verdicts; on PostgreSQL also count it against
+its key's shared rate window and lease the calls to make) and one after (its judgments and
+its answer, together, ending the leases). Errors are raised as the types of
+`service.errors`; the API maps them.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from judges import (
 from rubrics import Rubric, content_hash
 from service import metrics
 from service.db.engine import storage_guard
-from service.db.schema import utcnow
+from service.db.schema import new_id, utcnow
 from service.errors import (
     Busy,
     Conflict,
@@ -38,7 +40,7 @@ from service.errors import (
     ServiceError,
     StorageUnavailable,
 )
-from service.limits import Admission, RateLimit
+from service.limits import Admission, RateLimit, SharedLimits, check_sizes, request_deadline
 from service.outcomes import REFUSED, as_outcome, body_rubric, outcome_of, rejection, replayed
 from service.settings import Settings
 from service.stores import requests
@@ -46,21 +48,7 @@ from service.stores.group import GroupCommit
 from service.stores.judgments import SqlJudgmentStore, find_done_in, write_judgments
 
 log = logging.getLogger("qadi")
-ITEM_ID_MAX = 256  # responses.item_key
 FINISH_PATIENCE_SECONDS = 120.0  # how long a finished grade waits for the database to return
-DATABASE_MARGIN_SECONDS = 35.0  # SQLite's busy wait (30 s) around the calls, and slack
-
-
-def request_deadline(grader: Grader | None) -> float:
-    """How long a live request can take: every attempt of the panel and then of the
-    stand-ins, with the back-off between attempts, plus the database's busy wait and a
-    margin. An unfinished request older than this died with its process."""
-    if grader is None:
-        return 60.0
-    options = grader.config.qadi
-    backoff = options.retry_after * (2**options.num_retries - 1)
-    one_judge = options.timeout * (options.num_retries + 1) + backoff
-    return 2 * one_judge + DATABASE_MARGIN_SECONDS
 
 
 @dataclass
@@ -84,6 +72,11 @@ class GradingService:
         self.stale_after = timedelta(seconds=request_deadline(grader))
         self.admission = Admission(settings.judge_concurrency)
         self.rate = RateLimit(settings.rate_limit_per_minute)
+        self.shared = (
+            SharedLimits(settings.rate_limit_per_minute, owner=new_id())
+            if factory.kw["bind"].dialect.name == "postgresql"
+            else None
+        )
         self._finishing: set[asyncio.Task] = set()
         self._preparing = GroupCommit(factory, self._prepare_all)
         self._closing = GroupCommit(factory, self._finish_all)
@@ -118,44 +111,35 @@ class GradingService:
         return outcomes  # type: ignore[return-value]
 
     def _admit(self, body: Any, api_key_id: int | None) -> int:
-        """Check limits, the key's rate and the capacity; the judge-call slots taken."""
-        self._check_limits(body)
-        wait = self.rate.check(api_key_id)
-        if wait is not None:
-            raise RateLimited(
-                f"rate limit of {self.rate.per_minute} requests/minute for this key", wait
-            )
+        """Check sizes, the key's rate (here unless shared) and the capacity; the judge-call
+        slots taken."""
+        check_sizes(body, self.settings)
+        if self.shared is None:
+            _check_rate(self.rate.check(api_key_id), self.rate.per_minute)
         slots = len(body.judges or self.batch.grader.config.default_panel)
         if not self.admission.try_acquire(slots):
             raise Busy("busy: the judge calls in flight are at the limit; retry shortly")
         return slots
 
-    def _check_limits(self, body: Any) -> None:
-        limit = self.settings.max_text_chars
-        for field in ("prompt", "response", "reference"):
-            value = getattr(body, field) or ""
-            if len(value) > limit:
-                raise Rejected(field, f"text is {len(value)} characters; the limit is {limit}")
-        item_id = body.metadata.get("item_id", "")
-        if len(item_id) > ITEM_ID_MAX:
-            raise Rejected(
-                "metadata.item_id", f"{len(item_id)} characters; the limit is {ITEM_ID_MAX}"
-            )
-        criteria = (body.rubric or {}).get("criteria")
-        if isinstance(criteria, list) and len(criteria) > self.settings.max_criteria:
-            raise Rejected(
-                "rubric.criteria",
-                f"{len(criteria)} criteria; the limit is {self.settings.max_criteria}",
-            )
-
     async def _judge_admitted(self, items: list[_Item], api_key_id, outcomes: list) -> None:
         try:
-            known = await self._preparing.submit((items, api_key_id, outcomes))
+            known, elsewhere = await self._preparing.submit((items, api_key_id, outcomes))
         except (StorageUnavailable, DBAPIError) as exc:
             for item in items:
                 outcomes[item.index] = _storage_error(exc)
             return
         planned = [item for item in items if item.plan is not None]
+        waiting = {k for item in planned for k in item.plan.keys.values()} & elsewhere
+        if waiting:  # another replica is making these calls: reuse its judgments
+            try:
+                known = {
+                    **known,
+                    **await self.shared.wait_for(self.factory, waiting, self.stale_after),
+                }
+            except StorageUnavailable as exc:
+                for item in planned:
+                    outcomes[item.index] = exc
+                return
         graded = await asyncio.gather(
             *(self.batch.grade(item.plan, known, tag=item.claim.id) for item in planned)
         )
@@ -184,27 +168,35 @@ class GradingService:
                 else Conflict(requests.TAKEN_OVER, retry_after=2)
             )
 
-    def _prepare_all(self, session: Session, jobs: list[tuple]) -> list[dict[str, Any]]:
+    def _prepare_all(self, session: Session, jobs: list[tuple]) -> list[tuple[dict, set]]:
         """The requests waiting to start, in one transaction: claim, resolve and plan each
-        item, then look up the stored verdicts for every key any plan may call."""
+        item, then look up the stored verdicts for every key any plan may call. With shared
+        limits, the calls to make are leased; those leased elsewhere are returned to wait for."""
         rubrics: dict[str, Rubric] = {}  # by rubric_id: looked up once per transaction
+        if self.shared is not None:
+            self.shared.lock(session, [api_key_id for _, api_key_id, _ in jobs])
         for items, api_key_id, outcomes in jobs:
             self._prepare(session, items, api_key_id, outcomes, rubrics)
-        keys = [
-            k
-            for items, _, _ in jobs
-            for item in items
-            if item.plan
-            for k in item.plan.keys.values()
-        ]
+        plans = [item.plan for items, _, _ in jobs for item in items if item.plan]
+        keys = [k for plan in plans for k in plan.keys.values()]
         known = find_done_in(session, keys, ("ok",)) if keys else {}
-        return [known] * len(jobs)
+        elsewhere: set[str] = set()
+        if self.shared is not None:
+            to_call = {plan.keys[n] for plan in plans for n in plan.panel.judges} - known.keys()
+            elsewhere = self.shared.lease(session, to_call, utcnow() - self.stale_after)
+        return [(known, elsewhere)] * len(jobs)
 
     def _prepare(
         self, session: Session, items: list[_Item], api_key_id, outcomes: list, rubrics: dict
     ) -> None:
         stale_before = utcnow() - self.stale_after
         for item in items:
+            if self.shared is not None:
+                try:
+                    _check_rate(self.shared.take(session, api_key_id), self.shared.per_minute)
+                except RateLimited as exc:
+                    outcomes[item.index] = exc
+                    continue
             body_hash = content_hash(item.body.model_dump(mode="json"))
             try:
                 claimed = requests.claim(session, item.key, body_hash, api_key_id, stale_before)
@@ -255,6 +247,15 @@ class GradingService:
                 if k
             ],
         )
+        if self.shared is not None:  # kept or not, these calls are over
+            called = {
+                r.cache_key
+                for job in jobs
+                for _, g, _ in job
+                for r in g.result.results
+                if not r.cached  # a shared result's call is ended by the request that made it
+            }
+            self.shared.release(session, called)
         return landed
 
     def _finish_later(self, finished: list[tuple[requests.Claim, Graded, Any]]) -> None:
@@ -290,6 +291,11 @@ class GradingService:
         if closed:
             metrics.REQUESTS_ABANDONED.inc(closed)
         return closed
+
+
+def _check_rate(wait: int | None, per_minute: int) -> None:
+    if wait is not None:
+        raise RateLimited(f"rate limit of {per_minute} requests/minute for this key", wait)
 
 
 def _storage_error(exc: Exception) -> ServiceError:

@@ -1,15 +1,46 @@
-"""Backpressure and rate limits for POST /judge, per process.
+"""Backpressure and limits for POST /judge.
 
-Admission bounds the judge calls in flight: beyond the limit the service answers 503 with
-Retry-After instead of queueing without bound. RateLimit is a sliding one-minute window per
-API key. With several uvicorn workers each enforces its own share.
+Admission bounds the judge calls in flight, per process: beyond the limit the service
+answers 503 with Retry-After instead of queueing without bound. Request sizes are checked
+before anything is stored. The per-key rate limit is a sliding one-minute window: per
+process on SQLite (`RateLimit`; one machine, one process is the normal deployment), and
+shared by every process and replica on PostgreSQL (`SharedLimits`, which also leases judge
+calls in flight so replicas make one backend call for identical concurrent requests).
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections import deque
+from collections.abc import Collection
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from judges import Grader, JudgeResult
+from service.db.engine import storage_guard
+from service.db.schema import utcnow
+from service.errors import Rejected
+from service.settings import Settings
+from service.stores import replicas
+
+ITEM_ID_MAX = 256  # responses.item_key
+DATABASE_MARGIN_SECONDS = 35.0  # SQLite's busy wait (30 s) around the calls, and slack
+
+
+def request_deadline(grader: Grader | None) -> float:
+    """How long a live request can take: every attempt of the panel and then of the
+    stand-ins, with the back-off between attempts, plus the database's busy wait and a
+    margin. An unfinished request older than this died with its process."""
+    if grader is None:
+        return 60.0
+    options = grader.config.qadi
+    backoff = options.retry_after * (2**options.num_retries - 1)
+    one_judge = options.timeout * (options.num_retries + 1) + backoff
+    return 2 * one_judge + DATABASE_MARGIN_SECONDS
 
 
 class Admission:
@@ -46,3 +77,68 @@ class RateLimit:
             return max(1, math.ceil(60 - (now - window[0])))
         window.append(now)
         return None
+
+
+def check_sizes(body: Any, settings: Settings) -> None:
+    """Refuse texts, item ids and rubrics over the configured limits, naming the field."""
+    limit = settings.max_text_chars
+    for field in ("prompt", "response", "reference"):
+        value = getattr(body, field) or ""
+        if len(value) > limit:
+            raise Rejected(field, f"text is {len(value)} characters; the limit is {limit}")
+    item_id = body.metadata.get("item_id", "")
+    if len(item_id) > ITEM_ID_MAX:
+        raise Rejected("metadata.item_id", f"{len(item_id)} characters; the limit is {ITEM_ID_MAX}")
+    criteria = (body.rubric or {}).get("criteria")
+    if isinstance(criteria, list) and len(criteria) > settings.max_criteria:
+        raise Rejected(
+            "rubric.criteria", f"{len(criteria)} criteria; the limit is {settings.max_criteria}"
+        )
+
+
+class SharedLimits:
+    """The rate limit and the judge-call leases of all replicas on one PostgreSQL database.
+
+    The rate window and the leases are taken inside the service's prepare transaction (no
+    extra round trip for a request that is not limited), the leases end in its finish
+    transaction. A replica asking for a call another one has in flight polls for that
+    judgment instead of calling, until the lease ends or goes stale.
+    """
+
+    def __init__(self, per_minute: int, owner: str) -> None:
+        self.per_minute = per_minute
+        self.owner = owner
+
+    def lock(self, session: Session, api_key_ids: list[int | None]) -> None:
+        if self.per_minute > 0:
+            replicas.lock_rate_windows(session, api_key_ids)
+
+    def take(self, session: Session, api_key_id: int | None) -> int | None:
+        """None when the request is within its key's rate, else the seconds to wait."""
+        if self.per_minute <= 0:
+            return None
+        return replicas.take_rate(session, api_key_id, self.per_minute)
+
+    def lease(self, session: Session, keys: Collection[str], stale_before: datetime) -> set[str]:
+        """Lease the calls about to be made; those in flight elsewhere are returned."""
+        return replicas.lease_calls(session, keys, self.owner, stale_before)
+
+    def release(self, session: Session, keys: Collection[str]) -> None:
+        replicas.release_calls(session, keys, self.owner)
+
+    async def wait_for(
+        self, factory: sessionmaker[Session], keys: set[str], stale_after: timedelta
+    ) -> dict[str, JudgeResult]:
+        """The ok judgments of calls other replicas are making, as they land; a call whose
+        lease ends without one, or outlives the request deadline (its process died), is
+        left out, for the caller to make itself."""
+        found: dict[str, JudgeResult] = {}
+        pending, delay = set(keys), 0.05
+        while pending:
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 0.5)
+            done, pending = await asyncio.to_thread(
+                storage_guard, factory, replicas.landed, pending, utcnow() - stale_after
+            )
+            found.update(done)
+        return found

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     CheckConstraint,
     DateTime,
@@ -218,3 +219,30 @@ class BenchAnswerRow(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     groups: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class JudgeFlightRow(Base):
+    """A judge call in flight, leased by one process (PostgreSQL replicas only): a process
+    asking for the same cache key meanwhile waits for the lease holder's judgment instead of
+    calling too. Deleted with the judgment's write; a lease older than the request deadline
+    belonged to a dead process and is taken over."""
+
+    __tablename__ = "judge_flights"
+
+    cache_key: Mapped[str] = mapped_column(String(80), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(32))
+    started_at: Mapped[datetime] = mapped_column(DateTime())
+
+
+class RateEventRow(Base):
+    """One accepted request of an API key (PostgreSQL replicas only): the sliding one-minute
+    window every replica counts against, so N replicas share one per-key limit."""
+
+    __tablename__ = "rate_events"
+    __table_args__ = (Index("ix_rate_events_key_at", "api_key_id", "at"),)
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    api_key_id: Mapped[int] = mapped_column(Integer)  # 0 when the service runs without keys
+    at: Mapped[datetime] = mapped_column(DateTime())

@@ -1,0 +1,94 @@
+"""What service replicas on one PostgreSQL database share: per-key rate windows and leases
+on judge calls in flight. PostgreSQL only (advisory locks, INSERT ... ON CONFLICT with a
+condition); on SQLite the service keeps its per-process limits (`service.limits`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, func, insert, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from judges import JudgeResult
+from service.db.schema import JudgeFlightRow, RateEventRow, utcnow
+from service.stores.judgments import find_done_in
+
+RATE_LOCKS = 0x71616469  # advisory lock space of the rate windows ("qadi")
+WINDOW = timedelta(seconds=60)
+
+
+def lock_rate_windows(session: Session, api_key_ids: Iterable[int | None]) -> None:
+    """Hold the windows of these keys until the transaction ends, taken in one order so two
+    replicas locking several keys cannot deadlock."""
+    for key in sorted({k or 0 for k in api_key_ids}):
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:space, :key)"), {"space": RATE_LOCKS, "key": key}
+        )
+
+
+def take_rate(session: Session, api_key_id: int | None, per_minute: int) -> int | None:
+    """Count one request against the key's last minute: None when accepted, else the
+    seconds until the oldest request leaves the window. The key's window must be locked
+    (`lock_rate_windows`); the database's clock is the one clock all replicas share."""
+    key = api_key_id or 0
+    now: datetime = session.scalar(text("SELECT timezone('utc', clock_timestamp())"))
+    where = RateEventRow.api_key_id == key
+    session.execute(delete(RateEventRow).where(where, RateEventRow.at <= now - WINDOW))
+    count, first = session.execute(
+        select(func.count(), func.min(RateEventRow.at)).where(where)
+    ).one()
+    if count >= per_minute:
+        return max(1, math.ceil((first + WINDOW - now).total_seconds()))
+    session.execute(insert(RateEventRow).values(api_key_id=key, at=now))
+    return None
+
+
+def lease_calls(
+    session: Session, keys: Collection[str], owner: str, stale_before: datetime
+) -> set[str]:
+    """Lease the judge calls about to be made; the keys another live process holds (whose
+    judgments to wait for) are returned. A lease of this process is renewed, one older than
+    `stale_before` (its process died) is taken over."""
+    if not keys:
+        return set()
+    now = utcnow()
+    statement = pg_insert(JudgeFlightRow).values(
+        [{"cache_key": k, "owner": owner, "started_at": now} for k in sorted(keys)]
+    )
+    statement = statement.on_conflict_do_update(
+        index_elements=[JudgeFlightRow.cache_key],
+        set_={"owner": statement.excluded.owner, "started_at": statement.excluded.started_at},
+        where=(JudgeFlightRow.owner == owner) | (JudgeFlightRow.started_at < stale_before),
+    ).returning(JudgeFlightRow.cache_key)
+    held = set(session.scalars(statement))
+    return set(keys) - held
+
+
+def release_calls(session: Session, keys: Collection[str], owner: str) -> None:
+    """The calls were made and their judgments written in this transaction: end the leases."""
+    if keys:
+        session.execute(
+            delete(JudgeFlightRow).where(
+                JudgeFlightRow.cache_key.in_(sorted(keys)), JudgeFlightRow.owner == owner
+            )
+        )
+
+
+def landed(
+    session: Session, keys: Collection[str], stale_before: datetime
+) -> tuple[dict[str, JudgeResult], set[str]]:
+    """Of calls leased elsewhere: the `ok` judgments written so far, and the keys still in
+    flight. A key in neither ended without a verdict (or its process died): call it."""
+    done = find_done_in(session, keys, ("ok",))
+    flying = set(
+        session.scalars(
+            select(JudgeFlightRow.cache_key).where(
+                JudgeFlightRow.cache_key.in_(sorted(keys)),
+                JudgeFlightRow.started_at >= stale_before,
+            )
+        )
+    )
+    return done, flying - done.keys()

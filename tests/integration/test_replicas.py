@@ -1,0 +1,122 @@
+"""Service replicas share one set of limits (issue 18 part 2). On PostgreSQL every process
+counts a key's requests in one window and identical calls in flight are made once; on
+SQLite (one machine, normally one process) the same holds within the process.
+
+The PostgreSQL run starts `qadi serve --workers 2` and a second `qadi serve` (a replica on
+another port) over one database, and spreads the requests over both."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from contextlib import contextmanager
+
+import httpx
+import pytest
+import yaml
+
+from tests.conftest import ROOT, free_port, judges_config_data, wait_for_http
+
+PER_MINUTE = 60
+
+
+def body(response: str) -> dict:
+    return {
+        "kind": "rubric",
+        "prompt": "شنو معنى شكو؟",
+        "response": response,
+        "candidate_model": "Qwen/Qwen2.5-7B-Instruct",
+        "rubric_id": "iraqi-linguistic-shaku-maku",
+        "metadata": {"item_id": "replica-item", "dialect": "iraqi"},
+    }
+
+
+@contextmanager
+def replicas(db_url: str, llm_server, tmp_path, workers: list[int]):
+    """One `qadi serve` per entry of `workers` (its --workers), all on one database; yields
+    their base URLs and an API key with the judge scope."""
+    from service.auth import create_key
+    from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
+
+    upgrade(db_url)
+    with session_scope(make_sessionmaker(make_engine(db_url))) as session:
+        key = create_key(session, "replicas", ["judge"])
+    config = tmp_path / "judges.yaml"
+    config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    env = {
+        **os.environ,
+        "QADI_DATABASE_URL": db_url,
+        "QADI_JUDGES_CONFIG": str(config),
+        "QADI_RATE_LIMIT_PER_MINUTE": str(PER_MINUTE),
+    }
+    processes, bases = [], []
+    try:
+        for n, count in enumerate(workers):
+            port = free_port()
+            command = ["serve", "--port", str(port), "--workers", str(count)]
+            processes.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "service", *command],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=(tmp_path / f"replica-{n}.log").open("w"),
+                )
+            )
+            bases.append(f"http://127.0.0.1:{port}")
+        for base, process in zip(bases, processes, strict=True):
+            wait_for_http(f"{base}/healthz", timeout=60, process=process)
+        yield bases, key
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=30)
+
+
+async def post_all(bases: list[str], key: str, bodies: list[dict], parallel: int) -> list:
+    """POST each body to /judge, round-robin over the replicas, `parallel` at a time."""
+    gate = asyncio.Semaphore(parallel)
+    async with httpx.AsyncClient(timeout=60, headers={"Authorization": f"Bearer {key}"}) as c:
+
+        async def post(n: int, payload: dict) -> httpx.Response:
+            async with gate:
+                return await c.post(f"{bases[n % len(bases)]}/judge", json=payload)
+
+        return await asyncio.gather(*(post(n, b) for n, b in enumerate(bodies)))
+
+
+def layout(db_url: str) -> list[int]:
+    """Two uvicorn workers plus a second replica on PostgreSQL; one process on SQLite,
+    whose limits are per process by design (README, "Several replicas")."""
+    return [2, 1] if db_url.startswith("postgresql") else [1]
+
+
+def test_a_keys_rate_limit_holds_across_every_process(db_url, llm_server, tmp_path):
+    bodies = [body(f"شكو يعني شنو اكو {uuid.uuid4().hex}") for _ in range(150)]
+    with replicas(db_url, llm_server, tmp_path, layout(db_url)) as (bases, key):
+        replies = asyncio.run(post_all(bases, key, bodies, parallel=12))
+    statuses = [r.status_code for r in replies]
+    # 150 requests well inside one minute: the key's 60 are accepted wherever they land
+    assert abs(statuses.count(200) - PER_MINUTE) <= 1, statuses
+    assert statuses.count(429) == len(bodies) - statuses.count(200)
+    refused = next(r for r in replies if r.status_code == 429)
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
+    assert llm_server.calls() == statuses.count(200)
+
+
+def test_identical_requests_in_flight_together_make_one_backend_call(
+    db_url, llm_server, tmp_path
+):
+    # a 1 s backend keeps the first call in flight while the other 19 arrive
+    llm_server.faults(latency_min=1.0, latency_max=1.0)
+    same = body("شكو يعني شنو اكو، وماكو يعني ماكو شي")
+    with replicas(db_url, llm_server, tmp_path, layout(db_url)) as (bases, key):
+        replies = asyncio.run(post_all(bases, key, [same] * 20, parallel=20))
+    assert [r.status_code for r in replies] == [200] * 20
+    assert llm_server.calls() == 1
+    scores = {r.json()["aggregate"]["mean"] for r in replies}
+    assert len(scores) == 1
