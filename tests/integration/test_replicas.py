@@ -12,13 +12,20 @@ import os
 import subprocess
 import sys
 import uuid
-from contextlib import contextmanager
 
 import httpx
 import pytest
 import yaml
 
-from tests.conftest import ROOT, free_port, judges_config_data, wait_for_http
+from tests.conftest import (
+    BACKENDS,
+    POSTGRES_URL,
+    ROOT,
+    free_port,
+    judges_config_data,
+    reset_postgres,
+    wait_for_http,
+)
 
 PER_MINUTE = 60
 
@@ -34,18 +41,27 @@ def body(response: str) -> dict:
     }
 
 
-@contextmanager
-def replicas(db_url: str, llm_server, tmp_path, workers: list[int]):
-    """One `qadi serve` per entry of `workers` (its --workers), all on one database; yields
-    their base URLs and an API key with the judge scope."""
-    from service.auth import create_key
-    from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
+def layout(backend: str) -> list[int]:
+    """Two uvicorn workers plus a second replica on PostgreSQL; one process on SQLite,
+    whose limits are per process by design (README, "Several workers or replicas")."""
+    return [2, 1] if backend == "postgresql" else [1]
 
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def replicas(request, llm_server_process, tmp_path_factory):
+    """`qadi serve` processes (see `layout`) on one migrated database, judging with the test
+    double; yields their base URLs and the database URL."""
+    from service.db.engine import upgrade
+
+    folder = tmp_path_factory.mktemp(f"replicas-{request.param}")
+    if request.param == "postgresql":
+        reset_postgres(POSTGRES_URL)
+        db_url = POSTGRES_URL
+    else:
+        db_url = f"sqlite:///{folder / 'qadi.db'}"
     upgrade(db_url)
-    with session_scope(make_sessionmaker(make_engine(db_url))) as session:
-        key = create_key(session, "replicas", ["judge"])
-    config = tmp_path / "judges.yaml"
-    config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    config = folder / "judges.yaml"
+    config.write_text(yaml.safe_dump(judges_config_data(llm_server_process)))
     env = {
         **os.environ,
         "QADI_DATABASE_URL": db_url,
@@ -54,7 +70,7 @@ def replicas(db_url: str, llm_server, tmp_path, workers: list[int]):
     }
     processes, bases = [], []
     try:
-        for n, count in enumerate(workers):
+        for n, count in enumerate(layout(request.param)):
             port = free_port()
             command = ["serve", "--port", str(port), "--workers", str(count)]
             processes.append(
@@ -63,18 +79,27 @@ def replicas(db_url: str, llm_server, tmp_path, workers: list[int]):
                     cwd=ROOT,
                     env=env,
                     stdout=subprocess.DEVNULL,
-                    stderr=(tmp_path / f"replica-{n}.log").open("w"),
+                    stderr=(folder / f"replica-{n}.log").open("w"),
                 )
             )
             bases.append(f"http://127.0.0.1:{port}")
         for base, process in zip(bases, processes, strict=True):
             wait_for_http(f"{base}/healthz", timeout=60, process=process)
-        yield bases, key
+        yield bases, db_url
     finally:
         for process in processes:
             process.terminate()
         for process in processes:
             process.wait(timeout=30)
+
+
+def new_key(db_url: str) -> str:
+    """A key of its own per test: each has its own rate window."""
+    from service.auth import create_key
+    from service.db.engine import make_engine, make_sessionmaker, session_scope
+
+    with session_scope(make_sessionmaker(make_engine(db_url))) as session:
+        return create_key(session, f"replicas-{uuid.uuid4().hex[:6]}", ["judge"])
 
 
 async def post_all(bases: list[str], key: str, bodies: list[dict], parallel: int) -> list:
@@ -89,16 +114,10 @@ async def post_all(bases: list[str], key: str, bodies: list[dict], parallel: int
         return await asyncio.gather(*(post(n, b) for n, b in enumerate(bodies)))
 
 
-def layout(db_url: str) -> list[int]:
-    """Two uvicorn workers plus a second replica on PostgreSQL; one process on SQLite,
-    whose limits are per process by design (README, "Several replicas")."""
-    return [2, 1] if db_url.startswith("postgresql") else [1]
-
-
-def test_a_keys_rate_limit_holds_across_every_process(db_url, llm_server, tmp_path):
+def test_a_keys_rate_limit_holds_across_every_process(replicas, llm_server):
+    bases, db_url = replicas
     bodies = [body(f"شكو يعني شنو اكو {uuid.uuid4().hex}") for _ in range(150)]
-    with replicas(db_url, llm_server, tmp_path, layout(db_url)) as (bases, key):
-        replies = asyncio.run(post_all(bases, key, bodies, parallel=12))
+    replies = asyncio.run(post_all(bases, new_key(db_url), bodies, parallel=12))
     statuses = [r.status_code for r in replies]
     # 150 requests well inside one minute: the key's 60 are accepted wherever they land
     assert abs(statuses.count(200) - PER_MINUTE) <= 1, statuses
@@ -108,14 +127,12 @@ def test_a_keys_rate_limit_holds_across_every_process(db_url, llm_server, tmp_pa
     assert llm_server.calls() == statuses.count(200)
 
 
-def test_identical_requests_in_flight_together_make_one_backend_call(
-    db_url, llm_server, tmp_path
-):
+def test_identical_requests_in_flight_together_make_one_backend_call(replicas, llm_server):
+    bases, db_url = replicas
     # a 1 s backend keeps the first call in flight while the other 19 arrive
     llm_server.faults(latency_min=1.0, latency_max=1.0)
-    same = body("شكو يعني شنو اكو، وماكو يعني ماكو شي")
-    with replicas(db_url, llm_server, tmp_path, layout(db_url)) as (bases, key):
-        replies = asyncio.run(post_all(bases, key, [same] * 20, parallel=20))
+    same = body(f"شكو يعني شنو اكو، وماكو يعني ماكو شي ({uuid.uuid4().hex[:8]})")
+    replies = asyncio.run(post_all(bases, new_key(db_url), [same] * 20, parallel=20))
     assert [r.status_code for r in replies] == [200] * 20
     assert llm_server.calls() == 1
     scores = {r.json()["aggregate"]["mean"] for r in replies}
