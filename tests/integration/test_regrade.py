@@ -15,8 +15,10 @@ import pytest
 import yaml
 from sqlalchemy import func, select
 
+from rubrics import library_rubric, rubric_hash
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.db.schema import JudgmentRow
+from service.stores.rubrics import save_rubric
 from tests.conftest import ROOT, judges_config_data
 from tests.conftest import run_cli as qadi
 
@@ -303,3 +305,31 @@ def test_judges_check_reports_reachability_and_structured_output(llm_server, tmp
     assert "yes" in lines["gpt-judge"] and lines["gpt-judge"].count("yes") == 2
     assert "no" in lines["down-judge"]
     assert llm_server.calls() == 3
+
+
+# issue 16 item 11: the README's own `--rubric ID@2` example failed for a version stored
+# through POST /rubrics; the rubric is now resolved as the service resolves it
+def test_regrade_grades_with_a_version_stored_through_the_api(setup, llm_server):
+    run, url, *_ = setup
+    bundled = library_rubric(RUBRIC)
+    changed = bundled.model_copy(
+        update={
+            "criteria": [
+                bundled.criteria[0].model_copy(update={"weight": 4}),
+                *bundled.criteria[1:],
+            ]
+        }
+    )
+    with session_scope(make_sessionmaker(make_engine(url))) as session:
+        save_rubric(session, bundled)  # v1, as the library has it
+        v2, created = save_rubric(session, changed)  # what POST /rubrics does with a change
+    assert (v2.version, created) == (2, True)
+
+    done = run(rubric=f"{RUBRIC}@2")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    judgments = stored(url)
+    assert len(judgments) == 30
+    assert {j.rubric_ref for j in judgments} == {f"{RUBRIC}@2"}
+    assert {j.rubric_hash for j in judgments} == {rubric_hash(v2)}
+    assert rubric_hash(v2) != rubric_hash(bundled)
