@@ -34,6 +34,8 @@ case "${1:-start}" in
       -o "-p $PORT -k $DATA -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >&2
     as_pg "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres qadi_test
     echo "export QADI_TEST_POSTGRES_URL=postgresql+psycopg://postgres@127.0.0.1:$PORT/qadi_test"
+    # halt/resume (the outage tests) must find this server, not the default one
+    echo "export QADI_PG_PORT=$PORT QADI_PG_DATA=$DATA"
     ;;
   stop)
     BIN=$(pg_bin)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import subprocess
 
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 
 from tests.chaos.harness import PROVIDER_FAULTS, Chaos
 from tests.conftest import POSTGRES_URL, ROOT
@@ -99,11 +101,19 @@ def test_kill_then_ten_concurrent_retries_per_key_take_over_exactly_once(databas
 def _postgres_outage(seconds: float):
     """An event that stops the PostgreSQL server for `seconds`, then starts it again."""
 
+    # the server behind QADI_TEST_POSTGRES_URL, whatever .ci/postgres.sh's defaults are
+    port = str(make_url(POSTGRES_URL).port)
+    server = {
+        **os.environ,
+        "QADI_PG_PORT": port,
+        "QADI_PG_DATA": os.environ.get("QADI_PG_DATA", f"/tmp/qadi-pg-{port}"),
+    }
+
     def down() -> None:
-        subprocess.run(["bash", ".ci/postgres.sh", "halt"], cwd=ROOT, check=True)
+        subprocess.run(["bash", ".ci/postgres.sh", "halt"], cwd=ROOT, check=True, env=server)
 
     def up() -> None:
-        subprocess.run(["bash", ".ci/postgres.sh", "resume"], cwd=ROOT, check=True)
+        subprocess.run(["bash", ".ci/postgres.sh", "resume"], cwd=ROOT, check=True, env=server)
 
     async def event() -> None:
         await asyncio.to_thread(down)
