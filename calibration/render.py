@@ -16,27 +16,45 @@ import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from calibration.alt_test import MIN_ANNOTATORS
+from calibration.formatting import drift_line, fmt, input_lines, spelled, with_interval
 from calibration.interchange import Row
 from calibration.metrics import reference_scores
 from calibration.report import NO_JUDGE
 from calibration.table import build_table
 from calibration.trust import SMALL_N
 
-NUMERIC_HEADLINE = (
+ORDINAL_HEADLINE = (
     ("n", "n"),
     ("mad", "MAD"),
     ("signed_error", "signed error"),
     ("exact_match", "exact match"),
+    ("within_one", "within ±1"),
     ("kendall_tau", "Kendall τ-b"),
+    ("krippendorff_alpha", "α (humans + judge)"),
+)
+# A 0–100 scale: an exact match is all but impossible (always 0.000), so the headline is
+# the error in points of the scale and the linear and rank correlations.
+INTERVAL_HEADLINE = (
+    ("n", "n"),
+    ("mad", "MAD"),
+    ("mad_pp", "MAD (% of scale)"),
+    ("signed_error", "signed error"),
+    ("pearson_r", "Pearson r"),
     ("spearman_rho", "Spearman ρ"),
     ("krippendorff_alpha", "α (humans + judge)"),
 )
+
 NOMINAL_HEADLINE = (
     ("n", "n"),
     ("exact_match", "exact match"),
     ("cohen_kappa", "Cohen κ (mean over humans)"),
     ("krippendorff_alpha", "α (humans + judge)"),
 )
+HEADLINES = {
+    "nominal": NOMINAL_HEADLINE,
+    "ordinal": ORDINAL_HEADLINE,
+    "interval": INTERVAL_HEADLINE,
+}
 VERDICTS = {
     "replace": ("✓", "may replace the SMEs"),
     "not_replacement": ("✗", "not a replacement"),
@@ -71,35 +89,30 @@ def item_pairs(rows: Iterable[Row], reference: str) -> dict[str, dict[str, np.nd
     return out
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, int) or float(value).is_integer() and abs(value) > 10:
-        return f"{value:g}"
-    return f"{value:.{digits}f}"
-
-
 def _cell(block: dict[str, Any], metric: str) -> str:
+    """A value with its interval; n with † when too few items for the intervals to hold."""
     value = block.get(metric)
     if metric == "n":
-        return str(value)
-    ci = (block.get("ci") or {}).get(metric)
-    text = _fmt(value)
-    if ci:
-        text += f" [{_fmt(ci[0])}, {_fmt(ci[1])}]"
-    return text
+        return f"{value} †" if value < SMALL_N else str(value)
+    return with_interval(value, (block.get("ci") or {}).get(metric))
+
+
+def ranked_judges(report: dict[str, Any]) -> list[str]:
+    """Judges in the trust map's overall order (best first), as the README promises."""
+    order = {r["judge"]: r["rank"] for r in report["trust"]["rows"] if r["stratum"] == "overall"}
+    return sorted(report["judges"], key=lambda j: (order.get(j, len(order) + 1), j))
 
 
 def _trust_cell(row: dict[str, Any]) -> dict[str, str]:
     mark, meaning = VERDICTS[row["verdict"]]
-    text = f"{mark} ω {_fmt(row['winning_rate'], 2)} ρ {_fmt(row['advantage_probability'], 2)}"
+    text = f"{mark} ω {fmt(row['winning_rate'], 2)} ρ {fmt(row['advantage_probability'], 2)}"
     text += f" {ARROWS[row['bias']]}" if row["bias"] else ""
     text += " †" if row["small_n"] else ""
     return {"verdict": row["verdict"], "text": text, "title": meaning}
 
 
 def _ranked(row: dict[str, Any]) -> str:
-    rho = _fmt(row["advantage_probability"], 2)
+    rho = fmt(row["advantage_probability"], 2)
     return f"{row['rank']}. {row['judge']} ({row['verdict']}, ρ {rho})"
 
 
@@ -110,7 +123,7 @@ def _trust(report: dict[str, Any]) -> dict[str, Any]:
     empty = {"verdict": "none", "text": "—", "title": "no data"}
     grid = [
         {"judge": judge, "cells": [cells.get((judge, s), empty) for s in strata]}
-        for judge in report["judges"]
+        for judge in ranked_judges(report)
     ]
     ranking = [
         {
@@ -136,18 +149,25 @@ def _sections(report: dict[str, Any], headline) -> list[dict[str, Any]]:
     sections = []
     for title, stratum in [("Overall", None)] + [(s, s) for s in strata]:
         rows = []
-        for judge, data in report["judges"].items():
+        for judge in ranked_judges(report):
+            data = report["judges"][judge]
             block = data["overall"] if stratum is None else data["strata"].get(stratum)
             if block is not None:
-                rows.append({"judge": judge, "cells": [_cell(block, m) for m, _ in headline]})
+                rows.append(
+                    {
+                        "judge": judge,
+                        "small": block["n"] < SMALL_N,
+                        "cells": [_cell(block, m) for m, _ in headline],
+                    }
+                )
         sections.append({"title": title, "rows": rows})
     return sections
 
 
 def _annotators(report: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
-    for judge, data in report["judges"].items():
-        result = data["alt_test"]["overall"]
+    for judge in ranked_judges(report):
+        result = report["judges"][judge]["alt_test"]["overall"]
         out.append(
             {
                 "judge": judge,
@@ -156,9 +176,9 @@ def _annotators(report: dict[str, Any]) -> list[dict[str, Any]]:
                     [
                         t["annotator"],
                         str(t["n"]),
-                        _fmt(t["p_value"], 4),
+                        fmt(t["p_value"], 4),
                         "yes" if t["rejected"] else "no",
-                        _fmt(t["advantage"], 3),
+                        fmt(t["advantage"], 3),
                     ]
                     for t in result["annotators"]
                 ],
@@ -175,13 +195,13 @@ def _criteria(report: dict[str, Any]) -> list[dict[str, Any]]:
             [
                 name,
                 str(c["n"]),
-                _fmt(c["judge_met_rate"]),
-                _fmt(c["human_met_rate"]),
+                fmt(c["judge_met_rate"]),
+                fmt(c["human_met_rate"]),
                 _cell(c, "agreement"),
                 _cell(c, "cohen_kappa"),
-                f"ω {_fmt(c['alt_test']['winning_rate'], 2)} "
-                f"ρ {_fmt(c['alt_test']['advantage_probability'], 2)}",
-                _fmt(c["points_at_stake"], 2),
+                f"ω {fmt(c['alt_test']['winning_rate'], 2)} "
+                f"ρ {fmt(c['alt_test']['advantage_probability'], 2)}",
+                fmt(c["points_at_stake"], 2),
             ]
             for name, c in sorted(
                 data.get("criteria", {}).items(),
@@ -193,23 +213,64 @@ def _criteria(report: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _heading(report: dict[str, Any]) -> str:
+    """What the report covers: nightly or not, rubric versions, window or source file."""
+    inputs = report.get("inputs") or {}
+    parts = ["nightly" if "drift" in report else "ad hoc"]
+    parts += inputs.get("rubric_versions") or []
+    window = inputs.get("window") or {}
+    if window.get("until"):
+        parts.append(spelled({"since": window.get("since"), "until": window["until"]}))
+    elif inputs.get("source") not in (None, "database"):
+        parts.append(str(inputs["source"]).rsplit("/", 1)[-1])
+    return " · ".join(parts)
+
+
+def _drift(report: dict[str, Any]) -> dict[str, Any] | None:
+    found = report.get("drift")
+    if found is None:
+        return None
+    return {
+        "previous": found["previous_report"],
+        "changes": [drift_line(c) for c in found["changes"]],
+    }
+
+
+def _trend_table(report: dict[str, Any]) -> list[list[str]]:
+    """Rows of (date, judge, MAD [CI], signed error [CI]) for the Markdown trend."""
+    return [
+        [
+            point["at"][:10],
+            judge,
+            with_interval(block.get("mad"), block.get("mad_ci")),
+            with_interval(block.get("signed_error"), block.get("signed_error_ci")),
+        ]
+        for point in report.get("history") or []
+        for judge in ranked_judges(report)
+        if (block := point["judges"].get(judge)) is not None
+    ]
+
+
 def view(report: dict[str, Any]) -> dict[str, Any]:
     """Everything the templates print, as strings; the numbers stay in the JSON."""
     scale = report["scale"]
-    headline = NOMINAL_HEADLINE if scale["level"] == "nominal" else NUMERIC_HEADLINE
+    headline = HEADLINES[scale["level"]]
     options = report.get("options", {})
-    inputs = report.get("inputs") or {}
     if scale["level"] == "nominal":
         described = f"Labels {', '.join(scale.get('labels') or [])} (nominal)"
     else:
         described = f"Scale {scale['min']:g}–{scale['max']:g} ({scale['level']})"
     return {
+        "heading": _heading(report),
+        "drift": _drift(report),
+        "history": len(report.get("history") or []),
+        "trend_table": _trend_table(report),
         "trust": _trust(report),
         "scale": described,
         "reference": report["reference"],
         "n_items": report["n_items"],
         "n_raters": report["humans"]["n_raters"],
-        "human_alpha": _fmt(report["humans"]["human_alpha"]),
+        "human_alpha": fmt(report["humans"]["human_alpha"]),
         "headline": [label for _, label in headline],
         "sections": _sections(report, headline),
         "annotators": _annotators(report),
@@ -219,7 +280,7 @@ def view(report: dict[str, Any]) -> dict[str, Any]:
             for judge, data in report["judges"].items()
             for metric, why in data["overall"].get("undefined", {}).items()
         ],
-        "inputs": [f"{k}: {v}" for k, v in inputs.items() if v not in (None, [], {})]
+        "inputs": input_lines(report.get("inputs") or {})
         + [
             f"bootstrap: {options.get('bootstrap')} resamples, seed {options.get('seed')}, "
             f"cluster {options.get('cluster') or 'items'}"
@@ -238,13 +299,16 @@ def _img(png: bytes, alt: str) -> dict[str, str]:
 def _plots(report: dict[str, Any], pairs) -> list[dict[str, str]]:
     from calibration import plots  # matplotlib: imported only when a report is drawn
 
+    judges = ranked_judges(report)
     images = []
-    if report["judges"] and report["scale"]["level"] != "nominal":
-        images.append(_img(plots.metric_by_stratum(report, "mad", "MAD"), "MAD per judge"))
-        images.append(
-            _img(plots.metric_by_stratum(report, "signed_error", "signed error"), "leniency")
-        )
-    for judge, data in (pairs or {}).items():
+    if judges and report["scale"]["level"] != "nominal":
+        for metric, label in (("mad", "MAD"), ("signed_error", "signed error")):
+            png = plots.metric_by_stratum(report, judges, metric, label)
+            images.append(_img(png, f"{label} per judge and stratum"))
+    for judge in judges:
+        data = (pairs or {}).get(judge)
+        if data is None:
+            continue
         images.append(
             _img(
                 plots.bland_altman(judge, data["scores"], data["reference"]),
@@ -257,6 +321,18 @@ def _plots(report: dict[str, Any], pairs) -> list[dict[str, str]]:
     return images
 
 
+def _trend(report: dict[str, Any]) -> dict[str, str] | None:
+    """MAD and signed error per judge over the stored nightly reports, with CI bands."""
+    history = report.get("history") or []
+    if len(history) < 2 or report["scale"]["level"] == "nominal":
+        return None
+    from calibration import plots
+
+    return _img(plots.trend(history, ranked_judges(report)), "trend per judge")
+
+
 def to_html(report: dict[str, Any], pairs: dict[str, dict[str, np.ndarray]] | None = None) -> str:
     """One self-contained file: the trust map, tables, embedded PNG plots."""
-    return _ENV.get_template("report.html.j2").render(**view(report), plots=_plots(report, pairs))
+    return _ENV.get_template("report.html.j2").render(
+        **view(report), plots=_plots(report, pairs), trend=_trend(report)
+    )

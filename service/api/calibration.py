@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from calibration.calibrate import CalibrationOptions
+from calibration.checks import CalibrationInputError
 from service.api.deps import GradesKey
 from service.api.pagination import naive_utc
 from service.calibration_store import (
@@ -66,14 +67,20 @@ class ReportRequest(BaseModel):
     alt_min_items: int = Field(default=30, ge=2, le=100000)
 
 
+def _input_error(exc: CalibrationInputError, body: ReportRequest) -> HTTPException:
+    """422 naming the option at fault: `by`, or the scale the stored scores fall outside."""
+    field = exc.field if exc.field == "by" else ("rubric" if body.rubric else "scale_min")
+    return HTTPException(
+        422, [{"loc": ["body", field], "msg": p, "type": "value_error"} for p in exc.problems]
+    )
+
+
 def _payload(row: CalibrationReportRow) -> dict[str, Any]:
     return {"id": row.id, "kind": row.kind, "created_at": row.created_at.isoformat(), **row.report}
 
 
 @router.post("/calibration/reports", status_code=201, summary="Compute and store a report")
-def create_report(
-    body: ReportRequest, request: Request, _: GradesKey
-) -> JSONResponse:
+def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONResponse:
     with session_scope(request.app.state.sessions) as session:
         low, high, level = body.scale_min, body.scale_max, body.level
         try:
@@ -120,6 +127,7 @@ def create_report(
             metadata=body.metadata,
             since=naive_utc(body.since) if body.since else None,
             until=naive_utc(body.until) if body.until else None,
+            scale=None if low is None or high is None else (low, high),
         )
         rows, inputs = rows_from_db(session, selection)
         graded = {r.rater for r in rows if r.rater_kind == "judge"}
@@ -136,6 +144,8 @@ def create_report(
         options = with_stored_rubric_weights(session, options, inputs)
         try:
             rendered = build_report(rows, options, inputs)
+        except CalibrationInputError as exc:
+            raise _input_error(exc, body) from None
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
         row = store_report(

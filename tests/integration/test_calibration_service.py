@@ -304,7 +304,7 @@ def test_cli_labels_with_the_alt_test_open_with_the_trust_map(tmp_path):
     assert report["trust"]["best"]["overall"] == "close"
     assert close["overall"]["mad"] is None and close["overall"]["cohen_kappa"] > 0.5
     markdown = (tmp_path / "r.md").read_text()
-    assert markdown.startswith("# Calibration report\n\n## Trust map")
+    assert markdown.startswith("# Calibration report\n\nad hoc · labels.csv\n\n## Trust map")
     html = (tmp_path / "r.html").read_text()
     assert html.index("trust-map") < html.index("<table class='metrics'>")
     assert "replace" in done.stderr and "best overall: close" in done.stderr  # rich console
