@@ -69,6 +69,7 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
     if selection.until:
         query = query.where(JudgmentRow.created_at < selection.until)
     on_scale = _ScaleFilter(session, None if selection.rubric else selection.scale)
+    off_scale: set[str] = set()  # items judged under a rubric of another scale
     latest: dict[tuple[str, str], tuple[JudgmentRow, ResponseRow]] = {}
     failures: dict[str, int] = {}
     rubric_refs, judge_models = set(), set()
@@ -77,6 +78,7 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
             failures[judgment.status] = failures.get(judgment.status, 0) + 1
             continue
         if not on_scale(judgment.rubric_ref):
+            off_scale.add(response.item_key)
             continue
         latest[(response.item_key, judgment.judge)] = (judgment, response)
         rubric_refs.add(judgment.rubric_ref)
@@ -104,11 +106,11 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
         or selection.metadata
         or selection.since
         or selection.until
-        or selection.scale
     )
     items = {item for item, _ in latest}
+    off_scale -= items
     for grade in session.scalars(select(HumanGradeRow)):
-        if narrowed and grade.item_id not in items:
+        if (narrowed and grade.item_id not in items) or grade.item_id in off_scale:
             continue
         if grade.rater_kind == "judge" and selection.judges and grade.rater not in selection.judges:
             continue
@@ -125,6 +127,7 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
             "until": selection.until.isoformat() if selection.until else None,
         },
         "failed_judgments_excluded": failures,
+        "items_on_other_scales_excluded": len(off_scale),
     }
     return rows, inputs
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
@@ -26,6 +26,14 @@ from service.calibration_store import (
 )
 from service.db.engine import session_scope
 from service.db.schema import CalibrationReportRow
+from service.report_links import (
+    DEFAULT_TTL_SECONDS,
+    MAX_TTL_SECONDS,
+    LinkRefused,
+    link_secret,
+    sign,
+    verify,
+)
 from service.stores.rubrics import RubricNotFound, get_rubric
 
 router = APIRouter(tags=["calibration"])
@@ -182,3 +190,57 @@ def show(report_id: str, request: Request, _: GradesKey):
             report_id, fmt = report_id.removesuffix(f".{suffix}"), suffix
     with session_scope(request.app.state.sessions) as session:
         return _respond(session.get(CalibrationReportRow, report_id), request, fmt)
+
+
+class LinkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ttl_seconds: int = Field(
+        default=DEFAULT_TTL_SECONDS, ge=60, le=MAX_TTL_SECONDS, description="how long it opens"
+    )
+    format: Literal["html", "md"] = "html"
+
+
+class ReportLink(BaseModel):
+    url: str = Field(description="opens the report without an API key until `expires_at`")
+    expires_at: datetime
+
+
+@router.post(
+    "/calibration/reports/{report_id}/links",
+    status_code=201,
+    summary="A short-lived signed link to view a report in a browser",
+)
+def mint_link(
+    report_id: str, request: Request, _: GradesKey, body: LinkRequest | None = None
+) -> ReportLink:
+    body = body or LinkRequest()
+    with session_scope(request.app.state.sessions) as session:
+        if session.get(CalibrationReportRow, report_id) is None:
+            raise HTTPException(404, "no such calibration report")
+    link = sign(link_secret(request.app.state.settings), report_id, body.ttl_seconds)
+    url = request.url_for("view_report", report_id=report_id).include_query_params(
+        expires=link.expires, signature=link.signature, format=body.format
+    )
+    return ReportLink(url=str(url), expires_at=datetime.fromtimestamp(link.expires, UTC))
+
+
+@router.get(
+    "/calibration/reports/{report_id}/view",
+    summary="A report opened through a signed link (no API key; see POST .../links)",
+    responses={403: {"description": "forged, altered or expired link"}},
+)
+def view_report(
+    report_id: str,
+    request: Request,
+    expires: int,
+    signature: str,
+    format: Literal["html", "md"] = "html",
+):
+    try:
+        verify(link_secret(request.app.state.settings), report_id, expires, signature)
+    except LinkRefused as exc:
+        detail = [{"loc": ["query", exc.field], "msg": str(exc), "type": "link_refused"}]
+        raise HTTPException(403, detail) from None
+    with session_scope(request.app.state.sessions) as session:
+        return _respond(session.get(CalibrationReportRow, report_id), request, format)
