@@ -130,6 +130,12 @@ def _breakdown_cell(value: str, cell: dict[str, Any]) -> dict[str, Any]:
     return {"value": value, "n": cell["n"], "score": score, "published": published, "width": width}
 
 
+def _full_cells(summary: dict[str, Any]) -> list[str]:
+    """The table row, with a skipped task's whole reason (the terminal table cuts it)."""
+    row = cells(summary)
+    return [*row[:-1], summary["skipped"]] if "skipped" in summary else row
+
+
 def _run_view(run: dict[str, Any]) -> dict[str, Any]:
     summary = run["summary"]
     breakdowns = [
@@ -145,7 +151,7 @@ def _run_view(run: dict[str, Any]) -> dict[str, Any]:
     return {
         **{k: run.get(k) for k in ("run", "suite", "model", "mode", "seed", "created")},
         "rows": [
-            {"task": task, "skipped": "skipped" in data, "cells": cells(data)}
+            {"task": task, "skipped": "skipped" in data, "cells": _full_cells(data)}
             for task, data in summary.items()
         ],
         "breakdowns": breakdowns,

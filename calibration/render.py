@@ -227,12 +227,17 @@ def _heading(report: dict[str, Any]) -> str:
 
 
 def _drift(report: dict[str, Any]) -> dict[str, Any] | None:
+    """Overall changes in full; changes within strata counted, listed in a closed block, so
+    the banner never pushes the trust map off the first screen."""
     found = report.get("drift")
     if found is None:
         return None
+    changes = found["changes"]
     return {
         "previous": found["previous_report"],
-        "changes": [drift_line(c) for c in found["changes"]],
+        "any": bool(changes),
+        "overall": [drift_line(c) for c in changes if c.get("stratum", "overall") == "overall"],
+        "strata": [drift_line(c) for c in changes if c.get("stratum", "overall") != "overall"],
     }
 
 

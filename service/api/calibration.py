@@ -243,4 +243,10 @@ def view_report(
         detail = [{"loc": ["query", exc.field], "msg": str(exc), "type": "link_refused"}]
         raise HTTPException(403, detail) from None
     with session_scope(request.app.state.sessions) as session:
-        return _respond(session.get(CalibrationReportRow, report_id), request, format)
+        response = _respond(session.get(CalibrationReportRow, report_id), request, format)
+    # the signature must not leave in a Referer; the page runs no script and loads nothing
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Content-Security-Policy"] = (
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+    )
+    return response
