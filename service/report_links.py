@@ -64,8 +64,8 @@ def verify(
     secret: bytes, report_id: str, expires: int, signature: str, now: float | None = None
 ) -> None:
     """Raise `LinkRefused` unless the signature is this report's and the link is current."""
-    expected = _signature(secret, report_id, expires)
-    if not hmac.compare_digest(expected, signature):
+    expected = _signature(secret, report_id, expires).encode()
+    if not hmac.compare_digest(expected, signature.encode("utf-8", "surrogateescape")):
         raise LinkRefused("signature", "invalid signature for this report and expiry")
     if expires < (now if now is not None else time.time()):
         raise LinkRefused("expires", "this link has expired: ask for a new one")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from fastapi.testclient import TestClient
 
 from calibration.calibrate import CalibrationOptions
@@ -12,7 +13,7 @@ from service.app import create_app
 from service.auth import create_key
 from service.calibration_store import build_report, store_report
 from service.db.engine import make_engine, make_sessionmaker, session_scope
-from service.report_links import sign, verify
+from service.report_links import LinkRefused, sign, verify
 from service.settings import Settings
 from tests.unit.test_calibration_render import two_judges
 
@@ -83,3 +84,6 @@ def test_signature_is_hmac_sha256_of_report_and_expiry():
     expected = hmac.new(b"k", b"calibration-report:r1:1100", hashlib.sha256).hexdigest()
     assert link.signature == expected
     verify(b"k", "r1", 1100, expected, now=1099)  # still valid one second before expiry
+    with pytest.raises(LinkRefused) as refused:  # compared as bytes: any text is refused
+        verify(b"k", "r1", 1100, "\x80" * 64, now=1099)
+    assert refused.value.field == "signature"
