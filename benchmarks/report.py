@@ -1,9 +1,11 @@
 """A stored run as other tools read it (the Benchmark report JSON of DESIGN.md) and as a
-person reads it (one table row per task)."""
+person reads it (one table row per task; an HTML page from `templates/bench.html.j2`)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 HEADER = (
     "task",
@@ -104,3 +106,62 @@ def _generative_cells(summary: dict[str, Any]) -> list[str]:
             )
     judged = f"judge {_num(score['mean'])} ± {_num(score['stderr'])}"
     return _row(summary, summary["graded"], judged, _num(summary.get("published")), notes)
+
+
+_ENV = Environment(
+    loader=PackageLoader("benchmarks", "templates"),
+    autoescape=select_autoescape(["html", "j2"]),
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+BAR_PX = 120  # width of a 100% accuracy bar in a breakdown table
+
+
+def _breakdown_cell(value: str, cell: dict[str, Any]) -> dict[str, Any]:
+    """A breakdown row: accuracy in % ± se (multiple choice) or judge mean ± se."""
+    if "accuracy" in cell:
+        share, score = cell["accuracy"], f"{_pct(cell['accuracy'])} ± {_pct(cell['stderr'])}"
+        published = _pct(cell.get("published"))
+    else:
+        share, score = None, f"{_num(cell['mean'])} ± {_num(cell['stderr'])}"
+        published = _num(cell.get("published"))
+    width = 0 if share is None else round(BAR_PX * share)
+    return {"value": value, "n": cell["n"], "score": score, "published": published, "width": width}
+
+
+def _full_cells(summary: dict[str, Any]) -> list[str]:
+    """The table row, with a skipped task's whole reason (the terminal table cuts it)."""
+    row = cells(summary)
+    return [*row[:-1], summary["skipped"]] if "skipped" in summary else row
+
+
+def _run_view(run: dict[str, Any]) -> dict[str, Any]:
+    summary = run["summary"]
+    breakdowns = [
+        {
+            "task": task,
+            "name": name,
+            "measure": "judge score ± se" if "graded" in data else "accuracy % ± se",
+            "cells": [_breakdown_cell(v, c) for v, c in cells_.items()],
+        }
+        for task, data in summary.items()
+        for name, cells_ in data.get("breakdowns", {}).items()
+    ]
+    return {
+        **{k: run.get(k) for k in ("run", "suite", "model", "mode", "seed", "created")},
+        "rows": [
+            {"task": task, "skipped": "skipped" in data, "cells": _full_cells(data)}
+            for task, data in summary.items()
+        ],
+        "breakdowns": breakdowns,
+    }
+
+
+def to_html(runs: list[dict[str, Any]]) -> str:
+    """One self-contained page: per run the headline table first, then the breakdowns.
+
+    Each run is `{run, suite, model, mode, seed, created, summary}` as stored."""
+    return _ENV.get_template("bench.html.j2").render(
+        header=HEADER, runs=[_run_view(r) for r in runs]
+    )

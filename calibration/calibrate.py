@@ -16,6 +16,7 @@ from calibration.agreement import alpha, alpha_features
 from calibration.alt_test import MIN_ANNOTATORS, alt_test_family
 from calibration.blocks import block_metrics, number, resamples
 from calibration.bootstrap import percentile_interval
+from calibration.checks import check_attributes, check_scale
 from calibration.criteria import criterion_blocks
 from calibration.interchange import Row, as_labels
 from calibration.metrics import METRIC_UNITS, human_alpha_reason
@@ -44,6 +45,8 @@ def build_calibration(
 ) -> CalibrationReport:
     level = options.effective_level
     rows = as_labels(rows) if level == "nominal" else list(rows)
+    check_scale(rows, options)
+    check_attributes(rows, options)
     table = build_table(rows)
     values = _values(table)
     rng = np.random.default_rng(options.seed)
@@ -87,8 +90,7 @@ def build_calibration(
                 "required": options.alt_test,
             },
         },
-        inputs={**(inputs or {}), "attribute_conflicts": table.conflicts[:20]}
-        | _out_of_scale(table, options, level),
+        inputs={**(inputs or {}), "attribute_conflicts": table.conflicts[:20]},
     )
 
 
@@ -131,19 +133,6 @@ def _values(table: GradeTable) -> np.ndarray:
         return np.arange(len(table.labels), dtype=float)
     scores = np.concatenate([table.human_scores.ravel(), table.judge_scores.ravel()])
     return np.unique(np.round(scores[~np.isnan(scores)], 9))
-
-
-def _out_of_scale(table: GradeTable, options: CalibrationOptions, level: str) -> dict:
-    if level == "nominal":
-        return {}
-    scores = np.concatenate([table.human_scores.ravel(), table.judge_scores.ravel()])
-    scores = scores[~np.isnan(scores)]
-    bad = scores[(scores < options.scale_min) | (scores > options.scale_max)]
-    if bad.size:
-        return {
-            "out_of_scale": [f"{bad.size} score(s) outside {options.scale_min}-{options.scale_max}"]
-        }
-    return {}
 
 
 def _humans(table, level, values, options, rng) -> HumanBlock:

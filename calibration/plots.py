@@ -27,31 +27,66 @@ def _interval(block: dict[str, Any], metric: str) -> tuple[float, float, float] 
     return value, value - lo, hi - value
 
 
-def metric_by_stratum(report: dict[str, Any], metric: str, label: str) -> bytes:
-    """Point and 95% CI of `metric` per judge, overall and in every stratum."""
-    judges = list(report["judges"])
+PANEL = (3.4, 2.6)  # inches per judge panel; at 110 dpi three panels fit a 1200 px page
+COLUMNS = 3
+
+
+def _panels(count: int):
+    """A grid of small multiples, one panel per judge, sharing the y axis."""
+    cols = min(COLUMNS, max(1, count))
+    rows = -(-count // cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(PANEL[0] * cols, PANEL[1] * rows), sharey=True, squeeze=False
+    )
+    for ax in axes.ravel()[count:]:
+        ax.set_visible(False)
+    return fig, axes.ravel()
+
+
+def metric_by_stratum(report: dict[str, Any], judges: list[str], metric: str, label: str) -> bytes:
+    """Small multiples: per judge, the point and 95% CI of `metric` overall and per stratum
+    (one colour; strata on the x axis, so ten strata do not need ten colours)."""
     strata = ["overall", *sorted({s for j in judges for s in report["judges"][j]["strata"]})]
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(judges) * max(1, len(strata)) / 2), 4))
-    width = 0.8 / len(strata)
-    for k, stratum in enumerate(strata):
-        xs, ys, errs = [], [], [[], []]
-        for j, judge in enumerate(judges):
-            data = report["judges"][judge]
+    fig, axes = _panels(len(judges))
+    for ax, judge in zip(axes, judges, strict=False):
+        data = report["judges"][judge]
+        for k, stratum in enumerate(strata):
             block = data["overall"] if stratum == "overall" else data["strata"].get(stratum, {})
             got = _interval(block, metric)
-            if got is None:
-                continue
-            xs.append(j - 0.4 + width * (k + 0.5))
-            ys.append(got[0])
-            errs[0].append(got[1])
-            errs[1].append(got[2])
-        ax.errorbar(xs, ys, yerr=errs, fmt="o", capsize=3, label=stratum)
-    if metric.startswith("signed"):
+            if got is not None:
+                colour = "C0" if stratum == "overall" else "C7"
+                ax.errorbar([k], [got[0]], yerr=[[got[1]], [got[2]]], fmt="o", capsize=3,
+                            color=colour)  # fmt: skip
+        if metric.startswith("signed"):
+            ax.axhline(0, color="grey", linewidth=0.8)
+        ax.set_xticks(range(len(strata)), strata, rotation=35, ha="right", fontsize=7)
+        ax.set_title(judge, fontsize=9)
+    axes[0].set_ylabel(label)
+    fig.suptitle(f"{label} per judge, overall and per stratum (95% CI)", fontsize=10)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def trend(history: list[dict[str, Any]], judges: list[str]) -> bytes:
+    """Small multiples: per judge, MAD and signed error over the nightly reports, each a
+    line with its 95% CI band, so a judge degrading over weeks shows as a rising line."""
+    from calibration.history import series
+
+    fig, axes = _panels(len(judges))
+    for ax, judge in zip(axes, judges, strict=False):
+        for metric, colour, label in (("mad", "C0", "MAD"), ("signed_error", "C3", "signed")):
+            points = series(history, judge, metric)
+            xs = [at[:10] for at in points["at"]]
+            ax.plot(range(len(xs)), points["value"], marker="o", color=colour, label=label)
+            ax.fill_between(range(len(xs)), points["low"], points["high"], color=colour,
+                            alpha=0.2)  # fmt: skip
         ax.axhline(0, color="grey", linewidth=0.8)
-    ax.set_xticks(range(len(judges)), judges, rotation=20, ha="right")
-    ax.set_ylabel(label)
-    ax.set_title(f"{label} per judge (95% CI)")
-    ax.legend(fontsize=7, ncol=2)
+        ticks = [at[:10] for at in series(history, judge, "mad")["at"]]
+        ax.set_xticks(range(len(ticks)), ticks, rotation=35, ha="right", fontsize=7)
+        ax.set_title(judge, fontsize=9)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("MAD and signed error per nightly report (95% CI bands)", fontsize=10)
+    fig.tight_layout()
     return _png(fig)
 
 

@@ -1,9 +1,9 @@
 """Markdown and self-contained HTML renderings of a calibration report (Jinja2 templates in
 `calibration/templates/`), opening with the trust map.
 
-The JSON report holds the numbers; `view` turns them into the strings both templates show;
-the per-item pairs needed for Bland–Altman plots and confusion matrices come from the same
-grade rows, via `item_pairs`.
+The JSON report holds the numbers; `report_view.view` turns them into the strings both
+templates show; the per-item pairs needed for Bland–Altman plots and confusion matrices come
+from the same grade rows, via `item_pairs`.
 """
 
 from __future__ import annotations
@@ -15,34 +15,10 @@ from typing import Any
 import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from calibration.alt_test import MIN_ANNOTATORS
 from calibration.interchange import Row
 from calibration.metrics import reference_scores
-from calibration.report import NO_JUDGE
+from calibration.report_view import ranked_judges, view
 from calibration.table import build_table
-from calibration.trust import SMALL_N
-
-NUMERIC_HEADLINE = (
-    ("n", "n"),
-    ("mad", "MAD"),
-    ("signed_error", "signed error"),
-    ("exact_match", "exact match"),
-    ("kendall_tau", "Kendall τ-b"),
-    ("spearman_rho", "Spearman ρ"),
-    ("krippendorff_alpha", "α (humans + judge)"),
-)
-NOMINAL_HEADLINE = (
-    ("n", "n"),
-    ("exact_match", "exact match"),
-    ("cohen_kappa", "Cohen κ (mean over humans)"),
-    ("krippendorff_alpha", "α (humans + judge)"),
-)
-VERDICTS = {
-    "replace": ("✓", "may replace the SMEs"),
-    "not_replacement": ("✗", "not a replacement"),
-    "insufficient": ("⚠", f"insufficient: fewer than {MIN_ANNOTATORS} annotators testable"),
-}
-ARROWS = {"lenient": "↑", "harsh": "↓", None: ""}
 
 _ENV = Environment(
     loader=PackageLoader("calibration", "templates"),
@@ -71,162 +47,6 @@ def item_pairs(rows: Iterable[Row], reference: str) -> dict[str, dict[str, np.nd
     return out
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, int) or float(value).is_integer() and abs(value) > 10:
-        return f"{value:g}"
-    return f"{value:.{digits}f}"
-
-
-def _cell(block: dict[str, Any], metric: str) -> str:
-    value = block.get(metric)
-    if metric == "n":
-        return str(value)
-    ci = (block.get("ci") or {}).get(metric)
-    text = _fmt(value)
-    if ci:
-        text += f" [{_fmt(ci[0])}, {_fmt(ci[1])}]"
-    return text
-
-
-def _trust_cell(row: dict[str, Any]) -> dict[str, str]:
-    mark, meaning = VERDICTS[row["verdict"]]
-    text = f"{mark} ω {_fmt(row['winning_rate'], 2)} ρ {_fmt(row['advantage_probability'], 2)}"
-    text += f" {ARROWS[row['bias']]}" if row["bias"] else ""
-    text += " †" if row["small_n"] else ""
-    return {"verdict": row["verdict"], "text": text, "title": meaning}
-
-
-def _ranked(row: dict[str, Any]) -> str:
-    rho = _fmt(row["advantage_probability"], 2)
-    return f"{row['rank']}. {row['judge']} ({row['verdict']}, ρ {rho})"
-
-
-def _trust(report: dict[str, Any]) -> dict[str, Any]:
-    trust = report["trust"]
-    strata = list(trust["best"])
-    cells = {(r["judge"], r["stratum"]): _trust_cell(r) for r in trust["rows"]}
-    empty = {"verdict": "none", "text": "—", "title": "no data"}
-    grid = [
-        {"judge": judge, "cells": [cells.get((judge, s), empty) for s in strata]}
-        for judge in report["judges"]
-    ]
-    ranking = [
-        {
-            "stratum": stratum,
-            "best": trust["best"][stratum] or NO_JUDGE,
-            "order": [_ranked(r) for r in trust["rows"] if r["stratum"] == stratum],
-        }
-        for stratum in strata
-    ]
-    return {
-        "epsilon": trust["epsilon"],
-        "q": trust["q"],
-        "strata": strata,
-        "grid": grid,
-        "ranking": ranking,
-        "small_n": SMALL_N,
-        "verdicts": VERDICTS,
-    }
-
-
-def _sections(report: dict[str, Any], headline) -> list[dict[str, Any]]:
-    strata = sorted({s for data in report["judges"].values() for s in data["strata"]})
-    sections = []
-    for title, stratum in [("Overall", None)] + [(s, s) for s in strata]:
-        rows = []
-        for judge, data in report["judges"].items():
-            block = data["overall"] if stratum is None else data["strata"].get(stratum)
-            if block is not None:
-                rows.append({"judge": judge, "cells": [_cell(block, m) for m, _ in headline]})
-        sections.append({"title": title, "rows": rows})
-    return sections
-
-
-def _annotators(report: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for judge, data in report["judges"].items():
-        result = data["alt_test"]["overall"]
-        out.append(
-            {
-                "judge": judge,
-                "scoring": result["scoring"],
-                "tests": [
-                    [
-                        t["annotator"],
-                        str(t["n"]),
-                        _fmt(t["p_value"], 4),
-                        "yes" if t["rejected"] else "no",
-                        _fmt(t["advantage"], 3),
-                    ]
-                    for t in result["annotators"]
-                ],
-                "skipped": [f"{s['annotator']}: {s['reason']}" for s in result["skipped"]],
-            }
-        )
-    return out
-
-
-def _criteria(report: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for judge, data in report["judges"].items():
-        rows = [
-            [
-                name,
-                str(c["n"]),
-                _fmt(c["judge_met_rate"]),
-                _fmt(c["human_met_rate"]),
-                _cell(c, "agreement"),
-                _cell(c, "cohen_kappa"),
-                f"ω {_fmt(c['alt_test']['winning_rate'], 2)} "
-                f"ρ {_fmt(c['alt_test']['advantage_probability'], 2)}",
-                _fmt(c["points_at_stake"], 2),
-            ]
-            for name, c in sorted(
-                data.get("criteria", {}).items(),
-                key=lambda kv: -(kv[1]["points_at_stake"] or 0),
-            )
-        ]
-        if rows:
-            out.append({"judge": judge, "rows": rows})
-    return out
-
-
-def view(report: dict[str, Any]) -> dict[str, Any]:
-    """Everything the templates print, as strings; the numbers stay in the JSON."""
-    scale = report["scale"]
-    headline = NOMINAL_HEADLINE if scale["level"] == "nominal" else NUMERIC_HEADLINE
-    options = report.get("options", {})
-    inputs = report.get("inputs") or {}
-    if scale["level"] == "nominal":
-        described = f"Labels {', '.join(scale.get('labels') or [])} (nominal)"
-    else:
-        described = f"Scale {scale['min']:g}–{scale['max']:g} ({scale['level']})"
-    return {
-        "trust": _trust(report),
-        "scale": described,
-        "reference": report["reference"],
-        "n_items": report["n_items"],
-        "n_raters": report["humans"]["n_raters"],
-        "human_alpha": _fmt(report["humans"]["human_alpha"]),
-        "headline": [label for _, label in headline],
-        "sections": _sections(report, headline),
-        "annotators": _annotators(report),
-        "criteria": _criteria(report),
-        "undefined": [
-            f"{judge}: {metric} — {why}"
-            for judge, data in report["judges"].items()
-            for metric, why in data["overall"].get("undefined", {}).items()
-        ],
-        "inputs": [f"{k}: {v}" for k, v in inputs.items() if v not in (None, [], {})]
-        + [
-            f"bootstrap: {options.get('bootstrap')} resamples, seed {options.get('seed')}, "
-            f"cluster {options.get('cluster') or 'items'}"
-        ],
-    }
-
-
 def to_markdown(report: dict[str, Any]) -> str:
     return _ENV.get_template("report.md.j2").render(**view(report))
 
@@ -238,13 +58,16 @@ def _img(png: bytes, alt: str) -> dict[str, str]:
 def _plots(report: dict[str, Any], pairs) -> list[dict[str, str]]:
     from calibration import plots  # matplotlib: imported only when a report is drawn
 
+    judges = ranked_judges(report)
     images = []
-    if report["judges"] and report["scale"]["level"] != "nominal":
-        images.append(_img(plots.metric_by_stratum(report, "mad", "MAD"), "MAD per judge"))
-        images.append(
-            _img(plots.metric_by_stratum(report, "signed_error", "signed error"), "leniency")
-        )
-    for judge, data in (pairs or {}).items():
+    if judges and report["scale"]["level"] != "nominal":
+        for metric, label in (("mad", "MAD"), ("signed_error", "signed error")):
+            png = plots.metric_by_stratum(report, judges, metric, label)
+            images.append(_img(png, f"{label} per judge and stratum"))
+    for judge in judges:
+        data = (pairs or {}).get(judge)
+        if data is None:
+            continue
         images.append(
             _img(
                 plots.bland_altman(judge, data["scores"], data["reference"]),
@@ -257,6 +80,18 @@ def _plots(report: dict[str, Any], pairs) -> list[dict[str, str]]:
     return images
 
 
+def _trend(report: dict[str, Any]) -> dict[str, str] | None:
+    """MAD and signed error per judge over the stored nightly reports, with CI bands."""
+    history = report.get("history") or []
+    if len(history) < 2 or report["scale"]["level"] == "nominal":
+        return None
+    from calibration import plots
+
+    return _img(plots.trend(history, ranked_judges(report)), "trend per judge")
+
+
 def to_html(report: dict[str, Any], pairs: dict[str, dict[str, np.ndarray]] | None = None) -> str:
     """One self-contained file: the trust map, tables, embedded PNG plots."""
-    return _ENV.get_template("report.html.j2").render(**view(report), plots=_plots(report, pairs))
+    return _ENV.get_template("report.html.j2").render(
+        **view(report), plots=_plots(report, pairs), trend=_trend(report)
+    )

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from calibration.calibrate import CalibrationOptions, calibrate
+from calibration.history import history_point
 from calibration.interchange import GradeRow
 from calibration.render import item_pairs, to_html, to_markdown
 from rubrics import PenaltyWeightedRubric, Rubric
@@ -28,6 +29,10 @@ class Selection(BaseModel):
     metadata: dict[str, str] = Field(default_factory=dict)
     since: datetime | None = None
     until: datetime | None = None
+    scale: tuple[float, float] | None = Field(
+        default=None,
+        description="without a rubric: only judgments under rubrics of this declared scale",
+    )
 
 
 def scale_of_rubric(session: Session, rubric: str) -> tuple[float, float, str]:
@@ -63,12 +68,17 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
         query = query.where(JudgmentRow.created_at >= selection.since)
     if selection.until:
         query = query.where(JudgmentRow.created_at < selection.until)
+    on_scale = _ScaleFilter(session, None if selection.rubric else selection.scale)
+    off_scale: set[str] = set()  # items judged under a rubric of another scale
     latest: dict[tuple[str, str], tuple[JudgmentRow, ResponseRow]] = {}
     failures: dict[str, int] = {}
     rubric_refs, judge_models = set(), set()
     for judgment, response in session.execute(query.order_by(JudgmentRow.created_at)):
         if judgment.status != "ok":
             failures[judgment.status] = failures.get(judgment.status, 0) + 1
+            continue
+        if not on_scale(judgment.rubric_ref):
+            off_scale.add(response.item_key)
             continue
         latest[(response.item_key, judgment.judge)] = (judgment, response)
         rubric_refs.add(judgment.rubric_ref)
@@ -98,8 +108,9 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
         or selection.until
     )
     items = {item for item, _ in latest}
+    off_scale -= items
     for grade in session.scalars(select(HumanGradeRow)):
-        if narrowed and grade.item_id not in items:
+        if (narrowed and grade.item_id not in items) or grade.item_id in off_scale:
             continue
         if grade.rater_kind == "judge" and selection.judges and grade.rater not in selection.judges:
             continue
@@ -116,8 +127,30 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
             "until": selection.until.isoformat() if selection.until else None,
         },
         "failed_judgments_excluded": failures,
+        "items_on_other_scales_excluded": len(off_scale),
     }
     return rows, inputs
+
+
+class _ScaleFilter:
+    """Whether a judgment's rubric has the declared scale, so one report never mixes scales
+    (issue 16 item 4). A rubric the database does not hold (an inline one) is kept: its
+    scores still meet the out-of-scale check, which names them."""
+
+    def __init__(self, session: Session, scale: tuple[float, float] | None) -> None:
+        self.session, self.scale = session, scale
+        self.known: dict[str, bool] = {}
+
+    def __call__(self, rubric_ref: str) -> bool:
+        if self.scale is None:
+            return True
+        if rubric_ref not in self.known:
+            try:
+                low, high, _ = scale_of_rubric(self.session, rubric_ref)
+                self.known[rubric_ref] = (low, high) == tuple(map(float, self.scale))
+            except RubricNotFound:
+                self.known[rubric_ref] = True
+        return self.known[rubric_ref]
 
 
 def with_stored_rubric_weights(
@@ -139,7 +172,13 @@ def build_report(
     rows: list[GradeRow], options: CalibrationOptions, inputs: dict[str, Any]
 ) -> tuple[dict[str, Any], str, str]:
     """The JSON report with its Markdown and HTML renderings."""
-    report = calibrate(rows, options, inputs)
+    return render_report(calibrate(rows, options, inputs), rows, options)
+
+
+def render_report(
+    report: dict[str, Any], rows: list[GradeRow], options: CalibrationOptions
+) -> tuple[dict[str, Any], str, str]:
+    """A computed report (with whatever `drift`/`history` the caller added) rendered."""
     nominal = options.effective_level == "nominal"
     pairs = None if nominal else item_pairs(rows, options.reference)
     return report, to_markdown(report), to_html(report, pairs)
@@ -165,6 +204,21 @@ def store_report(
     session.add(row)
     session.flush()
     return row
+
+
+def nightly_history(session: Session, scope: str, limit: int = 60) -> list[dict[str, Any]]:
+    """The overall numbers of the last `limit` stored nightly reports of this scope, oldest
+    first, for the trend section."""
+    rows = session.scalars(
+        select(CalibrationReportRow)
+        .where(CalibrationReportRow.kind == "nightly", CalibrationReportRow.scope == scope)
+        .order_by(CalibrationReportRow.created_at.desc(), CalibrationReportRow.id.desc())
+        .limit(limit)
+    ).all()
+    return [
+        history_point(row.report, (row.window_end or row.created_at).isoformat(), row.id)
+        for row in reversed(rows)
+    ]
 
 
 def latest_report(

@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DB_PATH = Path("var") / "qadi.db"
@@ -31,6 +31,9 @@ class Settings(BaseSettings):
     )
     rate_limit_per_minute: int = Field(
         default=0, ge=0, description="POST /judge requests per API key per minute; 0 = off"
+    )
+    report_link_secret: SecretStr | None = Field(
+        default=None, description="HMAC key of signed report links; a random one per process"
     )
     reap_interval_seconds: float = Field(
         default=15.0, gt=0, description="how often abandoned pending requests are closed"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from calibration.calibrate import CalibrationOptions
+from calibration.checks import CalibrationInputError
 from service.api.deps import GradesKey
 from service.api.pagination import naive_utc
 from service.calibration_store import (
@@ -25,6 +26,14 @@ from service.calibration_store import (
 )
 from service.db.engine import session_scope
 from service.db.schema import CalibrationReportRow
+from service.report_links import (
+    DEFAULT_TTL_SECONDS,
+    MAX_TTL_SECONDS,
+    LinkRefused,
+    link_secret,
+    sign,
+    verify,
+)
 from service.stores.rubrics import RubricNotFound, get_rubric
 
 router = APIRouter(tags=["calibration"])
@@ -66,14 +75,20 @@ class ReportRequest(BaseModel):
     alt_min_items: int = Field(default=30, ge=2, le=100000)
 
 
+def _input_error(exc: CalibrationInputError, body: ReportRequest) -> HTTPException:
+    """422 naming the option at fault: `by`, or the scale the stored scores fall outside."""
+    field = exc.field if exc.field == "by" else ("rubric" if body.rubric else "scale_min")
+    return HTTPException(
+        422, [{"loc": ["body", field], "msg": p, "type": "value_error"} for p in exc.problems]
+    )
+
+
 def _payload(row: CalibrationReportRow) -> dict[str, Any]:
     return {"id": row.id, "kind": row.kind, "created_at": row.created_at.isoformat(), **row.report}
 
 
 @router.post("/calibration/reports", status_code=201, summary="Compute and store a report")
-def create_report(
-    body: ReportRequest, request: Request, _: GradesKey
-) -> JSONResponse:
+def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONResponse:
     with session_scope(request.app.state.sessions) as session:
         low, high, level = body.scale_min, body.scale_max, body.level
         try:
@@ -120,6 +135,7 @@ def create_report(
             metadata=body.metadata,
             since=naive_utc(body.since) if body.since else None,
             until=naive_utc(body.until) if body.until else None,
+            scale=None if low is None or high is None else (low, high),
         )
         rows, inputs = rows_from_db(session, selection)
         graded = {r.rater for r in rows if r.rater_kind == "judge"}
@@ -136,6 +152,8 @@ def create_report(
         options = with_stored_rubric_weights(session, options, inputs)
         try:
             rendered = build_report(rows, options, inputs)
+        except CalibrationInputError as exc:
+            raise _input_error(exc, body) from None
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
         row = store_report(
@@ -172,3 +190,63 @@ def show(report_id: str, request: Request, _: GradesKey):
             report_id, fmt = report_id.removesuffix(f".{suffix}"), suffix
     with session_scope(request.app.state.sessions) as session:
         return _respond(session.get(CalibrationReportRow, report_id), request, fmt)
+
+
+class LinkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ttl_seconds: int = Field(
+        default=DEFAULT_TTL_SECONDS, ge=60, le=MAX_TTL_SECONDS, description="how long it opens"
+    )
+    format: Literal["html", "md"] = "html"
+
+
+class ReportLink(BaseModel):
+    url: str = Field(description="opens the report without an API key until `expires_at`")
+    expires_at: datetime
+
+
+@router.post(
+    "/calibration/reports/{report_id}/links",
+    status_code=201,
+    summary="A short-lived signed link to view a report in a browser",
+)
+def mint_link(
+    report_id: str, request: Request, _: GradesKey, body: LinkRequest | None = None
+) -> ReportLink:
+    body = body or LinkRequest()
+    with session_scope(request.app.state.sessions) as session:
+        if session.get(CalibrationReportRow, report_id) is None:
+            raise HTTPException(404, "no such calibration report")
+    link = sign(link_secret(request.app.state.settings), report_id, body.ttl_seconds)
+    url = request.url_for("view_report", report_id=report_id).include_query_params(
+        expires=link.expires, signature=link.signature, format=body.format
+    )
+    return ReportLink(url=str(url), expires_at=datetime.fromtimestamp(link.expires, UTC))
+
+
+@router.get(
+    "/calibration/reports/{report_id}/view",
+    summary="A report opened through a signed link (no API key; see POST .../links)",
+    responses={403: {"description": "forged, altered or expired link"}},
+)
+def view_report(
+    report_id: str,
+    request: Request,
+    expires: int,
+    signature: str,
+    format: Literal["html", "md"] = "html",
+):
+    try:
+        verify(link_secret(request.app.state.settings), report_id, expires, signature)
+    except LinkRefused as exc:
+        detail = [{"loc": ["query", exc.field], "msg": str(exc), "type": "link_refused"}]
+        raise HTTPException(403, detail) from None
+    with session_scope(request.app.state.sessions) as session:
+        response = _respond(session.get(CalibrationReportRow, report_id), request, format)
+    # the signature must not leave in a Referer; the page runs no script and loads nothing
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Content-Security-Policy"] = (
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+    )
+    return response

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import html
 import json
 from pathlib import Path
 
@@ -130,16 +129,32 @@ def _templates(path: Path) -> dict[str, dict[str, str]]:
     return data
 
 
+def progress_columns() -> tuple:
+    """Description, bar, done/total, elapsed and ETA: counts and time left, not a spinner."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return (
+        "{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        "ETA",
+        TimeRemainingColumn(),
+    )
+
+
 class _BarProgress:
     """`benchmarks.suite.Progress` as a rich progress bar, one bar per model × task."""
 
     def __enter__(self):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+        from rich.progress import Progress
 
-        self.bar = Progress(
-            "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console,
-        )  # fmt: skip
+        self.bar = Progress(*progress_columns(), console=console)
         self.bar.__enter__()
         self.current = None
         return self
@@ -213,7 +228,7 @@ def bench_report(
     """Accuracy ± stderr per task beside the published number for the same model; for the
     SME cross-evaluation, the judges' calibration against the imported SME grades, pooled
     over every run given (the paper pools five targets)."""
-    from benchmarks.report import run_json
+    from benchmarks.report import run_json, to_html
     from service import bench_store
     from service.cli.bench_sme import sme_report
     from service.db.engine import make_engine, make_sessionmaker
@@ -243,7 +258,7 @@ def bench_report(
             data["sme"] = calibration.pooled
         json_path.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
     if html_path is not None:
-        html_path.write_text("".join(_html(run) for run in runs), encoding="utf-8")
+        html_path.write_text(to_html([_stored(run) for run in runs]), encoding="utf-8")
         if calibration is not None:
             path = html_path.with_suffix(".calibration.html")
             path.write_text(calibration.html, encoding="utf-8")
@@ -258,18 +273,15 @@ def _print(summary: dict) -> None:
     out.print(table)
 
 
-def _html(run) -> str:
-    from benchmarks.report import HEADER, cells
-
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in [task, *cells(data)]) + "</tr>"
-        for task, data in run.summary.items()
-    )
-    head = "".join(f"<th>{h}</th>" for h in HEADER)
-    return (
-        f"<!doctype html><meta charset='utf-8'><title>qadi bench {run.id}</title>"
-        f"<h1>Benchmark run {html.escape(run.id)}</h1><p>{html.escape(run.suite)} · "
-        f"{html.escape(run.model)} · {run.mode} · seed {run.seed}</p>"
-        f"<table border=1><tr>{head}</tr>{rows}</table>"
-        f"<pre>{html.escape(json.dumps(run.summary, indent=1, ensure_ascii=False))}</pre>"
-    )
+def _stored(run) -> dict:
+    """A stored run as `benchmarks.report.to_html` reads it."""
+    created = run.created_at.strftime("%Y-%m-%d %H:%M") if run.created_at else None
+    return {
+        "run": run.id,
+        "suite": run.suite,
+        "model": run.model,
+        "mode": run.mode,
+        "seed": run.seed,
+        "created": created,
+        "summary": run.summary,
+    }

@@ -124,7 +124,9 @@ def calibrate(
         None, help="accuracy | neg_rmse (default: accuracy for labels, neg_rmse for numbers)"
     ),
     alt_min_items: int = typer.Option(30, help="items an annotator needs to be tested"),
-    out_path: Path = typer.Option(..., "--out", help="report JSON"),
+    out_path: Path | None = typer.Option(
+        None, "--out", help="report JSON (optional when --html or --md is given)"
+    ),
     html: Path | None = typer.Option(None, help="also write a self-contained HTML report"),
     md: Path | None = typer.Option(None, help="also write a Markdown report"),
 ) -> None:
@@ -141,6 +143,8 @@ def calibrate(
 
     if (grades_file is None) == (not from_db):
         fail("give a GRADES_FILE or --from-db (one of them)")
+    if out_path is None and html is None and md is None:
+        fail("--out: give --out, --html or --md (where the report goes)")
     check_choice("--level", level, LEVELS)
     check_choice("--alt-scoring", alt_scoring, SCORINGS)
     fields = {
@@ -170,7 +174,9 @@ def calibrate(
         with session_scope(sessions) as session:
             bounds, level, weights = scale_for(session, scale, rubric, level)
             options = cli_options(bounds, level, by, criterion_weights=weights, **fields)
-            selection = Selection(judges=split_names(judges), rubric=rubric, since=since)
+            selection = Selection(
+                judges=split_names(judges), rubric=rubric, since=since, scale=bounds
+            )
             rows, inputs = rows_from_db(session, selection)
             options = with_stored_rubric_weights(session, options, inputs)
             rendered = render_rows(rows, options, inputs)
@@ -183,13 +189,24 @@ def calibrate(
     print_summary(report)
 
 
-def render_rows(rows, options, inputs):
-    from service.calibration_store import build_report
+def compute_report(rows, options, inputs) -> dict:
+    """The report JSON, or a clean exit naming the option at fault (`--by: unknown ...`,
+    `--score: item i3 rater gpt score 80 is outside 1–5`)."""
+    from calibration.calibrate import calibrate
+    from calibration.checks import CalibrationInputError
 
     try:
-        return build_report(rows, options, inputs)
+        return calibrate(rows, options, inputs)
+    except CalibrationInputError as exc:
+        fail(f"--{exc}" if exc.field == "by" else str(exc))
     except ValueError as exc:
         fail(str(exc))
+
+
+def render_rows(rows, options, inputs):
+    from service.calibration_store import render_report
+
+    return render_report(compute_report(rows, options, inputs), rows, options)
 
 
 def _file_rubric_weights(rubric: str | None) -> dict[str, float]:

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import typer
 
+from calibration.formatting import drift_line
 from service.cli.app import app, console, fail, out
 from service.cli.calibrate import (
     LEVELS,
     SCORINGS,
     check_choice,
     cli_options,
+    compute_report,
     print_summary,
-    render_rows,
     scale_for,
     write_outputs,
 )
@@ -28,6 +29,7 @@ report_app = typer.Typer(help="Stored calibration reports.", no_args_is_help=Tru
 app.add_typer(report_app, name="report")
 
 DRIFT_EXIT = 3
+DEFAULT_STRATA = ("dialect", "category")
 _WINDOW = re.compile(r"^(\d+)([mhd])$")
 
 
@@ -39,13 +41,22 @@ def parse_window(text: str) -> timedelta:
     return timedelta(**{{"m": "minutes", "h": "hours", "d": "days"}[unit]: amount})
 
 
+def default_strata(rows) -> str:
+    """dialect and category, those of them the window's grades carry: a default is not an
+    error when a deployment has no categories (an unknown `--by` given by hand is)."""
+    carried = {key for row in rows for key in row.attributes}
+    return ",".join(a for a in DEFAULT_STRATA if a in carried)
+
+
 @report_app.command("nightly")
 def nightly(
     window: str = typer.Option("24h", help="judgments of the last 24h / 7d / 90m"),
     out_dir: Path = typer.Option(Path("reports"), help="where JSON, Markdown, HTML are written"),
     rubric: str | None = typer.Option(None, help="only this rubric (sets the scale)"),
     scale: str | None = typer.Option(None, help="MIN-MAX when no --rubric is given"),
-    by: str | None = typer.Option("dialect,category", help="strata attributes"),
+    by: str | None = typer.Option(
+        None, help="strata attributes (default: dialect and category, those the grades carry)"
+    ),
     bootstrap: int = typer.Option(2000, min=0),
     seed: int = typer.Option(0),
     level: str | None = typer.Option(None, help="nominal | ordinal | interval"),
@@ -61,9 +72,12 @@ def nightly(
     (drift), so cron or CI can alert; 0 otherwise.
     """
     from calibration.drift import drift
+    from calibration.history import history_point
     from service.calibration_store import (
         Selection,
         latest_report,
+        nightly_history,
+        render_report,
         rows_from_db,
         store_report,
         with_stored_rubric_weights,
@@ -77,10 +91,12 @@ def nightly(
     check_choice("--alt-scoring", alt_scoring, SCORINGS)
     with session_scope(sessions) as session:
         bounds, level, weights = scale_for(session, scale, rubric, level)
+        selection = Selection(rubric=rubric, since=since, until=until, scale=bounds)
+        rows, inputs = rows_from_db(session, selection)
         options = cli_options(
             bounds,
             level,
-            by,
+            by if by is not None else default_strata(rows),
             bootstrap=bootstrap,
             seed=seed,
             criterion_weights=weights,
@@ -89,15 +105,16 @@ def nightly(
             alt_scoring=alt_scoring,
             alt_min_items=alt_min_items,
         )
-        rows, inputs = rows_from_db(session, Selection(rubric=rubric, since=since, until=until))
         options = with_stored_rubric_weights(session, options, inputs)
-        rendered = with_estimate(render_rows(rows, options, inputs), rows, options.by)
+        report = compute_report(rows, options, inputs)
         previous = latest_report(session, kind="nightly", scope=rubric or "")
-        found = drift(rendered[0], previous.report if previous else None)
-        rendered[0]["drift"] = {
-            "previous_report": previous.id if previous else None,
-            "changes": found,
-        }
+        found = drift(report, previous.report if previous else None)
+        report["drift"] = {"previous_report": previous.id if previous else None, "changes": found}
+        report["history"] = [
+            *nightly_history(session, rubric or ""),
+            history_point(report, until.isoformat(), None),
+        ]
+        rendered = with_estimate(render_report(report, rows, options), rows, options.by)
         stored = store_report(session, "nightly", rubric or "", rendered, (since, until))
     stamp = until.strftime("%Y%m%dT%H%M%S")
     report, markdown, html_text = rendered
@@ -113,8 +130,5 @@ def nightly(
     out.print(f"report {stored.id} written to {base}.{{json,md,html}}")
     if found:
         for change in found:
-            console.print(
-                f"[bold red]drift[/] {change['judge']} {change['metric']} = {change['value']:.3f} "
-                f"outside previous {change['previous_ci']}"
-            )
+            console.print(f"[bold red]drift[/] {drift_line(change)}", highlight=False)
         raise typer.Exit(DRIFT_EXIT)

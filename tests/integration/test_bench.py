@@ -62,7 +62,10 @@ def test_kinayat_suite_end_to_end_through_the_cli(migrated_db, llm_server, tmp_p
     report = run_cli("bench", "report", run_id, "--html", str(tmp_path / "bench.html"), env=env)
     assert report.returncode == 0
     assert "kinayat-understanding" in report.stdout and "94.15" in report.stdout
-    assert "<table" in (tmp_path / "bench.html").read_text()
+    page = (tmp_path / "bench.html").read_text()
+    assert '<table class="headline">' in page and "<pre>" not in page  # no raw JSON dump
+    assert "<td class=\"num\">75.00 ± 25.00</td>" in page  # 3 of 4: sqrt(.75*.25/3) = .25
+    assert "max-width:1200px" in page
     again = run_kinayat()
     assert again.returncode == 0
     assert llm_server.calls() == calls  # every answer came from the cache

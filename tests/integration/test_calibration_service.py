@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.settings import Settings
-from tests.conftest import judges_config_data
+from tests.conftest import judges_config_data, run_cli
 from tests.integration.test_database_and_cli import qadi
 from tests.perf.bench_calibration import synthetic_rows
 
@@ -236,8 +236,23 @@ def test_nightly_detects_drift_and_exits_3(app_client, llm_server, migrated_db, 
     latest = app_client.get("/calibration/reports/latest", params={"kind": "nightly"}).json()
     metrics = {c["metric"] for c in latest["drift"]["changes"]}
     assert metrics == {"mad", "signed_error"}
+    assert {c["stratum"] for c in latest["drift"]["changes"]} == {"overall"}  # strata < 50
+    assert [p["report"] for p in latest["history"]] == [latest["drift"]["previous_report"], None]
+    # MAD: all 0 marks = score 0 against SMEs at 0/16.7 → 8.35; all good = 100 → 91.65
+    assert [round(p["judges"]["gpt-judge"]["mad"], 2) for p in latest["history"]] == [8.35, 91.65]
+    html = app_client.get(f"/calibration/reports/{latest['id']}.html").text
+    banner = html.split('<section id="drift" class="banner drift">')[1].split("</section>")[0]
+    assert "gpt-judge · MAD · overall: 91.650" in banner and "was 8.350 [" in banner
+    assert "nightly · iraqi-linguistic-shaku-maku@1 · " in html
     third = qadi(*args, env=env)  # nothing new: no drift against the second report
     assert third.returncode == 0, third.stderr
+    latest = app_client.get("/calibration/reports/latest", params={"kind": "nightly"}).json()
+    assert len(latest["history"]) == 3 and latest["drift"]["changes"] == []
+    html = app_client.get(f"/calibration/reports/{latest['id']}.html").text
+    assert 'class="banner steady">No drift against report' in html
+    assert '<section id="trend"><h2>Trend over 3 nightly reports</h2>' in html
+    markdown = app_client.get(f"/calibration/reports/{latest['id']}.md").text
+    assert markdown.count("| gpt-judge | 91.650 [") == 2 and "| gpt-judge | 8.350 [" in markdown
 
 
 def test_cli_calibrate_from_db_stores_the_report(app_client, llm_server, migrated_db, tmp_path):
@@ -304,7 +319,7 @@ def test_cli_labels_with_the_alt_test_open_with_the_trust_map(tmp_path):
     assert report["trust"]["best"]["overall"] == "close"
     assert close["overall"]["mad"] is None and close["overall"]["cohen_kappa"] > 0.5
     markdown = (tmp_path / "r.md").read_text()
-    assert markdown.startswith("# Calibration report\n\n## Trust map")
+    assert markdown.startswith("# Calibration report\n\nad hoc · labels.csv\n\n## Trust map")
     html = (tmp_path / "r.html").read_text()
     assert html.index("trust-map") < html.index("<table class='metrics'>")
     assert "replace" in done.stderr and "best overall: close" in done.stderr  # rich console
@@ -384,3 +399,74 @@ def test_report_api_alt_test_options_criteria_and_field_errors(app_client, llm_s
     assert "neg_rmse needs numbers" in clash.json()["detail"][0]["msg"]
     too_few = app_client.post("/calibration/reports", json={**body, "alt_min_items": 13})
     assert too_few.status_code == 422 and "alt_test: needs" in too_few.json()["detail"]
+
+
+def test_cli_refuses_out_of_scale_scores_and_unknown_strata(tmp_path):
+    """Issue 16 item 4: `--scale 1-5` used to accept 80 and 90 with only a note."""
+    grades = tmp_path / "grades.csv"
+    lines = ["item_id,rater,rater_kind,score,dialect"]
+    lines += [f"i{i},sme{h},human,{i % 5 + 1},iraqi" for i in range(6) for h in range(2)]
+    lines += [f"i{i},judge,judge,{[80, 90][i] if i < 2 else i % 5 + 1},iraqi" for i in range(6)]
+    grades.write_text("\n".join(lines) + "\n")
+    refused = run_cli("calibrate", str(grades), "--scale", "1-5", "--out", str(tmp_path / "r"))
+    assert refused.returncode == 2
+    assert "item i0 rater judge score 80 is outside 1–5" in refused.stderr
+    assert "item i1 rater judge score 90 is outside 1–5" in refused.stderr
+    assert not (tmp_path / "r").exists()
+    fixed = grades.read_text().replace(",80,", ",1,").replace(",90,", ",2,")
+    grades.write_text(fixed)
+    unknown = run_cli(
+        "calibrate", str(grades), "--scale", "1-5", "--by", "dialect,categroy",
+        "--out", str(tmp_path / "r"),
+    )  # fmt: skip
+    assert unknown.returncode == 2
+    assert "--by: unknown attribute 'categroy'; the grades carry dialect" in unknown.stderr
+    nowhere = run_cli("calibrate", str(grades), "--scale", "1-5")
+    assert nowhere.returncode == 2 and "--out: give --out, --html or --md" in nowhere.stderr
+    html_only = run_cli(
+        "calibrate", str(grades), "--scale", "1-5", "--bootstrap", "20",
+        "--html", str(tmp_path / "only.html"),
+    )  # fmt: skip
+    assert html_only.returncode == 0, html_only.stderr
+    assert "<table class='trust'>" in (tmp_path / "only.html").read_text()
+
+
+def test_report_api_never_mixes_scales(app_client, llm_server):
+    """A 0–100 rubric's judgments and 1–5 grades in one database: a report declared 1–5
+    keeps to the 1–5 items, and a 0–100 score among them is refused by row."""
+    grade_items(app_client, llm_server, ALL_GOOD)  # 12 items judged under the 0–100 rubric
+    wide = [
+        {"item_id": f"item{i}", "rater": "sme0", "rater_kind": "human", "score": 80.0}
+        for i in range(12)
+    ]
+    narrow = [
+        {"item_id": f"k{i}", "rater": rater, "rater_kind": kind, "score": float(i % 5 + 1)}
+        for i in range(6)
+        for rater, kind in (("sme1", "human"), ("sme2", "human"), ("kin-judge", "judge"))
+    ]
+    assert app_client.post("/grades", json=wide + narrow).status_code == 200
+    body = {"scale_min": 1, "scale_max": 5, "bootstrap": 20}
+    created = app_client.post("/calibration/reports", json=body)
+    assert created.status_code == 201, created.text
+    report = created.json()
+    assert set(report["judges"]) == {"kin-judge"} and report["n_items"] == 6
+    assert report["inputs"]["items_on_other_scales_excluded"] == 12
+    assert report["judges"]["kin-judge"]["overall"]["mad"] == 0.0
+    on_rubric = app_client.post(
+        "/calibration/reports", json={"rubric": "iraqi-linguistic-shaku-maku", "bootstrap": 20}
+    )
+    assert set(on_rubric.json()["judges"]) == {"gpt-judge"}
+    unknown = app_client.post("/calibration/reports", json={**body, "by": ["dialect"]})
+    assert unknown.status_code == 422
+    assert unknown.json()["detail"][0]["loc"] == ["body", "by"]
+    stray = {"item_id": "k0", "rater": "sme9", "rater_kind": "human", "score": 75.0}
+    assert app_client.post("/grades", json=[stray]).status_code == 200
+    refused = app_client.post("/calibration/reports", json=body)
+    assert refused.status_code == 422
+    assert refused.json()["detail"] == [
+        {
+            "loc": ["body", "scale_min"],
+            "msg": "item k0 rater sme9 score 75 is outside 1–5",
+            "type": "value_error",
+        }
+    ]
