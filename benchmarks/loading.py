@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any
 
 from benchmarks.tasks import Source
+from calibration.lines import csv_reader, jsonl_records
 
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 
@@ -55,8 +55,11 @@ def read_file(path: Path) -> list[dict[str, Any]]:
         return pq.read_table(path).to_pylist()
     text = path.read_text(encoding="utf-8-sig")
     if text_suffix == ".csv":
-        return list(csv.DictReader(text.splitlines()))
+        return list(csv_reader(text))
     if text_suffix == ".json":
         data = json.loads(text)
         return data if isinstance(data, list) else data.get("data", [])
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    records, problems = jsonl_records(text)
+    if problems:
+        raise DatasetUnavailable(f"{path}: " + "; ".join(problems[:10]))
+    return [record for _, record in records]
