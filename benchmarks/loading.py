@@ -1,5 +1,6 @@
 """Reading benchmark records: a local file in the published schema, else Hugging Face
-`datasets` by id (installed separately: it is a large dependency and needs the network)."""
+`datasets` by id (the `hf` extra, `pip install 'qadi[hf]'`: a large dependency, and the
+hub needs the network)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,9 @@ def load_records(source: Source, data_dir: Path | None) -> list[dict[str, Any]]:
         import datasets
     except ImportError:
         raise DatasetUnavailable(
-            f"{source.hf_id}: install the `datasets` package to load it from Hugging Face, "
-            f"or pass --data-dir with {source.file}.jsonl in the same schema"
+            f"{source.hf_id}: loading from Hugging Face needs the hf extra "
+            f"(pip install 'qadi[hf]'), or pass --data-dir with {source.file}.jsonl in the "
+            "same schema"
         ) from None
     dataset = datasets.load_dataset(source.hf_id, source.config, split=source.split)
     return [dict(row) for row in dataset]
