@@ -21,11 +21,11 @@ SECRET = "sk-proxy-env-secret-0042"
 
 
 @pytest.fixture(scope="module")
-def second_server():
+def second_server(request) -> LLMServer:
+    """Another test double on its own port: the judge's second deployment."""
     process, server = start_llm_server()
-    yield server
-    process.terminate()
-    process.wait(timeout=10)
+    request.addfinalizer(lambda: (process.terminate(), process.wait(timeout=10)))
+    return server
 
 
 @pytest.fixture
