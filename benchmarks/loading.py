@@ -1,14 +1,15 @@
 """Reading benchmark records: a local file in the published schema, else Hugging Face
-`datasets` by id (installed separately: it is a large dependency and needs the network)."""
+`datasets` by id (the `hf` extra, `pip install 'qadi[hf]'`: a large dependency, and the
+hub needs the network)."""
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any
 
 from benchmarks.tasks import Source
+from calibration.lines import csv_reader, jsonl_records
 
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 
@@ -38,8 +39,9 @@ def load_records(source: Source, data_dir: Path | None) -> list[dict[str, Any]]:
         import datasets
     except ImportError:
         raise DatasetUnavailable(
-            f"{source.hf_id}: install the `datasets` package to load it from Hugging Face, "
-            f"or pass --data-dir with {source.file}.jsonl in the same schema"
+            f"{source.hf_id}: loading from Hugging Face needs the hf extra "
+            f"(pip install 'qadi[hf]'), or pass --data-dir with {source.file}.jsonl in the "
+            "same schema"
         ) from None
     dataset = datasets.load_dataset(source.hf_id, source.config, split=source.split)
     return [dict(row) for row in dataset]
@@ -55,8 +57,11 @@ def read_file(path: Path) -> list[dict[str, Any]]:
         return pq.read_table(path).to_pylist()
     text = path.read_text(encoding="utf-8-sig")
     if text_suffix == ".csv":
-        return list(csv.DictReader(text.splitlines()))
+        return list(csv_reader(text))
     if text_suffix == ".json":
         data = json.loads(text)
         return data if isinstance(data, list) else data.get("data", [])
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    records, problems = jsonl_records(text)
+    if problems:
+        raise DatasetUnavailable(f"{path}: " + "; ".join(problems[:10]))
+    return [record for _, record in records]

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.interchange import REQUIRED, GradeFormatError, GradeRow, parse_records
+from calibration.lines import jsonl_records
 
 # Inspect's letter grades (inspect_ai.scorer CORRECT/INCORRECT/PARTIAL/NOANSWER), mapped as
 # its own `value_to_float` maps them; any other string is refused rather than made a 0.
@@ -170,16 +171,11 @@ def read_lm_eval_results(directory: str | Path) -> Imported:
     for path in files:
         task = SAMPLES_FILE.match(path.name)["task"]
         base = {"benchmark": task, **_lm_eval_model(path.parent)}
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"{path.name} line {number}"
-            try:
-                sample = json.loads(line)
-            except json.JSONDecodeError as exc:
-                found.problems.append(f"{where}: not valid JSON ({exc.msg})")
-                continue
-            _lm_eval_sample(sample, task, base, where, found)
+        label = f"{path.name} line"
+        samples, problems = jsonl_records(path.read_text(encoding="utf-8"), label)
+        found.problems.extend(problems)
+        for number, sample in samples:
+            _lm_eval_sample(sample, task, base, f"{label} {number}", found)
     return found.imported()
 
 

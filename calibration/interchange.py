@@ -9,7 +9,6 @@ Errors name the row and the field; no row is silently dropped or altered.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 from collections.abc import Iterable
@@ -17,6 +16,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from calibration.lines import csv_reader, jsonl_records
 
 REQUIRED = ("item_id", "rater", "rater_kind", "score")
 
@@ -122,7 +123,7 @@ def _row(record: dict[str, Any], model: type[Row] = GradeRow) -> Row:
 
 def parse_csv(text: str, level: str | None = None) -> list[Row]:
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
+        reader = csv_reader(text)
         missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
             raise GradeFormatError([f"header: missing column(s) {missing}"])
@@ -132,18 +133,7 @@ def parse_csv(text: str, level: str | None = None) -> list[Row]:
 
 
 def parse_jsonl(text: str, level: str | None = None) -> list[Row]:
-    records = []
-    problems = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            problems.append(f"row {number}: not valid JSON ({exc.msg})")
-        except RecursionError:
-            problems.append(f"row {number}: nested too deeply to read")
-    return _validate(records, problems, level)
+    return _validate(*jsonl_records(text), level)
 
 
 def read_grades(path: str | Path, level: str | None = None) -> list[Row]:

@@ -1,10 +1,16 @@
 """Every judge call goes through `JudgeClient.complete`: `litellm.acompletion` with qadi's
 own bounded retries (transient failures only), timeout, and cooldown per judge.
 
-Why not `litellm.Router`: it deep-copies deployment info and tracks usage on every call,
-about 2 ms of CPU each (tests/perf/bench_service.py), and qadi has one deployment per judge
-name, so the router's load balancing buys nothing. What the router gave that qadi needs,
-a judge that keeps failing is skipped for a while instead of hammered, is `Cooldown` below.
+A judge with one deployment is called with `litellm.acompletion` directly: `litellm.Router`
+deep-copies deployment info and tracks usage on every call, about 2 ms of CPU each
+(tests/perf/bench_service.py), and with one deployment its load balancing buys nothing. A
+judge with several deployments (several `model_list` entries under one `model_name`, as a
+LiteLLM proxy config load-balances them) is called through a `litellm.Router` over those
+deployments, built with the config's `router_settings` that choose a deployment. Either way
+there is one retry layer, qadi's: the router is built with `num_retries=0` and every call
+carries `num_retries=0`, because LiteLLM's retry counts differ between versions. What the
+router gave that qadi needs for every judge, a judge that keeps failing is skipped for a
+while instead of hammered, is `Cooldown` below.
 
 LiteLLM fetches its price map from the internet at import unless told not to; the flag is
 set before the import so a start-up never waits on a network this machine may not have.
@@ -24,7 +30,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
 
-from judges.config import JudgesConfig  # noqa: E402
+from judges.config import ROUTER_ONLY_PARAMS, JudgeEntry, JudgesConfig  # noqa: E402
 from judges.makers import model_name  # noqa: E402
 from judges.replies import read_completion  # noqa: E402
 
@@ -39,6 +45,15 @@ PRICE_TABLE = dict(litellm.model_cost)
 _SECRET_NAME = re.compile(r"key|secret|token|password|credential|authorization", re.IGNORECASE)
 _KEY_LIKE = re.compile(r"\b(sk|qadi)[-_][A-Za-z0-9_\-]{8,}")
 _MIN_SECRET_LENGTH = 6  # shorter values would redact ordinary words
+# Names LiteLLM's proxy refuses to take from a config's environment_variables
+# (litellm/proxy/proxy_server.py, ProxyConfig._BLOCKED_ENV_KEYS, LiteLLM 1.106).
+BLOCKED_ENV_KEYS = frozenset(
+    {
+        *("PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES"),
+        *("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "HOME", "USER", "SHELL", "LOGNAME"),
+        *("NO_PROXY", "no_proxy"),
+    }
+)
 
 
 def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
@@ -62,10 +77,28 @@ def resolve_env(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def secret_values(config: JudgesConfig) -> list[str]:
+def export_environment(config: JudgesConfig) -> dict[str, str]:
+    """A config's `environment_variables`, set in os.environ as LiteLLM's proxy sets them at
+    start (ProxyConfig._load_environment_variables): a value `os.environ/NAME` is read from
+    the environment (and skipped when unset), any other value is taken as text, blocked
+    names are left alone. Returns what was set, so every value can be redacted."""
+    exported = {}
+    for key, value in config.environment_variables.items():
+        if key in BLOCKED_ENV_KEYS:
+            continue
+        if isinstance(value, str) and value.startswith("os.environ/"):
+            value = os.environ.get(value.removeprefix("os.environ/"))
+            if value is None:
+                continue
+        exported[str(key)] = os.environ[str(key)] = str(value)
+    return exported
+
+
+def secret_values(config: JudgesConfig, exported: dict[str, str] | None = None) -> list[str]:
     """Every credential a judge call can carry: values of secret-named parameters (nested
-    headers included) and everything resolved from the environment, as resolved."""
-    found: set[str] = set()
+    headers included), everything resolved from the environment, as resolved, and every
+    exported `environment_variables` value (LiteLLM's proxy redacts them all too)."""
+    found: set[str] = set((exported or {}).values())
 
     def walk(name: str, value: Any, from_env: bool) -> None:
         if isinstance(value, dict):
@@ -81,6 +114,28 @@ def secret_values(config: JudgesConfig) -> list[str]:
             walk(key, resolved, from_env)
     # longest first, so a secret containing another is redacted whole
     return sorted((s for s in found if len(s) >= _MIN_SECRET_LENGTH), key=len, reverse=True)
+
+
+def _direct_params(config: JudgesConfig, entry: JudgeEntry) -> dict[str, Any]:
+    """What `litellm.acompletion` gets for a one-deployment judge besides the messages and
+    sampling: its connection, with the router-only keys (rpm, weight, ...) left out."""
+    params = {k: v for k, v in entry.litellm_params.items() if k not in ROUTER_ONLY_PARAMS}
+    return {"max_retries": 0, **config.call_settings, **resolve_env(params)}
+
+
+def _router(config: JudgesConfig, name: str) -> litellm.Router:
+    """LiteLLM's router over the deployments of one judge, load-balancing as the proxy
+    would with the config's router_settings; it never retries (qadi does)."""
+    deployments = [
+        {
+            **(entry.model_extra or {}),
+            **({"rpm": entry.rpm} if entry.rpm else {}),
+            "model_name": name,
+            "litellm_params": {**resolve_env(entry.litellm_params), "max_retries": 0},
+        }
+        for entry in config.deployments(name)
+    ]
+    return litellm.Router(model_list=deployments, num_retries=0, **config.router_args)
 
 
 class Redactor:
@@ -157,8 +212,22 @@ class JudgeClient:
 
     def __init__(self, config: JudgesConfig) -> None:
         self.config = config
-        self._params = {e.name: resolve_env(e.litellm_params) for e in config.model_list}
-        self.redact = Redactor(secret_values(config))
+        exported = export_environment(config)
+        self._params = {
+            name: _direct_params(config, config.judge(name))
+            for name in config.names
+            if len(config.deployments(name)) == 1
+        }
+        self._routers = {
+            name: _router(config, name) for name in config.names if name not in self._params
+        }
+        self._call_settings = config.call_settings
+        self._priced = {
+            name
+            for name in config.names
+            if all(price(e.model, 1, 1) is not None for e in config.deployments(name))
+        }
+        self.redact = Redactor(secret_values(config, exported))
         self.cooldown = Cooldown(config.qadi.allowed_fails, config.qadi.cooldown_time)
         log_filter = RedactingFilter(self.redact)
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "qadi"):
@@ -190,13 +259,7 @@ class JudgeClient:
         attempt = 0
         while True:
             try:
-                response = await litellm.acompletion(
-                    messages=messages,
-                    timeout=options.timeout,
-                    # one attempt per call here: the retries are qadi's (below), not the
-                    # provider SDK's or LiteLLM's, whose counts differ between versions
-                    **{"max_retries": 0, **self._params[judge], **kwargs, "num_retries": 0},
-                )
+                response = await self._call(judge, messages, options.timeout, kwargs)
                 break
             except Exception as exc:  # noqa: BLE001 - any provider failure is recorded
                 if attempt < options.num_retries and _transient(exc):
@@ -210,14 +273,31 @@ class JudgeClient:
             "ok",
             (time.perf_counter() - started) * 1000,
             payload=response,
-            cost_usd=self._cost(entry.model, response),
+            cost_usd=self._cost(judge, response),
             attempts=attempt + 1,
         )
 
-    @staticmethod
-    def _cost(model: str, response: Any) -> float | None:
-        """LiteLLM's computed cost, only for models its shipped price table lists."""
-        if price(model, 1, 1) is None:
+    def _call(
+        self, judge: str, messages: list[dict[str, str]], timeout: float, kwargs: dict[str, Any]
+    ) -> Any:
+        """One attempt: the retries are qadi's (`complete`), never the provider SDK's or
+        LiteLLM's, so both paths pass `num_retries=0`."""
+        params = self._params.get(judge)
+        if params is not None:
+            return litellm.acompletion(
+                messages=messages, timeout=timeout, **{**params, **kwargs, "num_retries": 0}
+            )
+        return self._routers[judge].acompletion(
+            model=judge,
+            messages=messages,
+            timeout=timeout,
+            **{**self._call_settings, **kwargs, "num_retries": 0},
+        )
+
+    def _cost(self, judge: str, response: Any) -> float | None:
+        """LiteLLM's computed cost, only for judges whose every deployment its shipped price
+        table lists."""
+        if judge not in self._priced:
             return None
         return (getattr(response, "_hidden_params", None) or {}).get("response_cost")
 

@@ -1,13 +1,20 @@
-"""Judge configuration: LiteLLM's own `model_list` YAML with qadi's fields beside it.
+"""Judge configuration: LiteLLM's own proxy config YAML, accepted as it is, with qadi's
+fields beside it.
 
-An operator who already runs a LiteLLM proxy can reuse its config: each entry keeps
-`model_name` and `litellm_params`; qadi adds `provider` (the maker, for the guard),
-`substitute` (who grades when the guard skips this judge) and `rpm`. Global options live
-under a `qadi:` key, which LiteLLM ignores.
+An operator who already runs a LiteLLM proxy can reuse its config unchanged: each
+`model_list` entry keeps `model_name` and `litellm_params`; several entries under one
+`model_name` are one judge whose calls LiteLLM's router spreads over those deployments
+(judges/client.py). qadi adds `provider` (the maker, for the guard), `substitute` (who grades
+when the guard skips this judge) and `rpm`. `environment_variables` are exported as the proxy
+exports them; the `router_settings` and `litellm_settings` that steer a judge call are
+honoured (`PROXY_OPTIONS`, `ROUTER_ARGS`, `CALL_SETTINGS`), and everything else, such as
+`general_settings`, is named in one warning. Global options live under a `qadi:` key, which
+LiteLLM ignores; set there they win over the proxy's settings.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -41,8 +48,44 @@ TRANSPORT_PARAMS = frozenset(
         "vertex_credentials",
         "extra_headers",
         "headers",
+        *("weight", "order", "max_parallel_requests", "tags"),
     }
 )
+# litellm_params only LiteLLM's router reads (deployment choice), never sent to a provider
+ROUTER_ONLY_PARAMS = frozenset({"rpm", "tpm", "weight", "order", "max_parallel_requests", "tags"})
+# (section, key) of a proxy config -> the qadi option it sets unless `qadi:` sets that option.
+# Retries stay qadi's own (judges/client.py): LiteLLM's retry counts are never passed on.
+PROXY_OPTIONS = {
+    ("router_settings", "num_retries"): "num_retries",
+    ("router_settings", "retry_after"): "retry_after",
+    ("router_settings", "timeout"): "timeout",
+    ("router_settings", "allowed_fails"): "allowed_fails",
+    ("router_settings", "cooldown_time"): "cooldown_time",
+    ("litellm_settings", "num_retries"): "num_retries",
+    ("litellm_settings", "request_timeout"): "timeout",
+}
+# router_settings given to litellm.Router for a judge with several deployments
+ROUTER_ARGS = frozenset(
+    {
+        "routing_strategy",
+        "routing_strategy_args",
+        "allowed_fails",
+        "cooldown_time",
+        "enable_pre_call_checks",
+        "redis_host",
+        "redis_port",
+        "redis_password",
+        "redis_url",
+    }
+)
+# litellm_settings sent with every judge call
+CALL_SETTINGS = frozenset({"drop_params"})
+# top-level keys qadi reads; any other top-level key of a proxy config is reported as ignored
+KNOWN_SECTIONS = frozenset(
+    {"model_list", "router_settings", "litellm_settings", "environment_variables", "qadi"}
+)
+_log = logging.getLogger("qadi")
+_warned: set[str] = set()
 DEFAULT_SAMPLING = {"temperature": 0}
 
 
@@ -99,17 +142,32 @@ class JudgesConfig(BaseModel):
 
     model_list: list[JudgeEntry] = Field(min_length=1)
     router_settings: dict[str, Any] = Field(default_factory=dict)
+    litellm_settings: dict[str, Any] = Field(default_factory=dict)
+    environment_variables: dict[str, Any] = Field(default_factory=dict)
     qadi: QadiOptions = Field(default_factory=QadiOptions)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _proxy_options(cls, data: Any) -> Any:
+        """The proxy's retry, timeout and cooldown settings become qadi's, unless `qadi:`
+        sets them itself (router_settings before litellm_settings, as in the proxy)."""
+        if not isinstance(data, dict):
+            return data
+        derived: dict[str, Any] = {}
+        for (section, key), option in PROXY_OPTIONS.items():
+            settings = data.get(section)
+            if isinstance(settings, dict) and key in settings and option not in derived:
+                derived[option] = settings[key]
+        qadi = data.get("qadi")
+        if derived and (qadi is None or isinstance(qadi, dict)):
+            data = {**data, "qadi": {**derived, **(qadi or {})}}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> JudgesConfig:
-        names = [e.name for e in self.model_list]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(
-                f"model_list: model_name '{duplicates[0]}' appears twice; qadi needs one "
-                "deployment per judge name"
-            )
+        for name in self.names:
+            self._merge_deployments(name)
+        names = self.names
         for entry in self.model_list:
             if entry.substitute is not None and entry.substitute not in names:
                 raise ValueError(
@@ -119,6 +177,62 @@ class JudgesConfig(BaseModel):
             if name not in names:
                 raise ValueError(f"qadi.panel: '{name}' is not a judge in model_list")
         return self
+
+    def _merge_deployments(self, name: str) -> None:
+        """Deployments of one judge share its qadi fields (given on any of them, never
+        contradicting) and its maker, so the guard means the same whichever one answers."""
+        group = self.deployments(name)
+        if len(group) == 1:
+            return
+        for field in ("provider", "substitute", "rpm"):
+            values = {getattr(e, field) for e in group} - {None}
+            if len(values) > 1:
+                raise ValueError(
+                    f"model_list.{name}.{field}: its deployments disagree "
+                    f"({', '.join(sorted(map(str, values)))})"
+                )
+            for entry in group:
+                setattr(entry, field, next(iter(values), None))
+        makers = {self.maker_of_judge(e) for e in group}
+        if len(makers) > 1:
+            raise ValueError(
+                f"model_list.{name}: its deployments come from different makers "
+                f"({', '.join(sorted(str(m) for m in makers))}); set `provider` on it"
+            )
+        samplings = [e.sampling for e in group]
+        if any(s != samplings[0] for s in samplings):
+            raise ValueError(
+                f"model_list.{name}: its deployments differ in sampling parameters "
+                f"({samplings[0]} vs {next(s for s in samplings if s != samplings[0])}); "
+                "one judge grades with one set"
+            )
+
+    def deployments(self, name: str) -> list[JudgeEntry]:
+        """Every model_list entry of judge `name` (LiteLLM load-balances over them)."""
+        return [e for e in self.model_list if e.name == name]
+
+    @property
+    def router_args(self) -> dict[str, Any]:
+        """The router_settings that steer how LiteLLM picks one deployment of a judge."""
+        return {k: v for k, v in self.router_settings.items() if k in ROUTER_ARGS}
+
+    @property
+    def call_settings(self) -> dict[str, Any]:
+        """The litellm_settings sent with every judge call."""
+        return {k: v for k, v in self.litellm_settings.items() if k in CALL_SETTINGS}
+
+    def ignored_settings(self) -> list[str]:
+        """What a proxy config holds that changes nothing about a judge call."""
+        ignored = sorted(k for k in (self.model_extra or {}) if k not in KNOWN_SECTIONS)
+        for section, honoured in (
+            ("router_settings", ROUTER_ARGS),
+            ("litellm_settings", CALL_SETTINGS),
+        ):
+            mapped = {key for sec, key in PROXY_OPTIONS if sec == section}
+            ignored += sorted(
+                f"{section}.{k}" for k in getattr(self, section) if k not in honoured | mapped
+            )
+        return ignored
 
     def judge(self, name: str) -> JudgeEntry:
         for entry in self.model_list:
@@ -130,7 +244,8 @@ class JudgesConfig(BaseModel):
 
     @property
     def names(self) -> list[str]:
-        return [e.name for e in self.model_list]
+        """Judge names in file order, each once however many deployments it has."""
+        return list(dict.fromkeys(e.name for e in self.model_list))
 
     @property
     def default_panel(self) -> list[str]:
@@ -151,9 +266,21 @@ def parse_config(data: Any, source: str = "judges config") -> JudgesConfig:
     if not isinstance(data, dict):
         raise JudgeConfigError(f"{source}: expected a mapping with a 'model_list' key")
     try:
-        return JudgesConfig.model_validate(data)
+        config = JudgesConfig.model_validate(data)
     except ValidationError as exc:
         raise JudgeConfigError(f"{source}: {describe_validation_error(exc)}") from None
+    _warn_ignored(config, source)
+    return config
+
+
+def _warn_ignored(config: JudgesConfig, source: str) -> None:
+    """One warning per process for each distinct set of ignored settings, not one per load
+    (the service, each worker and each CLI command load the same file)."""
+    ignored = config.ignored_settings()
+    message = f"{source}: ignored, they do not apply to judge calls: {', '.join(ignored)}"
+    if ignored and message not in _warned:
+        _warned.add(message)
+        _log.warning(message)
 
 
 def load_config(path: str | Path | None = None) -> JudgesConfig:

@@ -6,14 +6,12 @@ candidate_provider; every other column is metadata (a stratum). Errors name row 
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from calibration.lines import csv_reader, jsonl_records
 from judges import AnswerRecord
 
 KNOWN = ("item_id", "prompt", "response", "candidate_model", "reference", "candidate_provider")
@@ -39,18 +37,9 @@ def read_answers(path: str | Path) -> list[AnswerRecord]:
     path = Path(path)
     text = path.read_text(encoding="utf-8-sig")
     if path.suffix.lower() == ".csv":
-        # newline="": quoted cells keep their line breaks
-        numbered = list(enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2))
+        numbered = list(enumerate(csv_reader(text), start=2))
     elif path.suffix.lower() in (".jsonl", ".ndjson"):
-        numbered = []
-        problems = []
-        # JSONL records end at "\n" only: U+2028 and the like may sit inside a JSON string
-        for number, line in enumerate(text.split("\n"), start=1):
-            if line.strip():
-                try:
-                    numbered.append((number, json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    problems.append(f"row {number}: not valid JSON ({exc.msg})")
+        numbered, problems = jsonl_records(text)
         if problems:
             raise AnswerError(problems)
     else:
