@@ -141,9 +141,7 @@ def test_ray_engine_grades_like_the_default_engine_and_reruns_make_no_call(
     assert llm_server.calls() - calls == 2 * 2
 
 
-def test_a_killed_ray_run_resumes_with_every_answer_graded_once(
-    ray_address, llm_server, tmp_path
-):
+def test_a_killed_ray_run_resumes_with_every_answer_graded_once(ray_address, llm_server, tmp_path):
     url = f"sqlite:///{tmp_path / 'qadi.db'}"
     upgrade(url)
     config = tmp_path / "judges.yaml"

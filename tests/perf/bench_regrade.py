@@ -87,6 +87,43 @@ def regrade(workdir: Path, answers: Path, config: Path, concurrency: int, *extra
     return wall, total
 
 
+def write_inputs(workdir: Path, count: int, api_base: str) -> tuple[Path, Path]:
+    """`count` answers and a judges file with one judge, `bench-judge`, at `api_base`."""
+    answers = workdir / "answers.jsonl"
+    answers.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "item_id": f"a{i}",
+                    "prompt": "شنو معنى شكو؟",
+                    "response": f"answer {i}",
+                    "candidate_model": "qwen-2.5",
+                }
+            )
+            + "\n"
+            for i in range(count)
+        )
+    )
+    config = workdir / "judges.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "model_list": [
+                    {
+                        "model_name": "bench-judge",
+                        "litellm_params": {
+                            "model": "openai/gpt-4.1",
+                            "api_base": api_base,
+                            "api_key": "x",
+                        },
+                    }
+                ]
+            }
+        )
+    )
+    return answers, config
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--answers", type=int, default=5000)
@@ -106,38 +143,7 @@ def main() -> None:
                 check=True,
                 capture_output=True,
             )
-            answers = workdir / "answers.jsonl"
-            answers.write_text(
-                "".join(
-                    json.dumps(
-                        {
-                            "item_id": f"a{i}",
-                            "prompt": "شنو معنى شكو؟",
-                            "response": f"answer {i}",
-                            "candidate_model": "qwen-2.5",
-                        }
-                    )
-                    + "\n"
-                    for i in range(args.answers)
-                )
-            )
-            config = workdir / "judges.yaml"
-            config.write_text(
-                yaml.safe_dump(
-                    {
-                        "model_list": [
-                            {
-                                "model_name": "bench-judge",
-                                "litellm_params": {
-                                    "model": "openai/gpt-4.1",
-                                    "api_base": server.api_base,
-                                    "api_key": "x",
-                                },
-                            }
-                        ]
-                    }
-                )
-            )
+            answers, config = write_inputs(workdir, args.answers, server.api_base)
             batch = workdir / "batch.jsonl"
             regrade(workdir, answers, config, args.concurrency, "--batch", str(batch))
             bodies = [json.loads(line)["body"] for line in batch.read_text().splitlines()]
