@@ -124,16 +124,26 @@ def write_inputs(workdir: Path, count: int, api_base: str) -> tuple[Path, Path]:
     return answers, config
 
 
-def main() -> None:
+def arguments(answers: int) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--answers", type=int, default=5000)
+    parser.add_argument("--answers", type=int, default=answers)
     parser.add_argument("--concurrency", type=int, default=64)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def start_slow_llm_server():
+    """The test double, answering every call after LATENCY seconds."""
     process, server = start_llm_server()
+    httpx.post(
+        f"{server.base}/_control/faults", json={"latency_min": LATENCY, "latency_max": LATENCY}
+    ).raise_for_status()
+    return process, server
+
+
+def main() -> None:
+    args = arguments(5000)
+    process, server = start_slow_llm_server()
     try:
-        httpx.post(
-            f"{server.base}/_control/faults", json={"latency_min": LATENCY, "latency_max": LATENCY}
-        ).raise_for_status()
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
             subprocess.run(

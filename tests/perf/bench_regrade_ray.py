@@ -12,7 +12,6 @@ Run: .venv/bin/python tests/perf/bench_regrade_ray.py [--answers 2000] [--concur
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
@@ -22,8 +21,13 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from service.db.engine import upgrade  # noqa: E402
-from tests.conftest import start_llm_server  # noqa: E402
-from tests.perf.bench_regrade import LATENCY, regrade, write_inputs  # noqa: E402
+from tests.perf.bench_regrade import (  # noqa: E402
+    LATENCY,
+    arguments,
+    regrade,
+    start_slow_llm_server,
+    write_inputs,
+)
 
 WORKERS = 2
 
@@ -38,15 +42,9 @@ def calls_made(server) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--answers", type=int, default=2000)
-    parser.add_argument("--concurrency", type=int, default=64)
-    args = parser.parse_args()
-    process, server = start_llm_server()
+    args = arguments(2000)
+    process, server = start_slow_llm_server()
     try:
-        httpx.post(
-            f"{server.base}/_control/faults", json={"latency_min": LATENCY, "latency_max": LATENCY}
-        ).raise_for_status()
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
             answers, config = write_inputs(workdir, args.answers, server.api_base)
