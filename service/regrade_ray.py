@@ -111,9 +111,9 @@ def run_on_ray(
     """Grade `answers` (whose requests are `requests`, row for row) in an actor pool of
     `cluster.workers` actors at `options.concurrency` calls each; each outcome is counted in
     `stats` and handed to `on_graded` as it streams back."""
+    started = _connect(cluster)
     import ray
 
-    started = _connect(cluster)
     try:
         _check_shared_database(ray, database_url)
         size = batch_size(len(answers), cluster, options.concurrency)
