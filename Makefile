@@ -11,7 +11,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]" -e "./clients/python[inspect]"
+	$(PY) -m pip install --quiet -e ".[test,ray]" -e "./clients/python[inspect]"
 	@touch $(STAMP)
 
 run: $(STAMP)

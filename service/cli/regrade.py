@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -25,14 +26,26 @@ from rich.text import Text
 from service.cli.app import app, console, fail, out, split_names
 
 
+class Engine(StrEnum):
+    """Where the calls run: this process (and --workers), or a Ray Data actor pool."""
+
+    local = "local"
+    ray = "ray"
+
+
 @app.command()
 def regrade(
     input_path: Path | None = typer.Argument(None, help="answers .jsonl/.csv", dir_okay=False),
     rubric: str = typer.Option(..., help="rubric file or library id[@version]"),
     judges: str | None = typer.Option(None, help="comma-separated judge names; default panel"),
     config: Path | None = typer.Option(None, help="judges YAML (default $QADI_JUDGES_CONFIG)"),
-    concurrency: int = typer.Option(32, min=1, help="judge calls in flight (in total)"),
+    concurrency: int = typer.Option(
+        32, min=1, help="judge calls in flight: in total (local), per actor (ray)"
+    ),
     workers: int = typer.Option(1, min=1, help="worker processes (LiteLLM is CPU-bound)"),
+    engine: Engine = typer.Option(Engine.local, help="local (this machine) or ray (Ray Data)"),
+    ray_workers: int = typer.Option(2, min=1, help="--engine ray: actors, one grader each"),
+    address: str | None = typer.Option(None, help="--engine ray: join this cluster ('auto')"),
     out_path: Path | None = typer.Option(None, "--out", help="results JSONL (appended)"),
     limit: int | None = typer.Option(None, min=1, help="only the first K answers"),
     dry_run: bool = typer.Option(False, "--dry-run", help="count calls and estimate cost only"),
@@ -64,6 +77,10 @@ def regrade(
 
     if (input_path is None) == (not from_db):
         fail("give an INPUT file or --from-db (one of them)")
+    if engine is Engine.ray and workers > 1:
+        fail("--workers is for the local engine; the ray engine takes --ray-workers")
+    if engine is Engine.local and address is not None:
+        fail("--address joins a Ray cluster: add --engine ray")
     sessions = make_sessionmaker(make_engine(get_settings().database_url))
     try:
         with session_scope(sessions) as session:
@@ -127,7 +144,25 @@ def regrade(
                     records.extend(core.result_records(graded))
                 progress.update(task, advance=1, errors=len(stats.failures), cost=stats.cost_usd)
 
-            if workers > 1:
+            if engine is Engine.ray:
+                from service.regrade_ray import RayCluster, RayEngineError, run_on_ray
+
+                try:
+                    run_on_ray(
+                        grader.config,
+                        graded_rubric,
+                        split_names(judges),
+                        requests,
+                        answers,
+                        core.options(concurrency, force, retry_failed),
+                        RayCluster(ray_workers, address),
+                        get_settings().database_url,
+                        stats,
+                        advance,
+                    )
+                except RayEngineError as exc:
+                    fail(str(exc))
+            elif workers > 1:
                 from service.regrade_workers import run_in_workers
 
                 run_in_workers(

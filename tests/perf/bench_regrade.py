@@ -87,16 +87,63 @@ def regrade(workdir: Path, answers: Path, config: Path, concurrency: int, *extra
     return wall, total
 
 
-def main() -> None:
+def write_inputs(workdir: Path, count: int, api_base: str) -> tuple[Path, Path]:
+    """`count` answers and a judges file with one judge, `bench-judge`, at `api_base`."""
+    answers = workdir / "answers.jsonl"
+    answers.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "item_id": f"a{i}",
+                    "prompt": "شنو معنى شكو؟",
+                    "response": f"answer {i}",
+                    "candidate_model": "qwen-2.5",
+                }
+            )
+            + "\n"
+            for i in range(count)
+        )
+    )
+    config = workdir / "judges.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "model_list": [
+                    {
+                        "model_name": "bench-judge",
+                        "litellm_params": {
+                            "model": "openai/gpt-4.1",
+                            "api_base": api_base,
+                            "api_key": "x",
+                        },
+                    }
+                ]
+            }
+        )
+    )
+    return answers, config
+
+
+def arguments(answers: int) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--answers", type=int, default=5000)
+    parser.add_argument("--answers", type=int, default=answers)
     parser.add_argument("--concurrency", type=int, default=64)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def start_slow_llm_server():
+    """The test double, answering every call after LATENCY seconds."""
     process, server = start_llm_server()
+    httpx.post(
+        f"{server.base}/_control/faults", json={"latency_min": LATENCY, "latency_max": LATENCY}
+    ).raise_for_status()
+    return process, server
+
+
+def main() -> None:
+    args = arguments(5000)
+    process, server = start_slow_llm_server()
     try:
-        httpx.post(
-            f"{server.base}/_control/faults", json={"latency_min": LATENCY, "latency_max": LATENCY}
-        ).raise_for_status()
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
             subprocess.run(
@@ -106,38 +153,7 @@ def main() -> None:
                 check=True,
                 capture_output=True,
             )
-            answers = workdir / "answers.jsonl"
-            answers.write_text(
-                "".join(
-                    json.dumps(
-                        {
-                            "item_id": f"a{i}",
-                            "prompt": "شنو معنى شكو؟",
-                            "response": f"answer {i}",
-                            "candidate_model": "qwen-2.5",
-                        }
-                    )
-                    + "\n"
-                    for i in range(args.answers)
-                )
-            )
-            config = workdir / "judges.yaml"
-            config.write_text(
-                yaml.safe_dump(
-                    {
-                        "model_list": [
-                            {
-                                "model_name": "bench-judge",
-                                "litellm_params": {
-                                    "model": "openai/gpt-4.1",
-                                    "api_base": server.api_base,
-                                    "api_key": "x",
-                                },
-                            }
-                        ]
-                    }
-                )
-            )
+            answers, config = write_inputs(workdir, args.answers, server.api_base)
             batch = workdir / "batch.jsonl"
             regrade(workdir, answers, config, args.concurrency, "--batch", str(batch))
             bodies = [json.loads(line)["body"] for line in batch.read_text().splitlines()]

@@ -1,0 +1,172 @@
+"""`qadi regrade --engine ray`: the answers become a Ray dataset and are graded in a Ray Data
+actor pool, each actor holding one `BatchGrader` (the same batch core as the default engine,
+so the guard, substitutes, cache keys, parse-error accounting and resume cannot differ).
+
+Where results are written: **each actor saves its own outcomes directly**, through the batch
+core's bulk writer and its own connection pool, on SQLite as on PostgreSQL; only a compact
+copy of each outcome streams back to the driver, for the progress bar, the summary and
+`--out`. Why not stream everything back and write from the driver:
+- resume needs the store in the actors anyway: each actor looks up what is already stored
+  (`find_done`) before calling, which is what makes a rerun make zero calls;
+- the core saves while it grades (`judges.batch._Writer`), so a killed run loses only the
+  calls in flight, not every batch whose result had not yet reached the driver;
+- the driver stays a thin consumer at 10^6 answers instead of the one writer all rows queue for.
+The price: every actor must reach the database. On one machine SQLite works (its writers
+queue on the file lock, as with `--workers`); a cluster of several nodes needs PostgreSQL,
+and a SQLite URL there is refused before anything is called.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from judges import (
+    AnswerRecord,
+    BatchGrader,
+    BatchOptions,
+    BatchStats,
+    Graded,
+    Grader,
+    GradeRequest,
+    JudgesConfig,
+)
+from rubrics import Rubric
+from service.db.engine import make_engine, make_sessionmaker
+from service.stores.judgments import SqlJudgmentStore
+
+# Ray Data runs up to this many batches of an async UDF at once in one actor (its
+# DEFAULT_ASYNC_BATCH_UDF_MAX_CONCURRENCY); a block of this many batches keeps them all busy.
+BATCHES_PER_BLOCK = 4
+
+
+class RayEngineError(RuntimeError):
+    """The Ray engine cannot run as asked (not installed, or a database the nodes can't share)."""
+
+
+@dataclass(frozen=True)
+class RayCluster:
+    workers: int  # actors in the pool, one grader each
+    address: str | None = None  # "auto" or host:port joins a running cluster; None starts one
+
+
+class GraderActor:
+    """One grader per actor: its own LiteLLM client, connection pool and semaphore of
+    `options.concurrency` calls, all used on the one event loop Ray Data gives async UDFs."""
+
+    def __init__(
+        self,
+        config: JudgesConfig,
+        rubric: Rubric,
+        judges: list[str] | None,
+        options: BatchOptions,
+        database_url: str,
+    ) -> None:
+        self.rubric = rubric
+        self.judges = judges
+        store = SqlJudgmentStore(make_sessionmaker(make_engine(database_url)))
+        self.batcher = BatchGrader(Grader(config), store, options)
+
+    async def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Grade a batch of answers (JSON rows); return, per answer, its row index and its
+        pickled outcome without the request (the driver holds the requests)."""
+        requests = [
+            GradeRequest.from_answer(self.rubric, AnswerRecord.model_validate_json(a), self.judges)
+            for a in batch["answer"]
+        ]
+        row_of = {id(r): int(i) for r, i in zip(requests, batch["index"], strict=True)}
+        graded: list[Graded] = []
+        await self.batcher.run(requests, graded.append)
+        return {
+            "index": np.array([row_of[id(g.request)] for g in graded], dtype=np.int64),
+            "outcome": np.array(
+                [pickle.dumps((g.result, g.refused, g.judgments)) for g in graded], dtype=object
+            ),
+        }
+
+
+def batch_size(answers: int, cluster: RayCluster, concurrency: int) -> int:
+    """Two calls' worth per slot, smaller when the input is too short to reach every actor."""
+    spread = math.ceil(answers / (cluster.workers * BATCHES_PER_BLOCK))
+    return max(1, min(2 * concurrency, spread))
+
+
+def run_on_ray(
+    config: JudgesConfig,
+    rubric: Rubric,
+    judges: list[str] | None,
+    requests: list[GradeRequest],
+    answers: list[AnswerRecord],
+    options: BatchOptions,
+    cluster: RayCluster,
+    database_url: str,
+    stats: BatchStats,
+    on_graded: Callable[[Graded], None],
+) -> None:
+    """Grade `answers` (whose requests are `requests`, row for row) in an actor pool of
+    `cluster.workers` actors at `options.concurrency` calls each; each outcome is counted in
+    `stats` and handed to `on_graded` as it streams back."""
+    started = _connect(cluster)
+    import ray
+
+    try:
+        _check_shared_database(ray, database_url)
+        size = batch_size(len(answers), cluster, options.concurrency)
+        dataset = ray.data.from_items(
+            [{"index": i, "answer": a.model_dump_json()} for i, a in enumerate(answers)],
+            override_num_blocks=max(1, math.ceil(len(answers) / (size * BATCHES_PER_BLOCK))),
+        ).map_batches(
+            GraderActor,
+            fn_constructor_args=(config, rubric, judges, options, database_url),
+            batch_size=size,
+            batch_format="numpy",
+            compute=ray.data.ActorPoolStrategy(size=cluster.workers),
+            num_cpus=1,
+        )
+        for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+            for index, outcome in zip(batch["index"], batch["outcome"], strict=True):
+                result, refused, judgments = pickle.loads(outcome)
+                graded = Graded(requests[int(index)], result, refused, judgments)
+                stats.add(graded)
+                on_graded(graded)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _connect(cluster: RayCluster) -> bool:
+    """Join the cluster at `cluster.address`, reuse a Ray already started in this process,
+    or start a local one sized to the pool (no dashboard, warnings only). True when started
+    or joined here, so the caller disconnects (which ends the pool's actors)."""
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise RayEngineError("the ray engine needs Ray: pip install 'qadi[ray]'") from exc
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False  # qadi shows its own bar
+    context.print_on_execution_start = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    if ray.is_initialized():
+        return False
+    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+    if cluster.address is not None:
+        ray.init(address=cluster.address, **quiet)
+    else:
+        ray.init(num_cpus=cluster.workers, include_dashboard=False, **quiet)
+    return True
+
+
+def _check_shared_database(ray, database_url: str) -> None:
+    """A SQLite file is only shared by processes on one machine."""
+    nodes = [node for node in ray.nodes() if node.get("Alive")]
+    if database_url.startswith("sqlite") and len(nodes) > 1:
+        raise RayEngineError(
+            f"the Ray cluster has {len(nodes)} nodes and QADI_DATABASE_URL is SQLite, which "
+            "only one machine can reach: point QADI_DATABASE_URL at PostgreSQL"
+        )

@@ -1,0 +1,212 @@
+"""`qadi regrade --engine ray` on a local Ray (2 CPUs, started once for the module) against
+the LLM test double: the same outcomes as the default engine on the same input (guard skips,
+a substitute standing in for a failing judge, a parse error), each engine reuses what the other
+stored, and a run whose CLI process is killed resumes with every answer graded exactly once.
+Each ray run starts an actor pool (a few seconds: every actor imports LiteLLM), so the tests
+make few of them."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import ray
+import yaml
+
+from service.db.engine import upgrade
+from tests.conftest import ROOT, judges_config_data
+from tests.conftest import run_cli as qadi
+from tests.integration.test_regrade import RUBRIC, stored
+
+
+@pytest.fixture(scope="module")
+def ray_address():
+    """One local Ray for the module: in-process CLI runs reuse it, subprocesses join it."""
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+def write_answers(path, count: int) -> None:
+    """Every fifth answer is GPT-4o's: the guard keeps gpt-judge (OpenAI) off it."""
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "item_id": f"a{i}",
+                    "prompt": "شنو معنى شكو؟",
+                    "response": f"answer {i} ",
+                    "candidate_model": "gpt-4o" if i % 5 == 0 else "Qwen/Qwen2.5-7B-Instruct",
+                }
+            )
+            + "\n"
+            for i in range(count)
+        )
+    )
+
+
+@pytest.fixture
+def regrade(llm_server, tmp_path):
+    config = tmp_path / "judges.yaml"
+    config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    answers = tmp_path / "answers.jsonl"
+    write_answers(answers, 30)
+
+    def run(url, out, *extra):
+        return qadi(
+            "regrade",
+            str(answers),
+            "--rubric",
+            RUBRIC,
+            "--judges",
+            "gpt-judge,llama-judge",
+            "--config",
+            str(config),
+            "--concurrency",
+            "4",
+            "--out",
+            str(out),
+            *extra,
+            env={"QADI_DATABASE_URL": url},
+        )
+
+    return run, answers, config
+
+
+def outcomes(out) -> list[tuple]:
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    return sorted(
+        (x["item_id"], x["judge"], x["status"], x["score"], x["cache_key"], x["cached"])
+        for x in lines
+    )
+
+
+def summary(stdout: str) -> dict[str, str]:
+    """The summary table's rows, less the two that measure time."""
+    rows = [line.strip("│ ").split("│") for line in stdout.splitlines() if line.startswith("│")]
+    table = {name.strip(): value.strip() for name, value in rows}
+    return {k: v for k, v in table.items() if k not in ("wall time", "calls/s")}
+
+
+def test_ray_engine_grades_like_the_default_engine_and_each_reuses_the_other(
+    ray_address, regrade, migrated_db, llm_server, tmp_path
+):
+    run, *_ = regrade
+    llm_server.rules(
+        {"match": "answer 7 ", "reply": {"content": "I refuse to use JSON"}},
+        # gpt-judge's provider fails on answer 3: its substitute claude-judge answers instead
+        {"match": "answer 3 ", "model": "gpt-4.1", "reply": {"status": 500}},
+    )
+    local_url = f"sqlite:///{tmp_path / 'local.db'}"
+    upgrade(local_url)
+    local = run(local_url, tmp_path / "local.jsonl")
+    assert local.returncode == 1  # the parse error and the failed call are listed
+    local_calls = llm_server.calls()
+    on_ray = run(migrated_db, tmp_path / "ray.jsonl", "--engine", "ray", "--ray-workers", "2")
+    assert on_ray.returncode == 1, on_ray.stderr
+    assert llm_server.calls() == 2 * local_calls
+
+    assert outcomes(tmp_path / "ray.jsonl") == outcomes(tmp_path / "local.jsonl")
+    assert summary(on_ray.stdout) == summary(local.stdout)
+    # by hand: 30 answers × 2 judges; on the 6 GPT-4o answers (a0, a5, ...) gpt-judge is
+    # skipped and claude-judge substitutes; on a3 gpt-judge fails and claude-judge stands in
+    table = summary(on_ray.stdout)
+    assert table["skipped by the guard"] == "6"
+    assert table["graded (new calls ok)"] == "58"  # 22 gpt-judge + 7 claude-judge + 29 llama
+    assert table["parse errors"] == "2"  # a7, both judges
+    assert table["backend errors"] == "1"
+    assert "parse_error item a7 judge llama-judge" in on_ray.stdout
+    rows = stored(migrated_db)
+    judges = sorted(r.judge for r in rows if r.status == "ok")
+    assert judges.count("claude-judge") == 7 and judges.count("llama-judge") == 29
+    assert [r.score for r in rows if r.status == "parse_error"] == [None, None]
+    assert len({r.cache_key for r in rows}) == len(rows)
+
+    calls = llm_server.calls()
+    # the default engine rerun over what the ray engine stored reuses all 60 results but
+    # gpt-judge's failure on a3, which is called again (twice: num_retries 1) and fails again
+    again = run(migrated_db, tmp_path / "again.jsonl")
+    table = summary(again.stdout)
+    assert table["already stored (not called)"] == "60"
+    assert table["backend errors"] == "1" and table["graded (new calls ok)"] == "0"
+    assert llm_server.calls() - calls == 2
+
+
+def test_a_killed_ray_run_resumes_with_every_answer_graded_once(ray_address, llm_server, tmp_path):
+    url = f"sqlite:///{tmp_path / 'qadi.db'}"
+    upgrade(url)
+    config = tmp_path / "judges.yaml"
+    config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    answers = tmp_path / "answers.jsonl"
+    write_answers(answers, 40)
+    args = [
+        "regrade",
+        str(answers),
+        "--rubric",
+        RUBRIC,
+        "--judges",
+        "llama-judge",
+        "--config",
+        str(config),
+        "--concurrency",
+        "2",
+        "--out",
+        str(tmp_path / "results.jsonl"),
+        "--engine",
+        "ray",
+    ]
+    env = {"QADI_DATABASE_URL": url}
+    # the first 5 answers graded by the default engine: the ray engine must not call them
+    assert qadi(*args[:-2], "--limit", "5", env=env).returncode == 0
+    first = {r.cache_key: r.id for r in stored(url)}
+    llm_server.faults(latency_min=0.3, latency_max=0.3)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "service", *args, "--address", ray_address],
+        cwd=ROOT,
+        env={**os.environ, "QADI_DATABASE_URL": url},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 90
+    while len(stored(url)) < 5 + 8 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    # Ray ends the dead driver's actors; calls in flight then may still be saved, so wait
+    # until nothing moves before counting
+    done_before, before = settled(url, llm_server)
+    assert 5 + 8 <= done_before < 40
+    assert before >= done_before
+    llm_server.faults()
+    resumed = qadi(*args, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert llm_server.calls() - before == 40 - done_before
+    rows = stored(url)
+    assert len(rows) == 40 and len({r.cache_key for r in rows}) == 40
+    assert {r.cache_key: r.id for r in rows if r.cache_key in first} == first
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert sorted(x["id"] for x in lines) == sorted(r.id for r in rows)
+
+
+def settled(url, llm_server) -> tuple[int, int]:
+    """(stored judgments, backend calls) once neither has changed for a second."""
+    last = None
+    while (now := (len(stored(url)), llm_server.calls())) != last:
+        last = now
+        time.sleep(1.0)
+    return now
+
+
+def test_ray_options_are_refused_with_the_local_engine(regrade, tmp_path):
+    run, *_ = regrade
+    done = run(f"sqlite:///{tmp_path / 'x.db'}", tmp_path / "x.jsonl", "--address", "auto")
+    assert done.returncode != 0
+    assert "--address joins a Ray cluster: add --engine ray" in done.stdout + done.stderr
