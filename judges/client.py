@@ -207,6 +207,28 @@ class Cooldown:
             self.fails[judge] = 0
 
 
+class Pacer:
+    """A judge's `rpm:` held in this process: calls start at least 60/rpm seconds apart, so a
+    run of any length stays under the provider's per-minute limit instead of collecting 429s.
+    Each process paces on its own (each `--workers` process, each Ray actor)."""
+
+    def __init__(self, config: JudgesConfig) -> None:
+        self.spacing = {
+            name: 60.0 / config.judge(name).rpm for name in config.names if config.judge(name).rpm
+        }
+        self.next_start: dict[str, float] = {}
+
+    async def wait(self, judge: str) -> None:
+        spacing = self.spacing.get(judge)
+        if spacing is None:
+            return
+        now = time.monotonic()
+        start = max(now, self.next_start.get(judge, now))
+        self.next_start[judge] = start + spacing  # reserved before sleeping: callers queue up
+        if start > now:
+            await asyncio.sleep(start - now)
+
+
 class JudgeClient:
     """Calls the judges of one configuration."""
 
@@ -229,6 +251,7 @@ class JudgeClient:
         }
         self.redact = Redactor(secret_values(config, exported))
         self.cooldown = Cooldown(config.qadi.allowed_fails, config.qadi.cooldown_time)
+        self.pacer = Pacer(config)
         log_filter = RedactingFilter(self.redact)
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "qadi"):
             logging.getLogger(name).addFilter(log_filter)
@@ -242,6 +265,7 @@ class JudgeClient:
     ) -> CallOutcome:
         """One chat completion; `overrides` (e.g. max_tokens) replace sampling parameters."""
         entry = self.config.judge(judge)
+        await self.pacer.wait(judge)
         started = time.perf_counter()
         resting = self.cooldown.resting(judge)
         if resting:

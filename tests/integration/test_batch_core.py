@@ -227,3 +227,21 @@ def test_a_failed_call_is_not_shared_each_waiter_calls_for_itself(judges_config,
     graded = asyncio.run(grade_together(service_core(judges_config), answers(1) * 3))
     assert llm_server.calls_by_model() == {"gpt-4.1": 6, "claude-3-5-sonnet": 2}
     assert [g.result.status for g in graded] == ["partial"] * 3
+
+
+def test_a_judges_rpm_spaces_its_calls(llm_server):
+    # rpm 150 = one call every 0.4 s: 10 calls start over >= 9 * 0.4 = 3.6 s even with 10 in
+    # flight allowed; the same run without rpm is not held back
+    import time
+
+    def timed(**entry) -> float:
+        data = judges_config_data(llm_server)
+        data["model_list"][0].update(entry)
+        core = regrade_core(parse_config(data), InMemoryJudgmentStore(), concurrency=10)
+        started = time.perf_counter()
+        stats = asyncio.run(core.run(answers(10)))
+        assert stats.calls == {"ok": 10}
+        return time.perf_counter() - started
+
+    assert timed() < 2.0
+    assert timed(rpm=150) >= 3.6
