@@ -11,6 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
 from service.api.deps import JudgeKey
+from service.api.errors import error_responses, problem
 from service.api.schemas import JudgeInfo
 
 router = APIRouter(tags=["operations"])
@@ -27,7 +28,10 @@ def readyz(request: Request) -> JSONResponse:
         with request.app.state.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
     except Exception as exc:  # noqa: BLE001 - any failure means not ready
-        return JSONResponse({"status": "unavailable", "database": type(exc).__name__}, 503)
+        name = type(exc).__name__
+        message = f"the database does not answer ({name})"
+        detail = [problem([], message, "unavailable")]
+        return JSONResponse({"status": "unavailable", "database": name, "detail": detail}, 503)
     return JSONResponse({"status": "ready", "database": "ok"})
 
 
@@ -36,7 +40,12 @@ def metrics() -> Response:
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 
-@router.get("/judges", response_model=list[JudgeInfo], tags=["judge"])
+@router.get(
+    "/judges",
+    response_model=list[JudgeInfo],
+    tags=["judge"],
+    responses=error_responses(401, 403, 503),
+)
 async def judges(request: Request, _: JudgeKey) -> list[JudgeInfo]:
     """Configured judges, their makers, and whether an OpenAI-compatible endpoint answers."""
     grader = request.app.state.grader

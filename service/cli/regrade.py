@@ -56,7 +56,7 @@ def regrade(
     from rubrics import RubricError
     from service import regrade as core
     from service.answers import AnswerError, read_answers
-    from service.db.engine import make_engine, make_sessionmaker, session_scope
+    from service.db.engine import open_database, session_scope
     from service.settings import get_settings
     from service.stores.answers import answers_from_db
     from service.stores.judgments import SqlJudgmentStore
@@ -64,7 +64,7 @@ def regrade(
 
     if (input_path is None) == (not from_db):
         fail("give an INPUT file or --from-db (one of them)")
-    sessions = make_sessionmaker(make_engine(get_settings().database_url))
+    sessions = open_database(get_settings().database_url)
     try:
         with session_scope(sessions) as session:
             graded_rubric = resolve_stored_rubric(session, rubric)
