@@ -176,3 +176,19 @@ def test_qadi_judge_stores_the_judgments_whose_ids_it_prints(migrated_db, llm_se
     again = run_cli(*args, env=env)  # the stored verdict is reused: no second call
     assert json.loads(again.stdout)["results"][0]["cached"] is True
     assert llm_server.calls() == 1
+
+
+def test_judges_check_latency_is_the_call_not_the_start_up(llm_server, tmp_path):
+    """A 300 ms backend reads ~300 ms: LiteLLM's first-call start-up (over a second for
+    `openai/` here) is paid by a first call that is not timed."""
+    config = tmp_path / "judges.yaml"
+    config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    llm_server.faults(latency_min=0.3, latency_max=0.3)
+    done = qadi("judges", "check", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("│") for line in done.stdout.splitlines() if "│" in line]
+    latencies = {row[1].strip(): float(row[5]) for row in rows}
+    assert set(latencies) == {"gpt-judge", "claude-judge", "llama-judge"}
+    # 300 ms of backend delay, plus the call's own work (a few ms; 250 ms of slack for a
+    # loaded 2-core machine), and far below the 1.3-1.8 s the first call takes
+    assert all(300 <= ms < 550 for ms in latencies.values()), latencies
