@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import suppress
 
 import httpx
 from fastapi import APIRouter, Request
@@ -13,6 +14,9 @@ from sqlalchemy import text
 from service.api.deps import JudgeKey
 from service.api.errors import error_responses, problem
 from service.api.schemas import JudgeInfo
+from service.calibration_gauges import exposition
+from service.db.engine import storage_guard
+from service.errors import StorageUnavailable
 
 router = APIRouter(tags=["operations"])
 
@@ -36,8 +40,13 @@ def readyz(request: Request) -> JSONResponse:
 
 
 @router.get("/metrics", summary="Prometheus metrics")
-def metrics() -> Response:
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+def metrics(request: Request) -> Response:
+    """HTTP, judge calls, tokens and cost of this process; calibration gauges of the latest
+    stored reports (left out while the database is unavailable: the rest still answers)."""
+    body = generate_latest()
+    with suppress(StorageUnavailable):
+        body += storage_guard(request.app.state.sessions, exposition)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 
 @router.get(
