@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -21,6 +20,7 @@ from service.db.engine import current_revision, head_revision, make_engine
 from service.db.schema import ApiKeyRow, JudgmentRow
 from service.settings import Settings
 from tests.conftest import ROOT, judges_config_data, run_cli
+from tests.integration.test_database_and_cli import qadi
 
 SAMPLE_GRADES = ROOT / "service" / "sample" / "grades.csv"
 
@@ -46,17 +46,6 @@ DATABASE_COMMANDS = {
 }
 
 
-def qadi(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT, timeout: float = 120):
-    return subprocess.run(
-        [sys.executable, "-m", "service", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
-
-
 @pytest.mark.parametrize("command", list(DATABASE_COMMANDS))
 def test_every_command_on_an_unmigrated_database_names_qadi_db_upgrade(command, db_url):
     result = run_cli(*DATABASE_COMMANDS[command], env={"QADI_DATABASE_URL": db_url})
@@ -74,14 +63,18 @@ def test_an_unreachable_database_is_one_line_not_a_traceback(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_the_default_database_is_in_the_data_dir_whatever_the_working_directory(tmp_path):
+def test_the_default_database_is_in_the_data_dir_whatever_the_working_directory(
+    tmp_path, monkeypatch
+):
     data = tmp_path / "data"
     env = {"QADI_DATA_DIR": str(data), "QADI_DATABASE_URL": ""}
-    upgraded = qadi("db", "upgrade", env=env, cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    upgraded = run_cli("db", "upgrade", env=env)
     assert upgraded.returncode == 0, upgraded.stderr
     elsewhere = tmp_path / "somewhere" / "else"
     elsewhere.mkdir(parents=True)
-    listed = qadi("keys", "list", env=env, cwd=elsewhere)  # migrated: the same file
+    monkeypatch.chdir(elsewhere)
+    listed = run_cli("keys", "list", env=env)  # migrated: the same file
     assert listed.returncode == 0, listed.stderr
     assert (data / "qadi.db").is_file()
     assert not list(elsewhere.iterdir()) and not (tmp_path / "var").exists()
