@@ -37,7 +37,7 @@ def serve(
             f"QADI_AUTH=off would let anyone who can reach {host} grade and import; bind "
             "127.0.0.1, turn auth on, or pass --insecure if this network is trusted"
         )
-    require_migrated(make_engine(get_settings().database_url))  # refused as every command is
+    require_migrated(make_engine(get_settings().database_url))  # refused in QadiGroup
     uvicorn.run(
         "service.app:create_app",
         factory=True,
