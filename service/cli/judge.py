@@ -41,7 +41,6 @@ def judge(
 ) -> None:
     """Grade one answer with the configured judges, store the judgments and print the
     grade as JSON (needs a migrated database: `qadi db upgrade`)."""
-    store = SqlJudgmentStore(open_database(get_settings().database_url))
     try:
         request = GradeRequest(
             rubric=resolve_rubric(rubric),
@@ -52,10 +51,12 @@ def judge(
             candidate_provider=candidate_provider,
             judges=split_names(judges),
         )
-        grader = BatchGrader(Grader(load_config(config)), store)
-        result = asyncio.run(grader.grade_one(request))
+        grader = Grader(load_config(config))
+        grader.plan(request)  # bad input is refused before the database is opened
     except (RubricError, JudgeConfigError, GuardError, RequestError, TemplateError) as exc:
         fail(str(exc))
+    store = SqlJudgmentStore(open_database(get_settings().database_url))
+    result = asyncio.run(BatchGrader(grader, store).grade_one(request))
     typer.echo(result.model_dump_json(indent=2))
     if result.status == "failed":
         raise typer.Exit(1)

@@ -40,15 +40,22 @@ DATABASE_COMMANDS = {
     "bench report": ["bench", "report", "1"],
     "bench run": ["bench", "run", "--suite", "kinayat", "--model", "gpt-4o"],
     "judge": [
-        "judge", "--rubric", "kinayat-explanation", "--response", "x", "--candidate-model", "m"
+        "judge", "--rubric", "iraqi-linguistic-shaku-maku", "--response", "x",
+        "--candidate-model", "qwen-2.5", "--config", "JUDGES",
     ],
     "serve": ["serve", "--port", "1"],
 }
 
 
 @pytest.mark.parametrize("command", list(DATABASE_COMMANDS))
-def test_every_command_on_an_unmigrated_database_names_qadi_db_upgrade(command, db_url):
-    result = run_cli(*DATABASE_COMMANDS[command], env={"QADI_DATABASE_URL": db_url})
+def test_every_command_on_an_unmigrated_database_names_qadi_db_upgrade(command, db_url, tmp_path):
+    judges = tmp_path / "judges.yaml"  # valid, so `qadi judge` gets as far as the database
+    judges.write_text(yaml.safe_dump({"model_list": [{
+        "model_name": "gpt-judge",
+        "litellm_params": {"model": "openai/gpt-4.1", "api_base": "http://127.0.0.1:9/v1"},
+    }]}))
+    args = [str(judges) if arg == "JUDGES" else arg for arg in DATABASE_COMMANDS[command]]
+    result = run_cli(*args, env={"QADI_DATABASE_URL": db_url})
     assert result.returncode == 2, result.stdout + result.stderr
     assert "is at revision none" in result.stderr
     assert "run `qadi db upgrade` first" in result.stderr
