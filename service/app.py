@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from judges import Grader, load_config
 from service.api import (
@@ -21,7 +22,7 @@ from service.api import (
     requests,
     rubrics,
 )
-from service.db.engine import make_engine, make_sessionmaker, require_migrated, storage_guard
+from service.db.engine import open_database, storage_guard
 from service.errors import StorageUnavailable
 from service.grading import GradingService
 from service.middleware import BodySizeLimit, HttpMetrics
@@ -41,9 +42,7 @@ A grade is never made up: failed judge calls are stored and reported with their 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app; refuses an unmigrated database (run `qadi db upgrade`)."""
     settings = settings or get_settings()
-    engine = make_engine(settings.database_url)
-    require_migrated(engine)
-    sessions = make_sessionmaker(engine)
+    sessions = open_database(settings.database_url)
     grader = Grader(load_config(settings.judges_config)) if settings.judges_config else None
     if grader is None:
         log.warning("no judges configured (QADI_JUDGES_CONFIG); POST /judge will answer 503")
@@ -61,14 +60,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await reaper
             await judging.drain()  # grades still waiting for the database
 
-    app = FastAPI(title="qadi", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    # FastAPIOffline: /docs and /redoc load Swagger UI and ReDoc from files in the package,
+    # not a CDN, so the docs work on a machine without internet access.
+    app = FastAPIOffline(
+        title="qadi", version="0.1.0", description=DESCRIPTION, lifespan=lifespan
+    )
     app.state.settings = settings
-    app.state.engine = engine
+    app.state.engine = sessions.kw["bind"]
     app.state.sessions = sessions
     app.state.grader = grader
     app.state.judging = judging
-    for module in (judge, judgments, requests, rubrics, grades, calibration, estimates, health):
+    for module in (judge, judgments, requests, rubrics, grades, health):
         app.include_router(module.router)
+    for module in (calibration, estimates):  # their errors, documented in one shape
+        app.include_router(module.router, responses=errors.error_responses(401, 403, 422, 503))
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(HttpMetrics)

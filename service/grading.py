@@ -223,7 +223,7 @@ class GradingService:
 
     def _answer(self, item: _Item, graded: Graded) -> tuple[str, dict[str, Any]]:
         for judged in graded.result.results:
-            metrics.observe_judge(judged.judge, judged.status, judged.cached, judged.latency_ms)
+            metrics.observe_judge(judged)
         return outcome_of(item.claim.id, graded.result)
 
     def _finish_all(self, session: Session, jobs: list[list]) -> list[list[bool]]:

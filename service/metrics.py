@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Histogram
 
+from judges.models import JudgeResult
+
 HTTP_REQUESTS = Counter(
     "qadi_http_requests_total", "HTTP requests by route and status", ["method", "route", "status"]
 )
@@ -20,6 +22,16 @@ JUDGE_LATENCY = Histogram(
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120),
 )
 CACHE_HITS = Counter("qadi_judge_cache_hits_total", "Verdicts served from the cache", ["judge"])
+JUDGE_TOKENS = Counter(
+    "qadi_judge_tokens_total",
+    "Tokens of judge backend calls (cache hits excluded), by judge and kind (prompt|completion)",
+    ["judge", "kind"],
+)
+JUDGE_COST = Counter(
+    "qadi_judge_cost_usd_total",
+    "Cost of judge backend calls in USD, as LiteLLM prices them; calls without a price add 0",
+    ["judge"],
+)
 REQUESTS_ABANDONED = Counter(
     "qadi_requests_abandoned_total",
     "Grade requests closed as abandoned: their process died before answering",
@@ -29,9 +41,18 @@ STORAGE_UNAVAILABLE = Counter(
 )
 
 
-def observe_judge(judge: str, status: str, cached: bool, latency_ms: float) -> None:
-    JUDGE_CALLS.labels(judge=judge, status=status).inc()
-    if cached:
+def observe_judge(result: JudgeResult) -> None:
+    """Count one judge outcome. A cache hit made no call: its tokens and cost were counted
+    when the call was made."""
+    judge = result.judge
+    JUDGE_CALLS.labels(judge=judge, status=result.status).inc()
+    if result.cached:
         CACHE_HITS.labels(judge=judge).inc()
-    else:
-        JUDGE_LATENCY.labels(judge=judge).observe(latency_ms / 1000)
+        return
+    JUDGE_LATENCY.labels(judge=judge).observe(result.latency_ms / 1000)
+    if result.prompt_tokens:
+        JUDGE_TOKENS.labels(judge=judge, kind="prompt").inc(result.prompt_tokens)
+    if result.completion_tokens:
+        JUDGE_TOKENS.labels(judge=judge, kind="completion").inc(result.completion_tokens)
+    if result.cost_usd:
+        JUDGE_COST.labels(judge=judge).inc(result.cost_usd)

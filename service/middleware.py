@@ -47,7 +47,9 @@ class BodySizeLimit:
         if problem is not None:
             await _send_json(send, 422, problem)
             return
-        too_big = {"detail": f"request body is larger than the {self.max_bytes}-byte limit"}
+        too_big = _problem(
+            ["body"], f"request body is larger than the {self.max_bytes}-byte limit", "too_large"
+        )
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
@@ -86,8 +88,9 @@ def _is_json(headers: dict[bytes, bytes]) -> bool:
     return kind == b"application/json" or kind.endswith(b"+json")
 
 
-def _problem(loc: list, message: str) -> dict:
-    return {"detail": [{"loc": loc, "msg": message, "type": "value_error"}]}
+def _problem(loc: list, message: str, kind: str = "value_error") -> dict:
+    """FastAPI's error shape, the one every error of the API has (see service/api/errors.py)."""
+    return {"detail": [{"loc": loc, "msg": message, "type": kind}]}
 
 
 def _json_problem(body: bytes) -> dict | None:

@@ -6,18 +6,28 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from platformdirs import user_data_dir
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_DB_PATH = Path("var") / "qadi.db"
+
+def default_data_dir() -> Path:
+    """The per-user data directory (platformdirs; ~/.local/share/qadi on Linux). The default
+    database lives there, so every command finds the same database whatever directory it
+    runs from."""
+    return Path(user_data_dir("qadi", appauthor=False))
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="QADI_", extra="ignore")
 
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="where local state lives: the default SQLite database, the demo key",
+    )
     database_url: str = Field(
-        default=f"sqlite:///{DEFAULT_DB_PATH}",
-        description="SQLAlchemy URL; SQLite file var/qadi.db when unset",
+        default="",
+        description="SQLAlchemy URL; the SQLite file DATA_DIR/qadi.db when unset",
     )
     judges_config: Path | None = Field(default=None, description="judges YAML file")
     auth: Literal["on", "off"] = "on"
@@ -38,6 +48,13 @@ class Settings(BaseSettings):
     reap_interval_seconds: float = Field(
         default=15.0, gt=0, description="how often abandoned pending requests are closed"
     )
+
+
+    @model_validator(mode="after")
+    def _default_database(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{(self.data_dir / 'qadi.db').resolve()}"
+        return self
 
 
 @lru_cache

@@ -283,3 +283,12 @@ def qadi_server(llm_server_process: LLMServer, tmp_path_factory):
     yield QadiServer(base, keys, database_url)
     process.terminate()
     process.wait(timeout=20)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_data_dir(tmp_path_factory) -> Path:
+    """QADI_DATA_DIR (the default database, the demo key) in a temporary directory, for this
+    process and the commands it starts, so no test touches the user's own qadi data."""
+    folder = tmp_path_factory.mktemp("qadi-data")
+    os.environ["QADI_DATA_DIR"] = str(folder)
+    return folder

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from calibration.calibrate import CalibrationOptions
 from calibration.checks import CalibrationInputError
 from service.api.deps import GradesKey
+from service.api.errors import error_responses
 from service.api.pagination import naive_utc
 from service.calibration_store import (
     Selection,
@@ -228,7 +229,7 @@ def mint_link(
 @router.get(
     "/calibration/reports/{report_id}/view",
     summary="A report opened through a signed link (no API key; see POST .../links)",
-    responses={403: {"description": "forged, altered or expired link"}},
+    responses=error_responses(403, _403="forged, altered or expired link"),
 )
 def view_report(
     report_id: str,

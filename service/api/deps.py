@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
+from service.api.errors import AUTH, http_error
 from service.auth import has_scope, verify_key
 from service.db.engine import session_scope
 from service.grading import GradingService
@@ -31,19 +32,20 @@ def require(scope: str) -> Callable[..., int | None]:
             return None
         secret = credentials.credentials if credentials else api_key
         if not secret:
-            raise HTTPException(
+            raise http_error(
                 401,
+                AUTH,
                 "missing API key: send 'Authorization: Bearer <key>' or 'X-API-Key'",
                 headers={"WWW-Authenticate": "Bearer"},
             )
         with session_scope(state.sessions) as session:
             row = verify_key(session, secret)
             if row is None:
-                raise HTTPException(
-                    401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"}
+                raise http_error(
+                    401, AUTH, "invalid or revoked API key", {"WWW-Authenticate": "Bearer"}
                 )
             if not has_scope(row, scope):
-                raise HTTPException(403, f"this API key lacks the '{scope}' scope")
+                raise http_error(403, AUTH, f"this API key lacks the '{scope}' scope")
             return row.id
 
     return check

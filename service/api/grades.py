@@ -23,6 +23,7 @@ from calibration.interchange import (
     to_records,
 )
 from service.api.deps import GradesKey
+from service.api.errors import error_responses, http_error, invalid
 from service.api.pagination import decode_cursor, encode_cursor, query_pairs
 from service.api.schemas import GradesBody
 from service.db.engine import session_scope
@@ -31,14 +32,14 @@ from service.db.schema import HumanGradeRow
 from service.grade_store import check_storable, grade_from_row, stream_grades, upsert_grades
 from service.json_checks import InputProblem, strict_loads
 
-router = APIRouter(tags=["grades"])
+router = APIRouter(tags=["grades"], responses=error_responses(401, 403, 413, 422, 503))
 
 
 def _text(data: bytes, field: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise HTTPException(422, f"{field}: not UTF-8 text (CSV, JSON or JSONL expected)") from None
+        raise invalid(f"{field}: not UTF-8 text (CSV, JSON or JSONL expected)") from None
 
 
 async def _rows_from_request(request: Request) -> list[GradeRow]:
@@ -47,7 +48,7 @@ async def _rows_from_request(request: Request) -> list[GradeRow]:
         form = await request.form()
         upload = form.get("file")
         if upload is None or isinstance(upload, str):
-            raise HTTPException(422, "file: upload the grades as a form field named 'file'")
+            raise invalid("file: upload the grades as a form field named 'file'")
         text = _text(await upload.read(), "file")
         name = (upload.filename or "").lower()
         kind = "application/jsonl" if name.endswith((".jsonl", ".json")) else "text/csv"
@@ -73,17 +74,16 @@ def _decode_rows(content_type: str, raw: str) -> list[GradeRow]:
     try:
         data = strict_loads(raw)
     except InputProblem as exc:
-        field = ".".join(str(p) for p in ["body", *exc.path])
-        raise HTTPException(422, f"{field}: {exc}") from None
+        raise http_error(422, ["body", *exc.path], str(exc)) from None
     except json.JSONDecodeError as exc:
-        raise HTTPException(422, f"body: not valid JSON ({exc.msg})") from None
+        raise http_error(422, ["body"], f"not valid JSON ({exc.msg})") from None
     records = data if isinstance(data, list) else None
     if records is None:
         try:
             records = GradesBody.model_validate(data).grades
         except ValidationError:
-            raise HTTPException(
-                422, 'body: expected {"grades": [...]} or a list of grade rows'
+            raise http_error(
+                422, ["body"], 'expected {"grades": [...]} or a list of grade rows'
             ) from None
     return parse_records(records)
 
@@ -149,7 +149,7 @@ def list_grades(
     if cursor:
         stamp, last_id = decode_cursor(cursor)
         if not last_id.isdigit():
-            raise HTTPException(422, "cursor: not a cursor returned by this API")
+            raise invalid("cursor: not a cursor returned by this API", "query")
         query = query.where(after(HumanGradeRow.created_at, HumanGradeRow.id, stamp, int(last_id)))
     query = query.order_by(HumanGradeRow.created_at, HumanGradeRow.id)
     if format == "csv":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import suppress
 
 import httpx
 from fastapi import APIRouter, Request
@@ -11,7 +12,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
 from service.api.deps import JudgeKey
+from service.api.errors import error_responses, problem
 from service.api.schemas import JudgeInfo
+from service.calibration_gauges import exposition
+from service.db.engine import storage_guard
+from service.errors import StorageUnavailable
 
 router = APIRouter(tags=["operations"])
 
@@ -27,16 +32,29 @@ def readyz(request: Request) -> JSONResponse:
         with request.app.state.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
     except Exception as exc:  # noqa: BLE001 - any failure means not ready
-        return JSONResponse({"status": "unavailable", "database": type(exc).__name__}, 503)
+        name = type(exc).__name__
+        message = f"the database does not answer ({name})"
+        detail = [problem([], message, "unavailable")]
+        return JSONResponse({"status": "unavailable", "database": name, "detail": detail}, 503)
     return JSONResponse({"status": "ready", "database": "ok"})
 
 
 @router.get("/metrics", summary="Prometheus metrics")
-def metrics() -> Response:
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+def metrics(request: Request) -> Response:
+    """HTTP, judge calls, tokens and cost of this process; calibration gauges of the latest
+    stored reports (left out while the database is unavailable: the rest still answers)."""
+    body = generate_latest()
+    with suppress(StorageUnavailable):
+        body += storage_guard(request.app.state.sessions, exposition)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 
-@router.get("/judges", response_model=list[JudgeInfo], tags=["judge"])
+@router.get(
+    "/judges",
+    response_model=list[JudgeInfo],
+    tags=["judge"],
+    responses=error_responses(401, 403, 503),
+)
 async def judges(request: Request, _: JudgeKey) -> list[JudgeInfo]:
     """Configured judges, their makers, and whether an OpenAI-compatible endpoint answers."""
     grader = request.app.state.grader

@@ -7,39 +7,35 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Header, Request
 from fastapi.responses import JSONResponse
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from service.api.deps import JudgeKey, JudgingDep
-from service.api.errors import error_response, field_error
+from service.api.errors import error_response, error_responses, field_error
 from service.api.schemas import (
     EXAMPLE_EXPLANATION_BODY,
     EXAMPLE_RUBRIC_BODY,
     BatchBody,
     BatchItemResult,
     BatchResponse,
-    ExplanationJudgeBody,
     JudgeBody,
     JudgeResponse,
-    RubricJudgeBody,
 )
 from service.errors import ServiceError
 
 router = APIRouter(tags=["judge"])
-_JUDGE_BODY: TypeAdapter = TypeAdapter(JudgeBody)
 
-FAILURES = {
-    401: {"description": "missing or invalid API key"},
-    403: {"description": "the key lacks the 'judge' scope"},
-    409: {"description": "Idempotency-Key reused with another body, or still in progress"},
-    413: {"description": "request body over the size limit"},
-    422: {"description": "invalid input; `detail[].loc` names the field"},
-    429: {"description": "the key's rate limit; see Retry-After"},
-    502: {"description": "every judge answered without a usable verdict; no score"},
-    503: {
-        "description": "every judge's provider failed, the service is at capacity, the "
-        "database is unavailable, or no judges are configured; see Retry-After"
-    },
-}
+FAILURES = error_responses(
+    401,
+    403,
+    409,
+    413,
+    422,
+    429,
+    502,
+    503,
+    _503="every judge's provider failed, the service is at capacity, the database is "
+    "unavailable, or no judges are configured; see Retry-After",
+)
 
 
 @router.post(
@@ -50,9 +46,8 @@ FAILURES = {
 )
 async def judge(
     body: Annotated[
-        RubricJudgeBody | ExplanationJudgeBody,
+        JudgeBody,
         Body(
-            discriminator="kind",
             openapi_examples={
                 "rubric": {"summary": "penalty-weighted rubric", "value": EXAMPLE_RUBRIC_BODY},
                 "explanation": {"summary": "1-5 explanation", "value": EXAMPLE_EXPLANATION_BODY},
@@ -87,7 +82,7 @@ async def judge_batch(
     valid, keys = [], []
     for index, raw in enumerate(body.items):
         try:
-            valid.append((index, _JUDGE_BODY.validate_python(raw)))
+            valid.append((index, JudgeBody.model_validate(raw)))
         except ValidationError as exc:
             errors = [
                 {"loc": ["body", "items", index, *e["loc"]], "msg": e["msg"], "type": e["type"]}

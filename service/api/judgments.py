@@ -5,19 +5,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
 from sqlalchemy import select
 
 from judges import JudgeResult
 from service.api.deps import JudgeKey
+from service.api.errors import error_responses, http_error
 from service.api.pagination import decode_cursor, encode_cursor, naive_utc, query_pairs
 from service.db.engine import session_scope
 from service.db.filters import after, rubric_matches
 from service.db.schema import JudgmentRow, ResponseRow
 from service.stores.judgments import result_from_row
 
-router = APIRouter(tags=["judgments"])
+router = APIRouter(tags=["judgments"], responses=error_responses(401, 403, 404, 422, 503))
 
 
 class JudgmentOut(JudgeResult):
@@ -55,7 +56,7 @@ def get_judgment(
             .where(JudgmentRow.id == judgment_id)
         ).first()
         if found is None:
-            raise HTTPException(404, f"no judgment '{judgment_id}'")
+            raise http_error(404, ["path", "judgment_id"], f"no judgment '{judgment_id}'")
         return _out(*found)
 
 

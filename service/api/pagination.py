@@ -5,8 +5,7 @@ from __future__ import annotations
 import base64
 from datetime import datetime
 
-from fastapi import HTTPException
-
+from service.api.errors import invalid
 from service.db.filters import parse_pairs
 
 
@@ -23,7 +22,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
             raise ValueError(row_id)
         return datetime.fromisoformat(stamp), row_id
     except (ValueError, UnicodeDecodeError):
-        raise HTTPException(422, "cursor: not a cursor returned by this API") from None
+        raise invalid("cursor: not a cursor returned by this API", "query") from None
 
 
 def naive_utc(moment: datetime) -> datetime:
@@ -40,4 +39,4 @@ def query_pairs(values: list[str], field: str) -> dict[str, str]:
     try:
         return parse_pairs(values, field)
     except ValueError as exc:
-        raise HTTPException(422, str(exc)) from None
+        raise invalid(str(exc), "query") from None

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 from pydantic import BaseModel
 from sqlalchemy import select
 
 from service.api.deps import JudgeKey, SessionDep
+from service.api.errors import error_responses, http_error
 from service.api.pagination import decode_cursor, encode_cursor
 from service.db.filters import after
 from service.db.schema import GradeRequestRow
 
-router = APIRouter(tags=["judgments"])
+router = APIRouter(tags=["judgments"], responses=error_responses(401, 403, 404, 422, 503))
 
 
 class GradeRequestOut(BaseModel):
@@ -40,7 +41,7 @@ def _out(row: GradeRequestRow) -> GradeRequestOut:
 def get_request(request_id: str, session: SessionDep, _: JudgeKey) -> GradeRequestOut:
     row = session.get(GradeRequestRow, request_id)
     if row is None:
-        raise HTTPException(404, f"no grade request '{request_id}'")
+        raise http_error(404, ["path", "request_id"], f"no grade request '{request_id}'")
     return _out(row)
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, HTTPException, Request
+from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse
 
 from rubrics import RubricError, parse_rubric, rubric_hash
 from service.api.deps import JudgeKey
+from service.api.errors import error_responses, http_error, invalid
 from service.db.engine import session_scope
 from service.stores.rubrics import (
     RubricNotFound,
@@ -18,7 +19,7 @@ from service.stores.rubrics import (
     save_rubric,
 )
 
-router = APIRouter(tags=["rubrics"])
+router = APIRouter(tags=["rubrics"], responses=error_responses(401, 403, 404, 422, 503))
 
 EXAMPLE = {
     "kind": "penalty_weighted",
@@ -49,7 +50,7 @@ def show(
         try:
             return _with_hash(get_rubric(session, rubric_ref))
         except (RubricNotFound, RubricError) as exc:
-            raise HTTPException(404, str(exc)) from None
+            raise http_error(404, ["path", "rubric_ref"], str(exc)) from None
 
 
 @router.get("/rubrics/{rubric_id}/versions", summary="Every stored version of a rubric")
@@ -59,7 +60,7 @@ def versions(
     with session_scope(request.app.state.sessions) as session:
         found = rubric_versions(session, rubric_id)
     if not found:
-        raise HTTPException(404, f"no stored rubric '{rubric_id}'")
+        raise http_error(404, ["path", "rubric_id"], f"no stored rubric '{rubric_id}'")
     return [_with_hash(r) for r in found]
 
 
@@ -67,7 +68,7 @@ def versions(
     "/rubrics",
     status_code=201,
     summary="Store a rubric; the same body returns the existing version (200)",
-    responses={200: {"description": "identical to a stored version"}, 422: {}},
+    responses={200: {"description": "identical to a stored version"}, **error_responses(413)},
 )
 def create(
     request: Request,
@@ -77,18 +78,12 @@ def create(
     criteria = body.get("criteria")
     limit = request.app.state.settings.max_criteria  # the same limit POST /judge enforces
     if isinstance(criteria, list) and len(criteria) > limit:
-        detail = [
-            {
-                "loc": ["body", "criteria"],
-                "msg": f"{len(criteria)} criteria; the limit is {limit}",
-                "type": "too_long",
-            }
-        ]
-        raise HTTPException(422, detail)
+        message = f"{len(criteria)} criteria; the limit is {limit}"
+        raise http_error(422, ["body", "criteria"], message)
     try:
         rubric = parse_rubric(body, source="body")
     except RubricError as exc:
-        raise HTTPException(422, str(exc)) from None
+        raise invalid(str(exc)) from None
     with session_scope(request.app.state.sessions) as session:
         stored, created = save_rubric(session, rubric)
         # Rendered before the commit: if the answer cannot be built, nothing is stored.

@@ -28,9 +28,20 @@ EXAMPLE_EXPLANATION_BODY = {
 }
 
 
-class _JudgeBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class JudgeBody(BaseModel):
+    """One answer to grade. `kind` says which rubric kind it expects: `rubric` for a
+    penalty-weighted rubric (score in %), `explanation` for a 1-5 explanation scale (Kinayat,
+    Fann or Flop judges). One model, not a tagged union, so an error's `loc` is the field's
+    own path (`["body", "item_id"]`), never prefixed by the tag."""
 
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [EXAMPLE_RUBRIC_BODY, EXAMPLE_EXPLANATION_BODY]},
+    )
+
+    kind: Literal["rubric", "explanation"] = Field(
+        description="'rubric' (penalty-weighted, %) or 'explanation' (1-5 scale)"
+    )
     prompt: str = Field(default="", description="what the candidate model was asked")
     response: str = Field(description="the candidate's answer (untrusted; fenced in prompts)")
     reference: str | None = Field(default=None, description="gold answer or explanation")
@@ -48,23 +59,6 @@ class _JudgeBody(BaseModel):
         if (self.rubric is None) == (self.rubric_id is None):
             raise ValueError("give exactly one of 'rubric' (inline) or 'rubric_id'")
         return self
-
-
-class RubricJudgeBody(_JudgeBody):
-    """Grade against a penalty-weighted rubric (score in %)."""
-
-    kind: Literal["rubric"]
-    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_RUBRIC_BODY]})
-
-
-class ExplanationJudgeBody(_JudgeBody):
-    """Grade an explanation on a 1-5 scale (Kinayat, Fann or Flop judges)."""
-
-    kind: Literal["explanation"]
-    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_EXPLANATION_BODY]})
-
-
-JudgeBody = Annotated[RubricJudgeBody | ExplanationJudgeBody, Field(discriminator="kind")]
 
 
 class RubricInfo(BaseModel):
@@ -115,6 +109,30 @@ class JudgeInfo(BaseModel):
     substitute: str | None
     reachable: bool | None = Field(description="null when the endpoint cannot be probed")
     detail: str
+
+
+class ErrorItem(BaseModel):
+    """One problem: where it is (`loc`, FastAPI's convention), what it is, and its kind."""
+
+    loc: list[str | int] = Field(
+        description="path to the field, e.g. ['body', 'item_id'], ['header', 'Authorization'];"
+        " [] for the service's own state"
+    )
+    msg: str
+    type: str = Field(description="value_error, unauthorized, not_found, rate_limited, ...")
+
+
+class ErrorBody(BaseModel):
+    """Every error answer of the API."""
+
+    detail: list[ErrorItem]
+
+
+class FailedGradeBody(JudgeResponse):
+    """No judge produced a usable verdict (502) or could be reached (503): the full grading
+    response, every judge's error included, and `detail`."""
+
+    detail: list[ErrorItem]
 
 
 class GradesBody(BaseModel):

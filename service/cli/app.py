@@ -8,8 +8,27 @@ from typing import NoReturn
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
+
+from service.db.engine import NotMigratedError
+from service.errors import StorageUnavailable
+
+
+class QadiGroup(TyperGroup):
+    """The root command group. A database that is not migrated, or cannot be reached, ends
+    any command with the same one-line message as `qadi serve` (exit 2), not a traceback:
+    the check is made once, here, around every subcommand (commands open the database
+    with `service.db.engine.open_database`)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (NotMigratedError, StorageUnavailable) as exc:
+            fail(str(exc))
+
 
 app = typer.Typer(
+    cls=QadiGroup,
     name="qadi",
     help="qadi: LLM-as-judge grading, calibration against human experts, and benchmarks.",
     no_args_is_help=True,
@@ -24,7 +43,7 @@ out = Console(width=_WIDTH)  # results a script may read
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-line error for a person and exit; no traceback for expected problems."""
-    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
 

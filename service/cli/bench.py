@@ -80,7 +80,7 @@ def bench_run(
     from benchmarks.suites import tasks_of
     from judges.client import JudgeClient
     from service import bench_store
-    from service.db.engine import make_engine, make_sessionmaker
+    from service.db.engine import open_database
     from service.settings import get_settings
 
     if mode not in ("generate", "loglik"):
@@ -93,7 +93,7 @@ def bench_run(
         fail(f"--suite/--templates: {exc.args[0]}")
     names = split_names(model) or []
     router = JudgeClient(_models(names, config))
-    sessions = make_sessionmaker(make_engine(get_settings().database_url))
+    sessions = open_database(get_settings().database_url)
     grade, guard_used = _grading(tasks, judges_config, guard, sessions)
     options = SuiteOptions(
         suite, mode, seed, limit, concurrency, data_dir, split_names(judges), guard_used
@@ -196,10 +196,10 @@ def _grading(tasks, judges_config: Path | None, guard: str | None, sessions):
 def bench_runs(limit: int = typer.Option(50, min=1, help="newest N runs")) -> None:
     """Stored benchmark runs, newest first: id, suite, model, mode, seed, tasks run/skipped."""
     from service import bench_store
-    from service.db.engine import make_engine, make_sessionmaker
+    from service.db.engine import open_database
     from service.settings import get_settings
 
-    factory = make_sessionmaker(make_engine(get_settings().database_url))
+    factory = open_database(get_settings().database_url)
     table = Table("run", "created", "suite", "model", "mode", "seed", "tasks", "skipped")
     for run in bench_store.list_runs(factory, limit):
         skipped = sum("skipped" in t for t in run.summary.values())
@@ -231,10 +231,10 @@ def bench_report(
     from benchmarks.report import run_json, to_html
     from service import bench_store
     from service.cli.bench_sme import sme_report
-    from service.db.engine import make_engine, make_sessionmaker
+    from service.db.engine import open_database
     from service.settings import get_settings
 
-    factory = make_sessionmaker(make_engine(get_settings().database_url))
+    factory = open_database(get_settings().database_url)
     runs = [bench_store.load_run(factory, run_id) for run_id in run_ids]
     for run_id, run in zip(run_ids, runs, strict=True):
         if run is None:

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from service.cli.app import app, console, fail, split_names
-from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.db.engine import open_database, session_scope
 from service.settings import get_settings
 
 _SCALE = re.compile(r"^(-?\d+(?:\.\d+)?)-(-?\d+(?:\.\d+)?)$")
@@ -170,7 +170,7 @@ def calibrate(
         options = cli_options(bounds, level, by, criterion_weights=weights, **fields)
         rendered = render_rows(rows, options, inputs)
     else:
-        sessions = make_sessionmaker(make_engine(get_settings().database_url))
+        sessions = open_database(get_settings().database_url)
         with session_scope(sessions) as session:
             bounds, level, weights = scale_for(session, scale, rubric, level)
             options = cli_options(bounds, level, by, criterion_weights=weights, **fields)

@@ -10,10 +10,10 @@ import typer
 from calibration.interchange import read_grades
 from judges import AnswerRecord, GradeRequest
 from rubrics import library_rubric, library_rubrics
-from service.auth import SCOPES, create_key
+from service.auth import SCOPES, create_key, verify_key
 from service.cli.app import app, console
 from service.cli.serve import serve
-from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
+from service.db.engine import open_database, session_scope, upgrade
 from service.grade_store import upsert_grades
 from service.settings import get_settings
 from service.stores.answers import ensure_responses
@@ -24,7 +24,7 @@ SAMPLE = Path(__file__).resolve().parent.parent / "sample"
 
 def load_sample(url: str) -> dict[str, int]:
     """Store the library rubrics, the sample answers and the sample grades (idempotent)."""
-    sessions = make_sessionmaker(make_engine(url))
+    sessions = open_database(url)
     answers = [
         json.loads(line)
         for line in (SAMPLE / "answers.jsonl").read_text(encoding="utf-8").splitlines()
@@ -60,10 +60,10 @@ def demo(
     url = get_settings().database_url
     upgrade(url)
     counts = load_sample(url)
-    with session_scope(make_sessionmaker(make_engine(url))) as session:
-        key = create_key(session, "demo", list(SCOPES))
+    key_file = get_settings().data_dir / "demo-key"
+    key = demo_key(url, key_file)
     console.print(f"[bold]database[/] {url}  sample loaded: {counts}")
-    console.print(f"[bold]API key[/] (all scopes, shown once): {key}")
+    console.print(f"[bold]API key[/] (all scopes; kept in {key_file}): {key}")
     console.print(f"[bold]docs[/]    http://127.0.0.1:{port}/docs")
     console.print(
         "[bold]judges[/]  none configured: copy examples/judges.yaml, put provider keys in the "
@@ -71,3 +71,19 @@ def demo(
     )
     if not no_serve:
         serve(host="127.0.0.1", port=port, workers=1, judges_config=None, database_url=None)
+
+
+def demo_key(url: str, key_file: Path) -> str:
+    """The demo's all-scope key: the one saved in `key_file` while this database still
+    accepts it, else a new one saved there (owner-only), so reruns add no keys."""
+    with session_scope(open_database(url)) as session:
+        if key_file.exists():
+            saved = key_file.read_text(encoding="utf-8").strip()
+            if verify_key(session, saved) is not None:
+                return saved
+        key = create_key(session, "demo", list(SCOPES))
+    key_file.parent.mkdir(parents=True, exist_ok=True)
+    key_file.touch(mode=0o600)
+    key_file.chmod(0o600)
+    key_file.write_text(key + "\n", encoding="utf-8")
+    return key

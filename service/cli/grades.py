@@ -11,7 +11,7 @@ import typer
 from calibration.imports import Imported, read_inspect_log, read_lm_eval_results
 from calibration.interchange import GradeFormatError, read_grades
 from service.cli.app import app, fail
-from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.db.engine import open_database, session_scope
 from service.grade_store import check_storable, upsert_grades
 from service.settings import get_settings
 
@@ -55,7 +55,7 @@ def grades_import(
         check_storable(imported.rows, first_row=2 if path.suffix.lower() == ".csv" else 1)
     except GradeFormatError as exc:
         fail("\n  ".join([str(path) + ": invalid grades", *exc.problems]))
-    sessions = make_sessionmaker(make_engine(get_settings().database_url))
+    sessions = open_database(get_settings().database_url)
     with session_scope(sessions) as session:
         counts = upsert_grades(session, imported.rows)
     for reason in imported.skipped:

@@ -1,4 +1,8 @@
-"""`qadi judge`: grade one answer from the command line and print the result as JSON."""
+"""`qadi judge`: grade one answer from the command line, store it, print the result as JSON.
+
+It grades through the same batch core and judgment store as `POST /judge` and `qadi regrade`:
+the printed judgment ids are stored (readable at GET /judgments/{id}), and a judge whose
+verdict for this exact answer is already stored is not called again."""
 
 from __future__ import annotations
 
@@ -8,16 +12,20 @@ from pathlib import Path
 import typer
 
 from judges import (
+    BatchGrader,
+    Grader,
     GradeRequest,
     GuardError,
     JudgeConfigError,
     RequestError,
     TemplateError,
-    grade,
     load_config,
 )
 from rubrics import RubricError, resolve_rubric
 from service.cli.app import app, fail, split_names
+from service.db.engine import open_database
+from service.settings import get_settings
+from service.stores.judgments import SqlJudgmentStore
 
 
 @app.command()
@@ -31,7 +39,8 @@ def judge(
     judges: str | None = typer.Option(None, help="comma-separated judge names; default panel"),
     config: Path | None = typer.Option(None, help="judges YAML (default $QADI_JUDGES_CONFIG)"),
 ) -> None:
-    """Grade one answer with the configured judges and print the grade as JSON."""
+    """Grade one answer with the configured judges, store the judgments and print the
+    grade as JSON (needs a migrated database: `qadi db upgrade`)."""
     try:
         request = GradeRequest(
             rubric=resolve_rubric(rubric),
@@ -42,9 +51,12 @@ def judge(
             candidate_provider=candidate_provider,
             judges=split_names(judges),
         )
-        result = asyncio.run(grade(request, load_config(config)))
+        grader = Grader(load_config(config))
+        grader.plan(request)  # bad input is refused before the database is opened
     except (RubricError, JudgeConfigError, GuardError, RequestError, TemplateError) as exc:
         fail(str(exc))
+    store = SqlJudgmentStore(open_database(get_settings().database_url))
+    result = asyncio.run(BatchGrader(grader, store).grade_one(request))
     typer.echo(result.model_dump_json(indent=2))
     if result.status == "failed":
         raise typer.Exit(1)

@@ -34,8 +34,12 @@ PROBE = [{"role": "user", "content": 'Reply with the JSON object {"ok": true} an
 def check(
     config: Path | None = typer.Option(None, help="judges YAML (default $QADI_JUDGES_CONFIG)"),
 ) -> None:
-    """Call each judge once with a tiny structured-output request; report reachable,
-    structured-output support (the reply parses as the requested JSON) and latency."""
+    """Call each judge with a tiny structured-output request; report reachable,
+    structured-output support (the reply parses as the requested JSON) and latency.
+
+    The first call to a provider pays LiteLLM's and the SDK's start-up (about a second for
+    `openai/`) and the connection set-up, so latency is measured on a second call to each
+    reachable judge, made one at a time: the call itself, as grading will see it."""
     from judges import JudgeConfigError, load_config
     from judges.client import JudgeClient
 
@@ -46,14 +50,17 @@ def check(
 
     async def probe_all():
         names = router.config.names
-        return names, await asyncio.gather(
-            *(router.complete(name, PROBE, PROBE_SCHEMA) for name in names)
-        )
+        first = await asyncio.gather(*(router.complete(n, PROBE, PROBE_SCHEMA) for n in names))
+        timed = [
+            await router.complete(name, PROBE, PROBE_SCHEMA) if outcome.status == "ok" else None
+            for name, outcome in zip(names, first, strict=True)
+        ]
+        return names, first, timed
 
-    names, outcomes = asyncio.run(probe_all())
+    names, outcomes, timed = asyncio.run(probe_all())
     table = Table("judge", "model", "reachable", "structured output", "latency ms", "detail")
     failures = 0
-    for name, outcome in zip(names, outcomes, strict=True):
+    for name, outcome, warm in zip(names, outcomes, timed, strict=True):
         reachable = outcome.status == "ok"
         structured = reachable and _is_probe_reply(outcome.text or "")
         failures += not reachable
@@ -62,7 +69,7 @@ def check(
             router.config.judge(name).model,
             "yes" if reachable else "no",
             "yes" if structured else ("no" if reachable else "–"),
-            f"{outcome.latency_ms:.0f}",
+            f"{warm.latency_ms:.0f}" if warm is not None else "–",
             outcome.error or "",
         )
     out.print(table)

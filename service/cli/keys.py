@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from service.auth import ScopeError, create_key, revoke_key
 from service.cli.app import app, console, fail, out, split_names
-from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.db.engine import open_database, session_scope
 from service.db.schema import ApiKeyRow
 from service.settings import get_settings
 
@@ -17,7 +17,7 @@ app.add_typer(keys_app, name="keys")
 
 
 def _sessions():
-    return make_sessionmaker(make_engine(get_settings().database_url))
+    return open_database(get_settings().database_url)
 
 
 @keys_app.command("create")

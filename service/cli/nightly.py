@@ -21,7 +21,7 @@ from service.cli.calibrate import (
     scale_for,
     write_outputs,
 )
-from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.db.engine import open_database, session_scope
 from service.db.schema import utcnow
 from service.settings import get_settings
 
@@ -86,9 +86,9 @@ def nightly(
 
     until = utcnow()
     since = until - parse_window(window)
-    sessions = make_sessionmaker(make_engine(get_settings().database_url))
     check_choice("--level", level, LEVELS)
     check_choice("--alt-scoring", alt_scoring, SCORINGS)
+    sessions = open_database(get_settings().database_url)
     with session_scope(sessions) as session:
         bounds, level, weights = scale_for(session, scale, rubric, level)
         selection = Selection(rubric=rubric, since=since, until=until, scale=bounds)

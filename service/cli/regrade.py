@@ -69,7 +69,7 @@ def regrade(
     from rubrics import RubricError
     from service import regrade as core
     from service.answers import AnswerError, read_answers
-    from service.db.engine import make_engine, make_sessionmaker, session_scope
+    from service.db.engine import open_database, session_scope
     from service.settings import get_settings
     from service.stores.answers import answers_from_db
     from service.stores.judgments import SqlJudgmentStore
@@ -81,7 +81,7 @@ def regrade(
         fail("--workers is for the local engine; the ray engine takes --ray-workers")
     if engine is Engine.local and address is not None:
         fail("--address joins a Ray cluster: add --engine ray")
-    sessions = make_sessionmaker(make_engine(get_settings().database_url))
+    sessions = open_database(get_settings().database_url)
     try:
         with session_scope(sessions) as session:
             graded_rubric = resolve_stored_rubric(session, rubric)

@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.db.locks import migration_lock
 from service.errors import StorageUnavailable
 
 # Alembic's own layout: `alembic/` at the top of the source tree. An installed wheel does not
@@ -117,12 +118,23 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    make_engine(url).dispose()  # creates the SQLite directory if needed
-    command.upgrade(alembic_config(url), revision)
+    """Migrate up under the migration lock: concurrent callers wait, then find the schema
+    already at `revision` and do nothing."""
+    engine = make_engine(url)  # creates the SQLite directory if needed
+    try:
+        with migration_lock(engine):
+            command.upgrade(alembic_config(url), revision)
+    finally:
+        engine.dispose()
 
 
 def downgrade(url: str, revision: str) -> None:
-    command.downgrade(alembic_config(url), revision)
+    engine = make_engine(url)
+    try:
+        with migration_lock(engine):
+            command.downgrade(alembic_config(url), revision)
+    finally:
+        engine.dispose()
 
 
 def head_revision(url: str) -> str | None:
@@ -135,12 +147,30 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def require_migrated(engine: Engine) -> None:
-    """Refuse to serve on a database whose schema is not at the code's head revision."""
+    """Refuse to serve on a database whose schema is not at the code's head revision; a
+    database that cannot be reached is `StorageUnavailable`."""
     url = engine.url.render_as_string(hide_password=False)
-    head, current = head_revision(url), current_revision(engine)
+    try:
+        head, current = head_revision(url), current_revision(engine)
+    except (DBAPIError, PoolTimeout) as exc:
+        where = engine.url.render_as_string(hide_password=True)
+        cause = getattr(exc, "orig", None) or exc
+        first_line = next(iter(str(cause).strip().splitlines()), "")
+        raise StorageUnavailable(
+            f"cannot open database {where} ({type(cause).__name__}: {first_line})"
+        ) from exc
     if current != head:
         where = engine.url.render_as_string(hide_password=True)
         raise NotMigratedError(
             f"database {where} is at revision {current or 'none'}, the code needs {head}; "
             "run `qadi db upgrade` first"
         )
+
+
+def open_database(url: str) -> sessionmaker[Session]:
+    """Sessions on a database at the code's head revision. Every command and the service
+    open the database here, so an unmigrated one is refused the same way everywhere
+    (`NotMigratedError`, naming `qadi db upgrade`) before any work is done."""
+    engine = make_engine(url)
+    require_migrated(engine)
+    return make_sessionmaker(engine)

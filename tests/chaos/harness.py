@@ -115,7 +115,8 @@ class Chaos:
                 payload = response.json()
             except ValueError:
                 payload = {"detail": response.text}
-            detail = str(payload.get("detail", "")) if isinstance(payload, dict) else ""
+            problems = payload.get("detail") if isinstance(payload, dict) else None
+            detail = problems[0]["msg"] if isinstance(problems, list) and problems else ""
             retry = response.status_code == 409 and "in progress" in detail
             retry |= response.status_code == 503 and detail.startswith(("busy", "the database"))
             if retry and attempts < 300:

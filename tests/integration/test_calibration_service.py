@@ -398,7 +398,9 @@ def test_report_api_alt_test_options_criteria_and_field_errors(app_client, llm_s
     assert clash.status_code == 422
     assert "neg_rmse needs numbers" in clash.json()["detail"][0]["msg"]
     too_few = app_client.post("/calibration/reports", json={**body, "alt_min_items": 13})
-    assert too_few.status_code == 422 and "alt_test: needs" in too_few.json()["detail"]
+    assert too_few.status_code == 422
+    [problem] = too_few.json()["detail"]
+    assert problem["loc"] == ["body", "alt_test"] and problem["msg"].startswith("needs")
 
 
 def test_cli_refuses_out_of_scale_scores_and_unknown_strata(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -210,7 +211,7 @@ def test_cached_verdict_makes_no_second_call(judges_config, llm_server):
     assert llm_server.calls() == 1
 
 
-def test_cli_judge_prints_a_grade_with_criteria(tmp_path, llm_server):
+def test_cli_judge_prints_a_grade_with_criteria(tmp_path, llm_server, migrated_db):
     import yaml
 
     config = tmp_path / "judges.yaml"
@@ -237,6 +238,7 @@ def test_cli_judge_prints_a_grade_with_criteria(tmp_path, llm_server):
         text=True,
         cwd=ROOT,
         timeout=120,
+        env={**os.environ, "QADI_DATABASE_URL": migrated_db},  # `qadi judge` stores
     )
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)

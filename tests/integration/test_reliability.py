@@ -48,7 +48,7 @@ def test_backpressure_answers_503_with_retry_after(migrated_db, llm_server, tmp_
     assert codes == [200, 503, 503]
     refused = [r for r in responses if r.status_code == 503]
     assert all(r.headers["Retry-After"] == "1" for r in refused)
-    assert "busy" in refused[0].json()["detail"]
+    assert "busy" in refused[0].json()["detail"][0]["msg"]
     assert llm_server.calls() == 1  # refused requests never reached a judge
 
 

@@ -146,10 +146,11 @@ async def send_until_final(client: httpx.AsyncClient, key: str, body: dict) -> d
         except httpx.TransportError:
             await asyncio.sleep(0.5)  # the service is down (crash); retry the same key
             continue
-        detail = response.json().get("detail") if response.content else None
-        retry = response.status_code == 409 and "in progress" in str(detail)
+        problems = response.json().get("detail") if response.content else None
+        detail = problems[0]["msg"] if isinstance(problems, list) and problems else ""
+        retry = response.status_code == 409 and "in progress" in detail
         # the database was away or the service at capacity: the same key again, later
-        retry |= response.status_code == 503 and str(detail).startswith(("busy", "the database"))
+        retry |= response.status_code == 503 and detail.startswith(("busy", "the database"))
         if retry and attempts < 200:
             await asyncio.sleep(float(response.headers.get("Retry-After", "1")))
             continue

@@ -19,14 +19,16 @@ class FieldError(BaseModel):
 
 
 class QadiError(Exception):
-    """The service refused a call. `status_code`, `detail` (as sent) and `field_errors`."""
+    """The service refused a call. `status_code`, the parsed `body`, its `detail` (every
+    error of the service is `{"detail": [{"loc", "msg", "type"}]}`) and `field_errors`."""
 
-    def __init__(self, status_code: int, detail: Any, headers: httpx.Headers | None = None):
+    def __init__(self, status_code: int, body: Any, headers: httpx.Headers | None = None):
         self.status_code = status_code
-        self.detail = detail
+        self.body = body
+        self.detail = body.get("detail", body) if isinstance(body, dict) else body
         self.headers = headers or httpx.Headers()
-        self.field_errors = field_errors(detail)
-        super().__init__(f"{status_code}: {describe(detail)}")
+        self.field_errors = field_errors(self.detail)
+        super().__init__(f"{status_code}: {describe(self.detail)}")
 
 
 class AuthError(QadiError):
@@ -56,11 +58,12 @@ class RateLimited(QadiError):
 class JudgesFailed(QadiError):
     """502: every judge failed (parse error, timeout, provider error); no score exists.
 
-    `response` is the parsed body, whose `results[].error` says why each judge failed."""
+    `response` is the grading response sent beside `detail`, whose `results[].error` says
+    why each judge failed."""
 
     @property
     def response(self) -> JudgeResponse:
-        return JudgeResponse.model_validate(self.detail)
+        return JudgeResponse.model_validate(self.body)
 
 
 class ServiceUnavailable(QadiError):
@@ -81,31 +84,27 @@ _BY_STATUS: dict[int, type[QadiError]] = {
 
 
 def error_for(response: httpx.Response) -> QadiError:
-    """The typed error of a non-2xx response; its body's `detail` (or the body) is kept."""
+    """The typed error of a non-2xx response, with its parsed body (or its text, from a
+    proxy in front of the service)."""
     try:
         body = response.json()
     except ValueError:
         body = response.text
-    detail = body.get("detail", body) if isinstance(body, dict) else body
-    if response.status_code == 502:
-        detail = body  # a 502 body is a whole JudgeResponse
     kind = _BY_STATUS.get(response.status_code, QadiError)
-    return kind(response.status_code, detail, response.headers)
+    return kind(response.status_code, body, response.headers)
 
 
 def field_errors(detail: Any) -> list[FieldError]:
-    """FastAPI's list of `{loc, msg, type}`; a bare message is one error without a location."""
-    if isinstance(detail, str):
-        return [FieldError(msg=detail)]
+    """The service's list of `{loc, msg, type}`; anything else (a proxy's text) is one error
+    without a location."""
     if not isinstance(detail, list):
-        return []
-    errors = []
-    for entry in detail:
-        if isinstance(entry, dict) and "msg" in entry:
-            errors.append(FieldError.model_validate(entry, strict=False))
-        else:
-            errors.append(FieldError(msg=str(entry)))
-    return errors
+        return [FieldError(msg=str(detail))]
+    return [
+        FieldError.model_validate(entry, strict=False)
+        if isinstance(entry, dict) and "msg" in entry
+        else FieldError(msg=str(entry))
+        for entry in detail
+    ]
 
 
 def describe(detail: Any) -> str:
@@ -116,7 +115,4 @@ def describe(detail: Any) -> str:
             else str(e)
             for e in detail
         )
-    if isinstance(detail, dict) and "status" in detail:
-        errors = [r.get("error") for r in detail.get("results", []) if r.get("error")]
-        return f"judging {detail['status']}: " + "; ".join(map(str, errors))
     return str(detail)

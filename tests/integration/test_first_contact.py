@@ -1,0 +1,194 @@
+"""A newcomer's first contact (issue 16 items 6, 7, 13; issue 18 part 3): every command on an
+unmigrated database says what `qadi serve` says, the default database does not depend on the
+working directory, the docs load without internet, `qadi demo` reuses its key, `qadi judge`
+stores what it prints, and concurrent `qadi db upgrade` runs migrate once."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine, func, select, text
+
+from service.db.engine import current_revision, head_revision, make_engine
+from service.db.schema import ApiKeyRow, JudgmentRow
+from service.settings import Settings
+from tests.conftest import ROOT, judges_config_data, run_cli
+from tests.integration.test_database_and_cli import qadi
+
+SAMPLE_GRADES = ROOT / "service" / "sample" / "grades.csv"
+
+# Every command that reads or writes the database (file-only commands such as `calibrate
+# GRADES` and `estimate` need none). Each must refuse an unmigrated one the same way.
+DATABASE_COMMANDS = {
+    "grades import": ["grades", "import", str(SAMPLE_GRADES)],
+    "regrade --from-db --dry-run": [
+        "regrade", "--rubric", "iraqi-linguistic-shaku-maku", "--from-db", "--dry-run"
+    ],
+    "calibrate --from-db": ["calibrate", "--from-db", "--scale", "1-5", "--out", "r.json"],
+    "keys list": ["keys", "list"],
+    "keys create": ["keys", "create", "--scopes", "judge"],
+    "keys revoke": ["keys", "revoke", "abcd1234"],
+    "report nightly": ["report", "nightly", "--scale", "1-5"],
+    "bench runs": ["bench", "runs"],
+    "bench report": ["bench", "report", "1"],
+    "bench run": ["bench", "run", "--suite", "kinayat", "--model", "gpt-4o"],
+    "judge": [
+        "judge", "--rubric", "iraqi-linguistic-shaku-maku", "--response", "x",
+        "--candidate-model", "qwen-2.5", "--config", "JUDGES",
+    ],
+    "serve": ["serve", "--port", "1"],
+}
+
+
+@pytest.mark.parametrize("command", list(DATABASE_COMMANDS))
+def test_every_command_on_an_unmigrated_database_names_qadi_db_upgrade(command, db_url, tmp_path):
+    judges = tmp_path / "judges.yaml"  # valid, so `qadi judge` gets as far as the database
+    judges.write_text(yaml.safe_dump({"model_list": [{
+        "model_name": "gpt-judge",
+        "litellm_params": {"model": "openai/gpt-4.1", "api_base": "http://127.0.0.1:9/v1"},
+    }]}))
+    args = [str(judges) if arg == "JUDGES" else arg for arg in DATABASE_COMMANDS[command]]
+    result = run_cli(*args, env={"QADI_DATABASE_URL": db_url})
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "is at revision none" in result.stderr
+    assert "run `qadi db upgrade` first" in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_an_unreachable_database_is_one_line_not_a_traceback(tmp_path):
+    url = "postgresql+psycopg://nobody@127.0.0.1:1/none"  # nothing listens on port 1
+    result = run_cli("keys", "list", env={"QADI_DATABASE_URL": url})
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: cannot open database postgresql+psycopg://nobody@")
+    assert "Traceback" not in result.stderr
+
+
+def test_the_default_database_is_in_the_data_dir_whatever_the_working_directory(
+    tmp_path, monkeypatch
+):
+    data = tmp_path / "data"
+    env = {"QADI_DATA_DIR": str(data), "QADI_DATABASE_URL": ""}
+    monkeypatch.chdir(tmp_path)
+    upgraded = run_cli("db", "upgrade", env=env)
+    assert upgraded.returncode == 0, upgraded.stderr
+    elsewhere = tmp_path / "somewhere" / "else"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    listed = run_cli("keys", "list", env=env)  # migrated: the same file
+    assert listed.returncode == 0, listed.stderr
+    assert (data / "qadi.db").is_file()
+    assert not list(elsewhere.iterdir()) and not (tmp_path / "var").exists()
+
+
+def test_the_data_dir_defaults_to_the_per_user_data_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv("QADI_DATA_DIR")
+    monkeypatch.delenv("QADI_DATABASE_URL", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))  # platformdirs on Linux
+    monkeypatch.chdir(tmp_path)
+    settings = Settings()
+    assert settings.database_url == f"sqlite:///{tmp_path / 'xdg' / 'qadi' / 'qadi.db'}"
+
+
+# --- /docs and /redoc without internet (item 7) ---------------------------------------------
+
+
+@pytest.fixture
+def app_client(migrated_db) -> TestClient:
+    from service.app import create_app
+
+    return TestClient(create_app(Settings(database_url=migrated_db, auth="off")))
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_docs_pages_load_every_asset_from_the_service_itself(app_client, page):
+    html = app_client.get(page)
+    assert html.status_code == 200
+    assets = re.findall(r"""(?:src|href)=["']([^"']+)["']""", html.text)
+    assets += re.findall(r"""url: ?["']([^"']+)["']""", html.text)  # the OpenAPI document
+    assert len(assets) >= 2, html.text
+    for url in assets:
+        assert url.startswith("/") and not url.startswith("//"), f"{page} loads {url}"
+        assert app_client.get(url).status_code == 200, url
+    assert "cdn" not in html.text.lower()
+
+
+# --- migrations once (issue 18 part 3) ------------------------------------------------------
+
+
+def test_concurrent_db_upgrades_both_succeed_and_migrate_once(db_url):
+    env = {**os.environ, "QADI_DATABASE_URL": db_url}
+    command = [sys.executable, "-m", "service", "db", "upgrade"]
+    runs = [
+        subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=180) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    engine = make_engine(db_url)
+    assert current_revision(engine) == head_revision(db_url)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1
+
+
+# --- smaller first-contact items (item 13) --------------------------------------------------
+
+
+def test_demo_reuses_its_key_instead_of_adding_one_per_run(db_url, tmp_path):
+    env = {"QADI_DATABASE_URL": db_url, "QADI_DATA_DIR": str(tmp_path)}
+    first, second = (qadi("demo", "--no-serve", env=env) for _ in range(2))
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    keys = [re.search(r"(qadi_[0-9a-f]{8}_\S+)", run.stderr).group(1) for run in (first, second)]
+    assert keys[0] == keys[1]
+    assert (tmp_path / "demo-key").stat().st_mode & 0o777 == 0o600
+    engine = create_engine(db_url)
+    with engine.connect() as connection:
+        assert connection.execute(select(func.count()).select_from(ApiKeyRow)).scalar() == 1
+    engine.dispose()
+
+
+def test_qadi_judge_stores_the_judgments_whose_ids_it_prints(migrated_db, llm_server, tmp_path):
+    config = tmp_path / "judges.yaml"
+    config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    llm_server.script({"content": "4"})
+    args = [
+        "judge", "--rubric", "kinayat-explanation", "--response", "كناية عن الكرم",
+        "--reference", "كناية عن الكرم",
+        "--candidate-model", "qwen-2.5", "--judges", "claude-judge", "--config", str(config),
+    ]
+    env = {"QADI_DATABASE_URL": migrated_db}
+    first = run_cli(*args, env=env)
+    assert first.returncode == 0, first.stderr
+    [result] = json.loads(first.stdout)["results"]
+    engine = create_engine(migrated_db)
+    with engine.connect() as connection:
+        stored = connection.execute(
+            select(JudgmentRow.status, JudgmentRow.score).where(JudgmentRow.id == result["id"])
+        ).one()
+    engine.dispose()
+    assert (stored.status, stored.score) == ("ok", 4.0)
+    again = run_cli(*args, env=env)  # the stored verdict is reused: no second call
+    assert json.loads(again.stdout)["results"][0]["cached"] is True
+    assert llm_server.calls() == 1
+
+
+def test_judges_check_latency_is_the_call_not_the_start_up(llm_server, tmp_path):
+    """A 300 ms backend reads ~300 ms: LiteLLM's first-call start-up (over a second for
+    `openai/` here) is paid by a first call that is not timed."""
+    config = tmp_path / "judges.yaml"
+    config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    llm_server.faults(latency_min=0.3, latency_max=0.3)
+    done = qadi("judges", "check", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("│") for line in done.stdout.splitlines() if "│" in line]
+    latencies = {row[1].strip(): float(row[5]) for row in rows}
+    assert set(latencies) == {"gpt-judge", "claude-judge", "llama-judge"}
+    # 300 ms of backend delay, plus the call's own work (a few ms; 250 ms of slack for a
+    # loaded 2-core machine), and far below the 1.3-1.8 s the first call takes
+    assert all(300 <= ms < 550 for ms in latencies.values()), latencies

@@ -1,0 +1,107 @@
+"""GET /metrics (issue 16 item 15): judge tokens and cost per judge, and calibration gauges
+of the latest stored reports, so a team can alert on a judge from Prometheus."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from service.calibration_store import store_report
+from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.db.schema import CalibrationReportRow
+from tests.conftest import judges_config_data
+from tests.integration.test_service_api import Service, rubric_body, verdict
+
+
+@pytest.fixture
+def service(migrated_db, llm_server, tmp_path):
+    path = tmp_path / "judges.yaml"
+    path.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    return Service(migrated_db, path)
+
+
+def samples(service) -> dict[tuple[str, frozenset], float]:
+    response = service.client.get("/metrics")
+    assert response.status_code == 200
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def value(found: dict, name: str, **labels: str) -> float:
+    return found.get((name, frozenset(labels.items())), 0.0)
+
+
+def test_judge_tokens_and_cost_count_calls_not_cache_hits(service, llm_server):
+    before = samples(service)
+    llm_server.script({"content": verdict()})
+    first = service.post("/judge", json=rubric_body())
+    again = service.post("/judge", json=rubric_body())  # the same answer: a cache hit
+    assert first.status_code == again.status_code == 200, first.text
+    [result] = first.json()["results"]
+    assert again.json()["results"][0]["cached"] is True
+    after = samples(service)
+
+    def delta(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    # the test double reports usage 100 prompt + 20 completion tokens per call; one call made
+    assert delta("qadi_judge_tokens_total", judge="gpt-judge", kind="prompt") == 100
+    assert delta("qadi_judge_tokens_total", judge="gpt-judge", kind="completion") == 20
+    assert result["cost_usd"] > 0  # LiteLLM's price for gpt-4.1
+    assert delta("qadi_judge_cost_usd_total", judge="gpt-judge") == pytest.approx(
+        result["cost_usd"]
+    )
+    assert delta("qadi_judge_cache_hits_total", judge="gpt-judge") == 1
+
+
+def report(mad: float, signed: float, verdict_: str) -> dict:
+    """A stored report in the contract's shape (DESIGN.md, Calibration report JSON)."""
+    return {
+        "judges": {
+            "gpt-judge": {
+                "overall": {"mad": mad, "signed_error": signed, "ci": {"mad": [0, 1]}},
+                "strata": {"dialect=iraqi": {"mad": 2 * mad, "signed_error": None}},
+            }
+        },
+        "trust": {
+            "rows": [
+                {"stratum": "overall", "judge": "gpt-judge", "verdict": verdict_},
+                {"stratum": "dialect=iraqi", "judge": "gpt-judge", "verdict": "insufficient"},
+            ]
+        },
+    }
+
+
+def test_calibration_gauges_show_the_latest_report_per_kind_and_scope(service):
+    sessions = make_sessionmaker(make_engine(service.settings.database_url))
+    with session_scope(sessions) as session:
+        old = store_report(session, "nightly", "kinayat", (report(0.9, 0.4, "replace"), "", ""))
+        old.created_at = datetime(2026, 1, 1)
+        new = store_report(session, "nightly", "kinayat", (report(0.5, -0.25, "not_replacement"), "", ""))
+        new.created_at = datetime(2026, 1, 1) + timedelta(days=1)
+        store_report(session, "adhoc", "", (report(1.5, 0.75, "replace"), "", ""))
+    found = samples(service)
+    nightly = {"kind": "nightly", "scope": "kinayat", "judge": "gpt-judge"}
+    assert value(found, "qadi_calibration_mad", **nightly, stratum="overall") == 0.5
+    assert value(found, "qadi_calibration_mad", **nightly, stratum="dialect=iraqi") == 1.0
+    assert value(found, "qadi_calibration_signed_error", **nightly, stratum="overall") == -0.25
+    # a null metric (e.g. a nominal scale) is left out rather than exported as 0
+    assert ("qadi_calibration_signed_error", frozenset({**nightly, "stratum": "dialect=iraqi"}.items())) not in found
+    verdicts = {
+        state: value(found, "qadi_calibration_alt_test_verdict", **nightly, stratum="overall", verdict=state)
+        for state in ("replace", "not_replacement", "insufficient")
+    }
+    assert verdicts == {"replace": 0.0, "not_replacement": 1.0, "insufficient": 0.0}
+    adhoc = {"kind": "adhoc", "scope": "all", "judge": "gpt-judge", "stratum": "overall"}
+    assert value(found, "qadi_calibration_mad", **adhoc) == 1.5
+    # 2026-01-02T00:00:00Z as Unix time: 1767225600 (2026-01-01) + 86400
+    stamp = value(found, "qadi_calibration_report_timestamp_seconds", kind="nightly", scope="kinayat")
+    assert stamp == 1767225600 + 86400
+    with session_scope(sessions) as session:
+        assert session.query(CalibrationReportRow).count() == 3
