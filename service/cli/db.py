@@ -5,7 +5,14 @@ from __future__ import annotations
 import typer
 
 from service.cli.app import app, console
-from service.db.engine import current_revision, downgrade, head_revision, make_engine, upgrade
+from service.db.engine import (
+    current_revision,
+    downgrade,
+    head_revision,
+    make_engine,
+    reaching,
+    upgrade,
+)
 from service.settings import get_settings
 
 db_app = typer.Typer(help="Database migrations (Alembic).", no_args_is_help=True)
@@ -25,8 +32,10 @@ def db_upgrade(
 ) -> None:
     """Apply migrations up to REVISION (default: head)."""
     url = database_url(database_url_)
-    upgrade(url, revision)
-    console.print(f"database at revision {current_revision(make_engine(url))}")
+    engine = make_engine(url)
+    with reaching(engine):
+        upgrade(url, revision)
+        console.print(f"database at revision {current_revision(engine)}")
 
 
 @db_app.command("downgrade")
@@ -36,14 +45,17 @@ def db_downgrade(
 ) -> None:
     """Revert migrations down to REVISION."""
     url = database_url(database_url_)
-    downgrade(url, revision)
-    console.print(f"database at revision {current_revision(make_engine(url)) or 'base'}")
+    engine = make_engine(url)
+    with reaching(engine):
+        downgrade(url, revision)
+        console.print(f"database at revision {current_revision(engine) or 'base'}")
 
 
 @db_app.command("current")
 def db_current(database_url_: str | None = typer.Option(None, "--database-url")) -> None:
     """Print the database's revision and the code's head."""
     url = database_url(database_url_)
-    typer.echo(
-        f"current: {current_revision(make_engine(url)) or 'none'}  head: {head_revision(url)}"
-    )
+    engine = make_engine(url)
+    with reaching(engine):
+        current = current_revision(engine)
+    typer.echo(f"current: {current or 'none'}  head: {head_revision(url)}")

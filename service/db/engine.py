@@ -146,12 +146,12 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
-def require_migrated(engine: Engine) -> None:
-    """Refuse to serve on a database whose schema is not at the code's head revision; a
-    database that cannot be reached is `StorageUnavailable`."""
-    url = engine.url.render_as_string(hide_password=False)
+@contextmanager
+def reaching(engine: Engine) -> Iterator[None]:
+    """A database that cannot be reached becomes `StorageUnavailable`, one line naming it
+    (password hidden) and the driver's reason, for the CLI to print without a traceback."""
     try:
-        head, current = head_revision(url), current_revision(engine)
+        yield
     except (DBAPIError, PoolTimeout) as exc:
         where = engine.url.render_as_string(hide_password=True)
         cause = getattr(exc, "orig", None) or exc
@@ -159,6 +159,14 @@ def require_migrated(engine: Engine) -> None:
         raise StorageUnavailable(
             f"cannot open database {where} ({type(cause).__name__}: {first_line})"
         ) from exc
+
+
+def require_migrated(engine: Engine) -> None:
+    """Refuse to serve on a database whose schema is not at the code's head revision; a
+    database that cannot be reached is `StorageUnavailable`."""
+    url = engine.url.render_as_string(hide_password=False)
+    with reaching(engine):
+        head, current = head_revision(url), current_revision(engine)
     if current != head:
         where = engine.url.render_as_string(hide_password=True)
         raise NotMigratedError(

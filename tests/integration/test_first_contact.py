@@ -62,9 +62,12 @@ def test_every_command_on_an_unmigrated_database_names_qadi_db_upgrade(command, 
     assert "Traceback" not in result.stdout + result.stderr
 
 
-def test_an_unreachable_database_is_one_line_not_a_traceback(tmp_path):
+@pytest.mark.parametrize(
+    "command", [("keys", "list"), ("db", "upgrade"), ("db", "current"), ("db", "downgrade", "base")]
+)
+def test_an_unreachable_database_is_one_line_not_a_traceback(command):
     url = "postgresql+psycopg://nobody@127.0.0.1:1/none"  # nothing listens on port 1
-    result = run_cli("keys", "list", env={"QADI_DATABASE_URL": url})
+    result = run_cli(*command, env={"QADI_DATABASE_URL": url})
     assert result.returncode == 2
     assert result.stderr.startswith("error: cannot open database postgresql+psycopg://nobody@")
     assert "Traceback" not in result.stderr
