@@ -22,6 +22,8 @@ def upsert_grades(session: Session, rows: list[GradeRow]) -> dict[str, int]:
     database settles concurrent uploads of the same pairs (no IntegrityError), and 30k rows
     take a fraction of a second. Within one upload the last row of a pair wins, as before.
     """
+    if not rows:  # an INSERT of no rows would insert one row of defaults
+        return {"inserted": 0, "updated": 0}
     latest = {(row.item_id, row.rater): row for row in rows}
     insert = _UPSERT_INSERT[session.get_bind().dialect.name]
     now = utcnow()

@@ -15,3 +15,14 @@ def test_thirty_thousand_rows_import_and_reimport_in_seconds(migrated_db):
     assert second == {"inserted": 0, "updated": 30_000}
     assert cpu <= 5.0 and cpu_again <= 5.0, (cpu, cpu_again)
     assert wall <= 20.0 and wall_again <= 20.0, (wall, wall_again)
+
+
+def test_importing_a_file_without_rows_stores_nothing(migrated_db, tmp_path):
+    from tests.conftest import run_cli, stored_grades
+
+    empty = tmp_path / "empty.csv"
+    empty.write_text("item_id,rater,rater_kind,score\n")
+    result = run_cli("grades", "import", str(empty), env={"QADI_DATABASE_URL": migrated_db})
+    assert result.returncode == 0, result.stderr
+    assert '"rows": 0, "inserted": 0, "updated": 0' in result.stdout
+    assert stored_grades(migrated_db) == {}

@@ -375,6 +375,14 @@ def test_grades_json_and_csv_upload_and_query(service):
         "inserted": 0,
         "updated": 1,
     }
+    # a header without rows is an upload of nothing (it once inserted a row of defaults: 500)
+    empty = service.post(
+        "/grades",
+        scope="grades",
+        content="item_id,rater,rater_kind,score\n",
+        headers={"Content-Type": "text/csv"},
+    )
+    assert (empty.status_code, empty.json()) == (200, {"inserted": 0, "updated": 0})
     iraqi = service.get("/grades", scope="grades", params={"attribute": "dialect=iraqi"}).json()
     assert sorted((g["rater"], g["score"]) for g in iraqi["items"]) == [("sme-2", 75.0)]
     listed = service.get("/grades", scope="grades", params={"item_id": "irq-1"}).json()["items"]
