@@ -4,8 +4,9 @@ while every API route keeps its header-only key (issue 16 item 3).
 A link carries the report id, an expiry (Unix seconds) and an HMAC-SHA256 of both under the
 server secret `QADI_REPORT_LINK_SECRET` (RFC 2104, Python's `hmac`); the signature is checked
 in constant time (`hmac.compare_digest`). It grants reading that one report until it expires
-and nothing else. Without a configured secret each process draws its own at start, so links
-hold only on the process that minted them: set the secret when running several workers.
+and nothing else. Without a configured secret one is drawn on first use and kept in the
+database (`service_secrets`), so every worker and replica on it signs and checks alike;
+whoever can read that table can read the reports anyway.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ import hmac
 import secrets
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from service.db.schema import ServiceSecretRow
 from service.settings import Settings
 
 MAX_TTL_SECONDS = 7 * 24 * 3600
@@ -38,16 +42,25 @@ class SignedLink:
     signature: str
 
 
-@lru_cache
-def _process_secret() -> bytes:
-    return secrets.token_bytes(32)
-
-
-def link_secret(settings: Settings) -> bytes:
+def link_secret(settings: Settings, session: Session) -> bytes:
     configured = settings.report_link_secret
     if configured is not None:
         return configured.get_secret_value().encode()
-    return _process_secret()
+    return _stored_secret(session, "report-links").encode()
+
+
+def _stored_secret(session: Session, name: str) -> str:
+    """The shared secret `name`, drawn by whichever process asks first (a concurrent first
+    draw loses the insert and reads the winner's)."""
+    stored = session.get(ServiceSecretRow, name)
+    if stored is None:
+        try:
+            with session.begin_nested():
+                session.add(ServiceSecretRow(name=name, value=secrets.token_hex(32)))
+        except IntegrityError:
+            pass
+        stored = session.get(ServiceSecretRow, name)
+    return stored.value
 
 
 def _signature(secret: bytes, report_id: str, expires: int) -> str:

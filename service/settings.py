@@ -43,7 +43,8 @@ class Settings(BaseSettings):
         default=0, ge=0, description="POST /judge requests per API key per minute; 0 = off"
     )
     report_link_secret: SecretStr | None = Field(
-        default=None, description="HMAC key of signed report links; a random one per process"
+        default=None,
+        description="HMAC key of signed report links; unset, one kept in the database",
     )
     reap_interval_seconds: float = Field(
         default=15.0, gt=0, description="how often abandoned pending requests are closed"

@@ -219,7 +219,8 @@ def mint_link(
     with session_scope(request.app.state.sessions) as session:
         if session.get(CalibrationReportRow, report_id) is None:
             raise HTTPException(404, "no such calibration report")
-    link = sign(link_secret(request.app.state.settings), report_id, body.ttl_seconds)
+        secret = link_secret(request.app.state.settings, session)
+    link = sign(secret, report_id, body.ttl_seconds)
     url = request.url_for("view_report", report_id=report_id).include_query_params(
         expires=link.expires, signature=link.signature, format=body.format
     )
@@ -238,12 +239,12 @@ def view_report(
     signature: str,
     format: Literal["html", "md"] = "html",
 ):
-    try:
-        verify(link_secret(request.app.state.settings), report_id, expires, signature)
-    except LinkRefused as exc:
-        detail = [{"loc": ["query", exc.field], "msg": str(exc), "type": "link_refused"}]
-        raise HTTPException(403, detail) from None
     with session_scope(request.app.state.sessions) as session:
+        try:
+            verify(link_secret(request.app.state.settings, session), report_id, expires, signature)
+        except LinkRefused as exc:
+            detail = [{"loc": ["query", exc.field], "msg": str(exc), "type": "link_refused"}]
+            raise HTTPException(403, detail) from None
         response = _respond(session.get(CalibrationReportRow, report_id), request, format)
     # the signature must not leave in a Referer; the page runs no script and loads nothing
     response.headers["Referrer-Policy"] = "no-referrer"

@@ -246,3 +246,15 @@ class RateEventRow(Base):
     )
     api_key_id: Mapped[int] = mapped_column(Integer)  # 0 when the service runs without keys
     at: Mapped[datetime] = mapped_column(DateTime())
+
+
+class ServiceSecretRow(Base):
+    """A secret every process and replica on this database shares, drawn on first use: the
+    key of signed report links when QADI_REPORT_LINK_SECRET is not set, so a link minted by
+    one worker opens on every other."""
+
+    __tablename__ = "service_secrets"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)

@@ -87,3 +87,23 @@ def test_signature_is_hmac_sha256_of_report_and_expiry():
     with pytest.raises(LinkRefused) as refused:  # compared as bytes: any text is refused
         verify(b"k", "r1", 1100, "\x80" * 64, now=1099)
     assert refused.value.field == "signature"
+
+
+def test_without_a_configured_secret_every_process_on_the_database_shares_one(migrated_db):
+    # the key is drawn once and kept in the database, so a link minted by one worker or
+    # replica opens on every other (a per-process key failed on 3 of 4 workers)
+    from service.db.schema import ServiceSecretRow
+
+    report_id, key = stored_report(migrated_db)
+    settings = Settings(database_url=migrated_db)
+    minting, viewing = TestClient(create_app(settings)), TestClient(create_app(settings))
+    auth = {"Authorization": f"Bearer {key}"}
+    url = minting.post(f"/calibration/reports/{report_id}/links", headers=auth, json={})
+    query = parse_qs(urlsplit(url.json()["url"]).query)
+    with session_scope(make_sessionmaker(make_engine(migrated_db))) as session:
+        [stored] = session.query(ServiceSecretRow).all()
+    assert stored.name == "report-links" and len(stored.value) == 64
+    verify(stored.value.encode(), report_id, int(query["expires"][0]), query["signature"][0])
+    opened = viewing.get(url.json()["url"])
+    assert opened.status_code == 200, opened.text
+    assert "<table class='trust'>" in opened.text
