@@ -123,7 +123,7 @@ def test_a_keys_rate_limit_holds_across_every_process(replicas, llm_server):
     assert abs(statuses.count(200) - PER_MINUTE) <= 1, statuses
     assert statuses.count(429) == len(bodies) - statuses.count(200)
     refused = next(r for r in replies if r.status_code == 429)
-    assert 1 <= int(refused.headers["retry-after"]) <= 60
+    assert int(refused.headers["retry-after"]) in range(1, 61)
     assert llm_server.calls() == statuses.count(200)
 
 
