@@ -6,7 +6,8 @@ caller of a key makes the call; callers arriving while it is in flight wait for 
 its result when it is `ok`. A failed call is not shared: each waiter then calls for itself,
 as it would have without single-flight (a failure is not a verdict to reuse).
 
-Across processes the service adds a database lease on top (`service.flights`).
+Across processes on PostgreSQL the service adds a database lease on top
+(`service.limits.SharedLimits`).
 """
 
 from __future__ import annotations
