@@ -16,10 +16,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from sqlalchemy import select
+from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
-from service.calibration_store import latest_report
 from service.db.schema import CalibrationReportRow
 
 VERDICTS = ("replace", "not_replacement", "insufficient")
@@ -27,17 +26,26 @@ ERRORS = {"mad": "qadi_calibration_mad", "signed_error": "qadi_calibration_signe
 LABELS = ["kind", "scope", "judge", "stratum"]
 
 
-def latest_reports(session: Session) -> list[CalibrationReportRow]:
-    """The newest report of each (kind, scope)."""
-    pairs = session.execute(
-        select(CalibrationReportRow.kind, CalibrationReportRow.scope).distinct()
+def latest_reports(session: Session) -> list[Row]:
+    """The newest report of each (kind, scope), in one query at every scrape, reading only
+    the JSON report (not the stored HTML and Markdown)."""
+    table = CalibrationReportRow
+    newest_first = func.row_number().over(
+        partition_by=(table.kind, table.scope),
+        order_by=(table.created_at.desc(), table.id.desc()),
+    )
+    ranked = select(
+        table.kind, table.scope, table.report, table.created_at, newest_first.label("rank")
+    ).subquery()
+    return session.execute(
+        select(ranked.c.kind, ranked.c.scope, ranked.c.report, ranked.c.created_at)
+        .where(ranked.c.rank == 1)
+        .order_by(ranked.c.kind, ranked.c.scope)
     ).all()
-    found = (latest_report(session, kind, scope) for kind, scope in sorted(pairs))
-    return [row for row in found if row is not None]
 
 
 class CalibrationCollector(Collector):
-    def __init__(self, reports: list[CalibrationReportRow]) -> None:
+    def __init__(self, reports: list[Row]) -> None:
         self.reports = reports
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
