@@ -71,12 +71,13 @@ class GradingService:
         self.batch = BatchGrader(grader, self.store, options) if grader is not None else None
         self.stale_after = timedelta(seconds=request_deadline(grader))
         self.admission = Admission(settings.judge_concurrency)
-        self.rate = RateLimit(settings.rate_limit_per_minute)
-        self.shared = (
-            SharedLimits(settings.rate_limit_per_minute, owner=new_id())
-            if factory.kw["bind"].dialect.name == "postgresql"
-            else None
-        )
+        # the key's rate: shared by every process on PostgreSQL, else this process's own
+        self.shared: SharedLimits | None = None
+        self.rate: RateLimit | None = None
+        if factory.kw["bind"].dialect.name == "postgresql":
+            self.shared = SharedLimits(settings.rate_limit_per_minute, owner=new_id())
+        else:
+            self.rate = RateLimit(settings.rate_limit_per_minute)
         self._finishing: set[asyncio.Task] = set()
         self._preparing = GroupCommit(factory, self._prepare_all)
         self._closing = GroupCommit(factory, self._finish_all)
@@ -114,7 +115,7 @@ class GradingService:
         """Check sizes, the key's rate (here unless shared) and the capacity; the judge-call
         slots taken."""
         check_sizes(body, self.settings)
-        if self.shared is None:
+        if self.rate is not None:
             _check_rate(self.rate.check(api_key_id), self.rate.per_minute)
         slots = len(body.judges or self.batch.grader.config.default_panel)
         if not self.admission.try_acquire(slots):
