@@ -30,6 +30,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
 
+from judges import standins  # noqa: E402
 from judges.config import ROUTER_ONLY_PARAMS, JudgeEntry, JudgesConfig  # noqa: E402
 from judges.makers import model_name  # noqa: E402
 from judges.replies import read_completion  # noqa: E402
@@ -37,9 +38,9 @@ from judges.replies import read_completion  # noqa: E402
 litellm.suppress_debug_info = True
 litellm.telemetry = False
 
-# LiteLLM's own price table as shipped, looked up by qadi so an unlisted model's price is
-# unknown (None), never zero.
-PRICE_TABLE = dict(litellm.model_cost)
+# LiteLLM's own price table as shipped (and the stand-ins, free), looked up by qadi so an
+# unlisted model's price is unknown (None), never zero.
+PRICE_TABLE = {**litellm.model_cost, **standins.PRICES}
 
 # Parameter names whose values are credentials, whatever the provider.
 _SECRET_NAME = re.compile(r"key|secret|token|password|credential|authorization", re.IGNORECASE)
@@ -234,6 +235,8 @@ class JudgeClient:
 
     def __init__(self, config: JudgesConfig) -> None:
         self.config = config
+        if any(standins.is_stand_in(e.model) for e in config.model_list):
+            standins.register()
         exported = export_environment(config)
         self._params = {
             name: _direct_params(config, config.judge(name))

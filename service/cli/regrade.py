@@ -36,7 +36,10 @@ class Engine(StrEnum):
 @app.command()
 def regrade(
     input_path: Path | None = typer.Argument(None, help="answers .jsonl/.csv", dir_okay=False),
-    rubric: str = typer.Option(..., help="rubric file or library id[@version]"),
+    rubric: str | None = typer.Option(
+        None,
+        help="rubric file or id[@version] for every answer; default: each line's rubric_id",
+    ),
     judges: str | None = typer.Option(None, help="comma-separated judge names; default panel"),
     config: Path | None = typer.Option(None, help="judges YAML (default $QADI_JUDGES_CONFIG)"),
     concurrency: int = typer.Option(
@@ -83,12 +86,6 @@ def regrade(
         fail("--address joins a Ray cluster: add --engine ray")
     sessions = open_database(get_settings().database_url)
     try:
-        with session_scope(sessions) as session:
-            graded_rubric = resolve_stored_rubric(session, rubric)
-        grader = Grader(load_config(config))
-    except (RubricError, RubricNotFound, JudgeConfigError) as exc:
-        fail(str(exc))
-    try:
         if from_db:
             from service.db.filters import parse_pairs
 
@@ -101,7 +98,18 @@ def regrade(
     except AnswerError as exc:
         fail("\n  ".join(["invalid answers", *exc.problems]))
     answers = answers[:limit] if limit else answers
-    requests = core.requests_for(answers, graded_rubric, split_names(judges))
+    try:
+        wanted, notes = core.rubric_plan(answers, rubric)
+        with session_scope(sessions) as session:
+            rubrics = {ref: resolve_stored_rubric(session, ref) for ref in wanted}
+        grader = Grader(load_config(config))
+    except (ValueError, RubricError, RubricNotFound, JudgeConfigError) as exc:
+        fail(str(exc))
+    for note in notes:
+        console.print(f"[yellow]note[/]: {note}", highlight=False)
+    if rubric is not None:
+        rubrics = {None: rubrics[rubric]}
+    requests = core.requests_for(answers, rubrics, split_names(judges))
     store = SqlJudgmentStore(sessions)
     batcher = BatchGrader(grader, store, core.options(concurrency, force, retry_failed))
     if ingest is not None or dry_run or batch is not None:
@@ -113,7 +121,7 @@ def regrade(
         pending = pending_calls(plans, known)
         planned = sum(len(p.panel.judges) for p in plans if not isinstance(p, Exception))
         if dry_run:
-            estimate = core.estimate_cost(grader.config, graded_rubric, pending)
+            estimate = core.estimate_cost(grader.config, pending)
             skips = sum(len(p.panel.skipped) for p in plans if not isinstance(p, Exception))
             refused = sum(isinstance(p, Exception) for p in plans)
             summary = {
@@ -150,10 +158,7 @@ def regrade(
                 try:
                     run_on_ray(
                         grader.config,
-                        graded_rubric,
-                        split_names(judges),
                         requests,
-                        answers,
                         core.options(concurrency, force, retry_failed),
                         RayCluster(ray_workers, address),
                         get_settings().database_url,

@@ -38,6 +38,7 @@ def serve(
             "127.0.0.1, turn auth on, or pass --insecure if this network is trusted"
         )
     require_migrated(make_engine(get_settings().database_url))  # refused in QadiGroup
+    check_judges_config(get_settings().judges_config)
     uvicorn.run(
         "service.app:create_app",
         factory=True,
@@ -46,6 +47,19 @@ def serve(
         workers=workers,
         log_level="info",
     )
+
+
+def check_judges_config(path: Path | None) -> None:
+    """A judges file that cannot be used ends `serve` here, in the one line `qadi judges
+    check` prints, before any worker starts (a worker would die with a traceback)."""
+    from judges import JudgeConfigError, load_config
+
+    if path is None:
+        return
+    try:
+        load_config(path)
+    except JudgeConfigError as exc:
+        fail(str(exc))
 
 
 def is_loopback(host: str) -> bool:

@@ -88,7 +88,7 @@ def test_file_report_for_a_1_to_5_sample_renders_html_and_markdown(tmp_path):
 def test_file_report_for_a_0_to_100_rubric_sample(tmp_path):
     done = qadi(
         "calibrate",
-        "service/sample/grades.csv",
+        "tests/data/sme_sample_grades.csv",
         "--scale",
         "0-100",
         "--by",
