@@ -1,26 +1,38 @@
 # Two commands: `make run` and `make test`. Both create .venv/ when it is missing.
+# `make run` installs the runtime only; `make test` (and `make venv`) everything the tests use.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-stamp
+# One stamp per set of declared dependencies, named by a hash of the files that declare them:
+# a fresh clone reusing a .venv does not reinstall while they are unchanged (file times say
+# nothing after a clone), and any change to them installs again.
+DEPS    := $(shell cat pyproject.toml clients/python/pyproject.toml | sha256sum | cut -c1-12)
+RUNTIME := $(VENV)/.runtime-$(DEPS)
+FULL    := $(VENV)/.full-$(DEPS)
 
 .PHONY: run test lint venv clean
 
-venv: $(STAMP)
+venv: $(FULL)
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml
+$(RUNTIME):
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	@touch $@
+
+$(FULL):
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test,ray]" -e "./clients/python[inspect]"
-	@touch $(STAMP)
+	@touch $@ $(RUNTIME)
 
-run: $(STAMP)
+run: $(RUNTIME)
 	$(VENV)/bin/qadi demo
 
-lint: $(STAMP)
+lint: $(FULL)
 	$(VENV)/bin/ruff check .
 
-test: $(STAMP) lint
+test: $(FULL) lint
 	$(PY) -m pytest
 
 clean:

@@ -53,12 +53,8 @@ def demo_judges() -> tuple[Path, JudgesConfig]:
 
 
 def describe_judges(config: JudgesConfig) -> str:
-    """The judges by name, the stand-ins marked as such."""
-    names = [
-        f"{name} (stand-in)" if is_stand_in(config.judge(name).model) else name
-        for name in config.names
-    ]
-    return ", ".join(names)
+    """The judges by name and model (a stand-in's model says it is one)."""
+    return ", ".join(f"{name} ({config.judge(name).model})" for name in config.names)
 
 
 @app.command()
@@ -77,10 +73,10 @@ def demo(
     console.print(f"[bold]database[/] {url}  sample loaded: {counts}", highlight=False)
     console.print(f"[bold]API key[/]  (all scopes; kept in {key_file}): {key}", highlight=False)
     console.print(f"[bold]docs[/]     http://127.0.0.1:{port}/docs", highlight=False)
-    console.print(f"[bold]judges[/]   {describe_judges(config)}  ({judges_path})", highlight=False)
+    console.print(f"[bold]judges[/]   {describe_judges(config)} from {judges_path}", highlight=False)
     if any(is_stand_in(e.model) for e in config.model_list):
         console.print(
-            "[bold yellow]stand-ins[/] grade deterministically with no model behind them; "
+            "[bold yellow]STAND-INS[/] grade deterministically with no model behind them; "
             "for real grades set QADI_JUDGES_CONFIG to your judges file (examples/judges.yaml)",
             highlight=False,
         )
