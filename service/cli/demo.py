@@ -73,7 +73,8 @@ def demo(
     console.print(f"[bold]database[/] {url}  sample loaded: {counts}", highlight=False)
     console.print(f"[bold]API key[/]  (all scopes; kept in {key_file}): {key}", highlight=False)
     console.print(f"[bold]docs[/]     http://127.0.0.1:{port}/docs", highlight=False)
-    console.print(f"[bold]judges[/]   {describe_judges(config)} from {judges_path}", highlight=False)
+    judges = f"{describe_judges(config)} from {judges_path}"
+    console.print(f"[bold]judges[/]   {judges}", highlight=False)
     if any(is_stand_in(e.model) for e in config.model_list):
         console.print(
             "[bold yellow]STAND-INS[/] grade deterministically with no model behind them; "
