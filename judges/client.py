@@ -30,7 +30,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
 
-from judges import standins  # noqa: E402
+from judges import credentials, standins  # noqa: E402
 from judges.config import ROUTER_ONLY_PARAMS, JudgeEntry, JudgesConfig  # noqa: E402
 from judges.makers import model_name  # noqa: E402
 from judges.replies import read_completion  # noqa: E402
@@ -252,6 +252,15 @@ class JudgeClient:
             for name in config.names
             if all(price(e.model, 1, 1) is not None for e in config.deployments(name))
         }
+        # judges every deployment of which reads a credential from an unset variable
+        self._unset = {
+            name: message
+            for name in config.names
+            if all(
+                (message := credentials.unset_message(name, e.litellm_params))
+                for e in config.deployments(name)
+            )
+        }
         self.redact = Redactor(secret_values(config, exported))
         self.cooldown = Cooldown(config.qadi.allowed_fails, config.qadi.cooldown_time)
         self.pacer = Pacer(config)
@@ -279,6 +288,8 @@ class JudgeClient:
                 error=f"judge '{judge}' is cooling down for {resting:.0f} s after repeated "
                 "provider failures",
             )
+        if judge in self._unset:  # a missing key is not a provider failure: nothing to retry
+            return CallOutcome("backend_error", 0.0, attempts=0, error=self._unset[judge])
         kwargs: dict[str, Any] = {**entry.sampling, **overrides}
         if response_format is not None:
             kwargs["response_format"] = response_format
@@ -289,6 +300,11 @@ class JudgeClient:
                 response = await self._call(judge, messages, options.timeout, kwargs)
                 break
             except Exception as exc:  # noqa: BLE001 - any provider failure is recorded
+                missing = credentials.missing_key(
+                    entry.model, "api_key" in entry.litellm_params, exc
+                )
+                if missing is not None:
+                    return self._failure(judge, "backend_error", exc, started, attempt, missing)
                 if attempt < options.num_retries and _transient(exc):
                     attempt += 1
                     await asyncio.sleep(options.retry_after * 2 ** (attempt - 1))
@@ -329,15 +345,22 @@ class JudgeClient:
         return (getattr(response, "_hidden_params", None) or {}).get("response_cost")
 
     def _failure(
-        self, judge: str, status, exc: Exception, started: float, retries: int
+        self,
+        judge: str,
+        status,
+        exc: Exception,
+        started: float,
+        retries: int,
+        reason: str | None = None,
     ) -> CallOutcome:
         self.cooldown.record(judge, ok=False)
         first_line = str(exc).splitlines()[0] if str(exc) else ""
         after = f" (after {retries} retr{'y' if retries == 1 else 'ies'})" if retries else ""
+        error = reason or f"{type(exc).__name__}: {first_line}{after}"
         return CallOutcome(
             status,
             (time.perf_counter() - started) * 1000,
-            error=self.redact(f"{type(exc).__name__}: {first_line}{after}"),
+            error=self.redact(error),
             attempts=retries + 1,
         )
 

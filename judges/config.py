@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from judges.makers import maker_from_table, model_name
 from rubrics.errors import describe_validation_error
@@ -135,6 +142,17 @@ class QadiOptions(BaseModel):
     retry_after: float = Field(default=0.0, ge=0)
     allowed_fails: int = Field(default=3, ge=1)
     cooldown_time: float = Field(default=30.0, ge=0)
+
+    @field_validator("guard", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        """YAML 1.1 reads an unquoted `off` (and `no`) as false: `guard: off`, as written in
+        the README, means off. An unquoted `on`/`yes` (true) names no level."""
+        if value is False:
+            return "off"
+        if value is True:
+            raise ValueError("`on` is not a level: write provider, model or off")
+        return value
 
 
 class JudgesConfig(BaseModel):

@@ -10,20 +10,21 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
-from service.db.engine import NotMigratedError
+from service.db.engine import NotMigratedError, UnsupportedDatabase
 from service.errors import StorageUnavailable
 
 
 class QadiGroup(TyperGroup):
-    """The root command group. A database that is not migrated, or cannot be reached, ends
-    any command with the same one-line message as `qadi serve` (exit 2), not a traceback:
+    """The root command group. A database that is not migrated, cannot be reached, or is not
+    one qadi runs on, ends any command with the same one-line message as `qadi serve` (exit
+    2), not a traceback:
     the check is made once, here, around every subcommand (commands open the database
     with `service.db.engine.open_database`)."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except (NotMigratedError, StorageUnavailable) as exc:
+        except (NotMigratedError, StorageUnavailable, UnsupportedDatabase) as exc:
             fail(str(exc))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from service.cli.app import app, fail, out
+from service.cli.app import app, console, fail, out
 
 judges_app = typer.Typer(help="Configured judges.", no_args_is_help=True)
 app.add_typer(judges_app, name="judges")
@@ -42,6 +42,7 @@ def check(
     reachable judge, made one at a time: the call itself, as grading will see it."""
     from judges import JudgeConfigError, load_config
     from judges.client import JudgeClient
+    from judges.guard import unknown_judge_maker
 
     try:
         router = JudgeClient(load_config(config))
@@ -58,7 +59,9 @@ def check(
         return names, first, timed
 
     names, outcomes, timed = asyncio.run(probe_all())
-    table = Table("judge", "model", "reachable", "structured output", "latency ms", "detail")
+    table = Table(
+        "judge", "model", "maker", "reachable", "structured output", "latency ms", "detail"
+    )
     failures = 0
     for name, outcome, warm in zip(names, outcomes, timed, strict=True):
         reachable = outcome.status == "ok"
@@ -67,12 +70,24 @@ def check(
         table.add_row(
             name,
             router.config.judge(name).model,
-            "yes" if reachable else "no",
+            router.config.maker_of_judge(router.config.judge(name)) or "unknown",
+            "yes" if reachable else ("not called" if outcome.attempts == 0 else "no"),
             "yes" if structured else ("no" if reachable else "–"),
             f"{warm.latency_ms:.0f}" if warm is not None else "–",
             outcome.error or "",
         )
     out.print(table)
+    config = router.config
+    if config.qadi.guard == "provider":
+        for name in names:
+            entry = config.judge(name)
+            if config.maker_of_judge(entry) is None:
+                console.print(
+                    f"[bold yellow]warning:[/] {unknown_judge_maker(name, entry.model)}; "
+                    "until then the guard refuses every grade this judge is asked for",
+                    highlight=False,
+                    soft_wrap=True,
+                )
     if failures:
         raise typer.Exit(1)
 

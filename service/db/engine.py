@@ -13,7 +13,8 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -33,8 +34,36 @@ class NotMigratedError(RuntimeError):
     """The database schema is behind the code; the message names the command that fixes it."""
 
 
+class UnsupportedDatabase(ValueError):
+    """The database URL names a backend qadi does not run on, or is not a URL at all."""
+
+
+SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+
+
+def check_backend(url: str) -> None:
+    """qadi's schema and locks are written and tested for SQLite and PostgreSQL only; any
+    other URL is refused in one line before a driver is looked for (a missing MySQL driver
+    would otherwise end in a traceback)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise UnsupportedDatabase(
+            "the database URL (QADI_DATABASE_URL) is not a SQLAlchemy URL; use "
+            "sqlite:///PATH or postgresql+psycopg://USER:PASSWORD@HOST/DB"
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend not in SUPPORTED_BACKENDS:
+        where = parsed.render_as_string(hide_password=True)
+        raise UnsupportedDatabase(
+            f"unsupported database '{backend}' ({where}): qadi runs on SQLite "
+            "(sqlite:///PATH) or PostgreSQL (postgresql+psycopg://USER:PASSWORD@HOST/DB)"
+        )
+
+
 def make_engine(url: str) -> Engine:
     """An engine with sane defaults for each backend (SQLite: WAL, foreign keys, busy wait)."""
+    check_backend(url)
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
