@@ -35,7 +35,11 @@ def readyz(request: Request) -> JSONResponse:
         name = type(exc).__name__
         message = f"the database does not answer ({name})"
         detail = [problem([], message, "unavailable")]
-        return JSONResponse({"status": "unavailable", "database": name, "detail": detail}, 503)
+        return JSONResponse(
+            {"status": "unavailable", "database": name, "detail": detail},
+            503,
+            headers={"Retry-After": str(StorageUnavailable.retry_after)},
+        )
     return JSONResponse({"status": "ready", "database": "ok"})
 
 

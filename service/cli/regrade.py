@@ -144,13 +144,15 @@ def regrade(
     started = time.perf_counter()
     try:
         with _progress() as progress:
-            task = progress.add_task("regrade", total=len(requests), errors=0, cost=0.0)
+            task = progress.add_task("regrade", total=len(requests), errors=0, cost="$0.0000")
             stats = BatchStats()
 
             def advance(graded) -> None:
                 if out_path is not None:  # a results line costs a dump per judge
                     records.extend(core.result_records(graded))
-                progress.update(task, advance=1, errors=len(stats.failures), cost=stats.cost_usd)
+                progress.update(
+                    task, advance=1, errors=len(stats.failures), cost=stats.cost_text
+                )
 
             if engine is Engine.ray:
                 from service.regrade_ray import RayCluster, RayEngineError, run_on_ray
@@ -215,7 +217,7 @@ def _progress() -> Progress:
         TextColumn("{task.speed:>6.1f}/s" if False else ""),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
-        TextColumn("errors {task.fields[errors]}  ${task.fields[cost]:.4f}"),
+        TextColumn("errors {task.fields[errors]}  {task.fields[cost]}"),
         console=console,
         transient=False,
     )
@@ -234,7 +236,7 @@ def _report(stats, wall_seconds: float) -> None:
         ("skipped by the guard", stats.guard_skips),
         ("answers refused", len(stats.refused)),
         ("tokens (prompt / completion)", f"{stats.prompt_tokens} / {stats.completion_tokens}"),
-        ("cost (USD, LiteLLM prices)", f"{stats.cost_usd:.4f}"),
+        ("cost (USD, LiteLLM prices)", stats.cost_text),
         ("wall time", f"{wall_seconds:.1f} s"),
         ("calls/s", f"{calls_per_second:.1f}"),
     ]
