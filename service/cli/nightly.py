@@ -114,7 +114,7 @@ def nightly(
             *nightly_history(session, rubric or ""),
             history_point(report, until.isoformat(), None),
         ]
-        rendered = with_estimate(render_report(report, rows, options), rows, options.by)
+        rendered = with_estimate(render_report(report, rows, options), rows, options.by, bounds)
         stored = store_report(session, "nightly", rubric or "", rendered, (since, until))
     stamp = until.strftime("%Y%m%dT%H%M%S")
     report, markdown, html_text = rendered
