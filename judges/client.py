@@ -30,7 +30,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
 
-from judges import credentials, standins  # noqa: E402
+from judges import credentials, standin_provider, standins  # noqa: E402
 from judges.config import ROUTER_ONLY_PARAMS, JudgeEntry, JudgesConfig  # noqa: E402
 from judges.makers import model_name  # noqa: E402
 from judges.replies import read_completion  # noqa: E402
@@ -40,7 +40,7 @@ litellm.telemetry = False
 
 # LiteLLM's own price table as shipped (and the stand-ins, free), looked up by qadi so an
 # unlisted model's price is unknown (None), never zero.
-PRICE_TABLE = {**litellm.model_cost, **standins.PRICES}
+PRICE_TABLE = {**litellm.model_cost, **standin_provider.PRICES}
 
 # Parameter names whose values are credentials, whatever the provider.
 _SECRET_NAME = re.compile(r"key|secret|token|password|credential|authorization", re.IGNORECASE)
@@ -236,7 +236,7 @@ class JudgeClient:
     def __init__(self, config: JudgesConfig) -> None:
         self.config = config
         if any(standins.is_stand_in(e.model) for e in config.model_list):
-            standins.register()
+            standin_provider.register()
         exported = export_environment(config)
         self._params = {
             name: _direct_params(config, config.judge(name))

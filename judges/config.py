@@ -315,5 +315,13 @@ def load_config(path: str | Path | None = None) -> JudgesConfig:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise JudgeConfigError(f"{path}: not valid YAML: {exc}") from None
+        raise JudgeConfigError(f"{path}: not valid YAML: {yaml_problem(exc)}") from None
     return parse_config(data, source=str(path))
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's several-line message as one line: the problem and where it is."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f"{problem}{where}"

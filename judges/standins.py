@@ -2,7 +2,7 @@
 
 `make run` must grade without an API key or a GPU, so the demo ships three stand-ins, like
 Inspect's `mockllm`: `qadi-stand-in/good`, `qadi-stand-in/noisy` and `qadi-stand-in/lenient`.
-They are a LiteLLM custom provider (`litellm.custom_provider_map`), registered in this process
+They are a LiteLLM custom provider (judges/standin_provider.py), registered in this process
 when a judges file names a `qadi-stand-in/...` model, so a stand-in's grade takes the one
 grading path every judge takes (`judges.Grader`, `litellm.acompletion`, strict reply
 parsing, scoring in code, storage); only the reply itself is made up, and it says so.
@@ -27,11 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import time
 from typing import Any
-
-import litellm
-from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 
 PROVIDER = "qadi-stand-in"  # the route of every stand-in model, and its maker for the guard
 ROUTE = f"{PROVIDER}/"
@@ -134,7 +130,7 @@ def _answer_and_reference(messages: list[dict[str, Any]]) -> tuple[str, str | No
     return (answer if answer is not None else text), reference
 
 
-def _reply(behaviour: str, messages: list, response_format: Any) -> str:
+def reply(behaviour: str, messages: list, response_format: Any) -> str:
     """The reply text in the shape the call's JSON schema asks for."""
     answer, reference = _answer_and_reference(messages)
     schema = (response_format or {}).get("json_schema", {}).get("schema", {})
@@ -169,60 +165,3 @@ def _criteria(behaviour: str, messages: list, spec: dict) -> dict:
         met = draw >= rating if criterion in negative else draw < rating
         verdicts.append({"id": criterion, "met": met, "evidence": "stand-in: nothing read"})
     return {"criteria": verdicts, "rationale": rationale}
-
-
-class StandInJudge(CustomLLM):
-    """The LiteLLM handler of every `qadi-stand-in/<behaviour>` model."""
-
-    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any):
-        return self._respond(model, messages, kwargs.get("optional_params") or {})
-
-    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any):
-        return self._respond(model, messages, kwargs.get("optional_params") or {})
-
-    def _respond(self, model: str, messages: list, optional_params: dict) -> Any:
-        behaviour = model.removeprefix(ROUTE)
-        if behaviour not in BEHAVIOURS:
-            raise CustomLLMError(
-                404, f"no stand-in '{behaviour}'; stand-ins are {', '.join(BEHAVIOURS)}"
-            )
-        text = _reply(behaviour, messages, optional_params.get("response_format"))
-        return litellm.ModelResponse(
-            model=f"{ROUTE}{behaviour}",
-            created=int(time.time()),
-            choices=[
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": text},
-                }
-            ],
-            usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-        )
-
-
-_HANDLER = StandInJudge()
-# A stand-in costs nothing: priced at zero (in LiteLLM's table too, so LiteLLM computes its
-# cost as for any model), it is never shown as an unknown price.
-PRICES = {
-    f"{ROUTE}{b}": {
-        "input_cost_per_token": 0.0,
-        "output_cost_per_token": 0.0,
-        "cache_creation_input_token_cost": 0.0,
-        "cache_read_input_token_cost": 0.0,
-        "litellm_provider": PROVIDER,
-        "mode": "chat",
-    }
-    for b in BEHAVIOURS
-}
-
-
-def register() -> None:
-    """Make the `qadi-stand-in/...` models callable through LiteLLM in this process."""
-    if any(item.get("provider") == PROVIDER for item in litellm.custom_provider_map):
-        return
-    litellm.custom_provider_map = [
-        *litellm.custom_provider_map,
-        {"provider": PROVIDER, "custom_handler": _HANDLER},
-    ]
-    litellm.register_model(PRICES)
