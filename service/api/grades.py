@@ -15,6 +15,8 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from calibration.interchange import (
+    WORKBOOK_HINT,
+    WORKBOOK_MAGIC,
     GradeFormatError,
     GradeRow,
     parse_csv,
@@ -36,6 +38,8 @@ router = APIRouter(tags=["grades"], responses=error_responses(401, 403, 413, 422
 
 
 def _text(data: bytes, field: str) -> str:
+    if data.startswith(WORKBOOK_MAGIC):
+        raise invalid(f"{field}: {WORKBOOK_HINT}")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -51,7 +55,11 @@ async def _rows_from_request(request: Request) -> list[GradeRow]:
             raise invalid("file: upload the grades as a form field named 'file'")
         text = _text(await upload.read(), "file")
         name = (upload.filename or "").lower()
-        kind = "application/jsonl" if name.endswith((".jsonl", ".json")) else "text/csv"
+        kind = "text/csv"
+        if name.endswith((".jsonl", ".ndjson")):
+            kind = "application/jsonl"
+        elif name.endswith(".json"):  # a list of rows or {"grades": [...]}, as a JSON body
+            kind = "application/json"
         return await asyncio.to_thread(_parse_body, kind, text)
     raw = _text(await request.body(), "body")
     return await asyncio.to_thread(_parse_body, content_type, raw)
@@ -76,6 +84,8 @@ def _decode_rows(content_type: str, raw: str) -> list[GradeRow]:
     except InputProblem as exc:
         raise http_error(422, ["body", *exc.path], str(exc)) from None
     except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # one JSON value per line: JSON Lines
+            return parse_jsonl(raw)
         raise http_error(422, ["body"], f"not valid JSON ({exc.msg})") from None
     records = data if isinstance(data, list) else None
     if records is None:

@@ -7,7 +7,7 @@ from contextlib import suppress
 
 import httpx
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
@@ -19,6 +19,12 @@ from service.db.engine import storage_guard
 from service.errors import StorageUnavailable
 
 router = APIRouter(tags=["operations"])
+
+
+@router.get("/", include_in_schema=False)
+def root() -> RedirectResponse:
+    """A browser pointed at the service lands on its docs."""
+    return RedirectResponse("/docs")
 
 
 @router.get("/healthz", summary="The process is up")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from importlib.metadata import version as package_version
 from typing import NoReturn
 
 import typer
@@ -34,6 +35,10 @@ app = typer.Typer(
     help="qadi: LLM-as-judge grading, calibration against human experts, and benchmarks.",
     no_args_is_help=True,
     add_completion=False,
+    # Markdown: a docstring's paragraphs are reflowed to the terminal (rich mode keeps the
+    # source's line breaks after the first paragraph), and `id[@version]` is text, not a
+    # rich markup tag that vanishes.
+    rich_markup_mode="markdown",
 )
 # A terminal's own width; 160 columns when output goes to a file or a pipe, so tables that
 # scripts and logs read are not folded at 80.
@@ -54,6 +59,16 @@ def split_names(value: str | None) -> list[str] | None:
     return [n.strip() for n in value.split(",") if n.strip()]
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"qadi {package_version('qadi')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="print the version"
+    ),
+) -> None:
     """qadi: grade answers with LLM judges and measure the judges against human experts."""

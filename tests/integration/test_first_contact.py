@@ -164,6 +164,7 @@ def test_qadi_judge_stores_the_judgments_whose_ids_it_prints(migrated_db, llm_se
         "judge", "--rubric", "kinayat-explanation", "--response", "كناية عن الكرم",
         "--reference", "كناية عن الكرم",
         "--candidate-model", "qwen-2.5", "--judges", "claude-judge", "--config", str(config),
+        "--json",
     ]
     env = {"QADI_DATABASE_URL": migrated_db}
     first = run_cli(*args, env=env)

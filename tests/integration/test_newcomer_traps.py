@@ -298,3 +298,44 @@ def test_imported_scorer_grades_stay_out_of_a_rubric_report(
     assert report["inputs"]["imported_judge_grades_excluded"] == ["match", "qadi_scorer"]
     assert report["judges"]["claude-judge"]["overall"]["n"] == 2
 
+
+
+# --- 5. `qadi regrade` honours each line's rubric_id ------------------------------------------
+
+
+def test_regrade_grades_each_line_under_its_own_rubric_id(llm_server, migrated_db, tmp_path):
+    from sqlalchemy import create_engine, select
+
+    from service.db.schema import JudgmentRow
+
+    llm_server.rules(
+        {"match": "gold", "reply": {"content": '{"rating": 4}'}},
+        {"match": "", "reply": {"content": verdict(IRAQI)}},
+    )
+    path = write_config(tmp_path / "judges.yaml", judges_config_data(llm_server))
+    lines = [
+        {"item_id": "shaku", "rubric_id": "iraqi-linguistic-shaku-maku", "prompt": "p",
+         "response": "r", "candidate_model": "Qwen/Qwen2.5-7B-Instruct"},
+        {"item_id": "idiom", "rubric_id": "kinayat-explanation", "response": "generated",
+         "reference": "gold", "candidate_model": "Qwen/Qwen2.5-7B-Instruct"},
+    ]
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    env = {"QADI_DATABASE_URL": migrated_db}
+    done = run_cli("regrade", str(answers), "--config", path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    engine = create_engine(migrated_db)
+    with engine.connect() as connection:
+        stored = dict(connection.execute(select(JudgmentRow.rubric_ref, JudgmentRow.score)).all())
+    engine.dispose()
+    assert stored == {"iraqi-linguistic-shaku-maku@1": pytest.approx(500 / 6),
+                      "kinayat-explanation@2": 4.0}
+    overridden = run_cli("regrade", str(answers), "--config", path, "--rubric",
+                         "iraqi-linguistic-shaku-maku", "--dry-run", env=env)
+    assert "--rubric iraqi-linguistic-shaku-maku grades 1 answer(s) whose line names another" in (
+        overridden.stderr
+    )
+    (tmp_path / "bare.jsonl").write_text(json.dumps({**lines[0], "rubric_id": None}) + "\n")
+    refused = run_cli("regrade", str(tmp_path / "bare.jsonl"), "--config", path, env=env)
+    assert refused.returncode == 2
+    assert "1 answer(s) have no rubric_id (shaku); give --rubric" in refused.stderr
