@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
+from judges.standins import is_stand_in
 from service.api.deps import JudgeKey
 from service.api.errors import error_responses, problem
 from service.api.schemas import JudgeInfo
@@ -87,6 +88,8 @@ async def judges(request: Request, _: JudgeKey) -> list[JudgeInfo]:
 
 
 async def _probe(client: httpx.AsyncClient, entry) -> tuple[bool | None, str]:
+    if is_stand_in(entry.model):
+        return True, "stand-in judge: deterministic, no model behind it (judges/standins.py)"
     base = entry.litellm_params.get("api_base")
     if not base:
         return None, "provider endpoint; not probed (use `qadi judges check` for a real call)"

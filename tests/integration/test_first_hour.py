@@ -197,3 +197,13 @@ def test_the_demo_set_is_big_enough_and_labelled_generated():
     assert "GENERATED" in (SAMPLE / "README.md").read_text()
     answers = [json.loads(line) for line in (SAMPLE / "answers.jsonl").read_text().splitlines()]
     assert all(a.get("rubric_id") for a in answers)
+
+
+def test_get_judges_marks_the_stand_ins(migrated_db):
+    from tests.integration.test_service_api import Service
+
+    listed = Service(migrated_db, SAMPLE / "judges.yaml").get("/judges").json()
+    assert [j["name"] for j in listed] == ["stand-in-good", "stand-in-noisy", "stand-in-lenient"]
+    for judge in listed:
+        assert judge["maker"] == "qadi-stand-in" and judge["model"].startswith("qadi-stand-in/")
+        assert judge["detail"].startswith("stand-in judge: deterministic, no model behind it")
