@@ -1,4 +1,5 @@
-"""Writes the bundled demo set (answers.jsonl, grades.csv beside this file): GENERATED data.
+"""Writes the bundled demo set (answers.jsonl, grades.csv, sme_grades.csv beside this file):
+GENERATED data.
 
 No public package on the registry ships human grades of judge-graded answers (SummEval,
 MT-Bench and the like are downloaded from a hub at run time), so the demo's are generated,
@@ -14,8 +15,8 @@ and labelled so in the files, the README and the rater names (`generated-expert-
 - The stand-in judges start from the same true rating (judges/standins.py), so the trust map
   of the demo is known: `stand-in-good` agrees with the experts better than they agree with
   each other (it may replace them), `stand-in-noisy` and `stand-in-lenient` do not.
-- The six Arabic SME answers and their two SMEs' grades per dialect (0-100 rubrics) are
-  hand-written examples, kept as they are (`SME_ANSWERS`, `SME_GRADES`).
+- The six Arabic SME answers and their two SMEs' grades per dialect (0-100 rubrics,
+  sme_grades.csv) are hand-written examples, kept as they are (`SME_ANSWERS`, `SME_GRADES`).
 
 Run `python -m service.sample.generate` to rewrite the files; tests/unit/test_demo_sample.py
 checks that the committed files are exactly what this writes.
@@ -233,31 +234,41 @@ def expert_grade(truth: int, bias: float, rng: random.Random) -> int:
     return min(5, max(1, round(truth + bias + rng.gauss(0.0, EXPERT_NOISE))))
 
 
+def _csv(rows: list[dict], columns: list[str]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
 def write(directory: Path = HERE) -> None:
+    """answers.jsonl; grades.csv (the generated experts, 1-5); sme_grades.csv (the SMEs,
+    0-100): one grades file per scale, so each calibrates as it is."""
     rng = random.Random(SEED)
     items = demo_items(rng)
     answers = [*SME_ANSWERS, *items]
     with (directory / "answers.jsonl").open("w", encoding="utf-8") as handle:
         for answer in answers:
             handle.write(json.dumps(answer, ensure_ascii=False) + "\n")
-    buffer = io.StringIO()
-    columns = ["item_id", "rater", "rater_kind", "score", "candidate_model", "variety",
-               "dialect", "category"]
-    writer = csv.DictWriter(buffer, columns, lineterminator="\n")
-    writer.writeheader()
     by_item = {a["item_id"]: a for a in SME_ANSWERS}
-    for item, rater, score in SME_GRADES:
-        answer = by_item[item]
-        writer.writerow({"item_id": item, "rater": rater, "rater_kind": "human", "score": score,
-                         **{k: answer[k] for k in ("candidate_model", "dialect", "category")}})
-    for item in items:
-        truth = rating_for(item["response"], item["reference"])
-        for rater, bias in EXPERTS.items():
-            writer.writerow({"item_id": item["item_id"], "rater": rater, "rater_kind": "human",
-                             "score": expert_grade(truth, bias, rng),
-                             "candidate_model": item["candidate_model"],
-                             "variety": item["variety"]})
-    (directory / "grades.csv").write_text(buffer.getvalue(), encoding="utf-8")
+    sme = [
+        {"item_id": item, "rater": rater, "rater_kind": "human", "score": score,
+         **{k: by_item[item][k] for k in ("candidate_model", "dialect", "category")}}
+        for item, rater, score in SME_GRADES
+    ]
+    columns = ["item_id", "rater", "rater_kind", "score", "candidate_model"]
+    (directory / "sme_grades.csv").write_text(
+        _csv(sme, [*columns, "dialect", "category"]), encoding="utf-8"
+    )
+    experts = [
+        {"item_id": item["item_id"], "rater": rater, "rater_kind": "human",
+         "score": expert_grade(rating_for(item["response"], item["reference"]), bias, rng),
+         "candidate_model": item["candidate_model"], "variety": item["variety"]}
+        for item in items
+        for rater, bias in EXPERTS.items()
+    ]
+    (directory / "grades.csv").write_text(_csv(experts, [*columns, "variety"]), encoding="utf-8")
 
 
 if __name__ == "__main__":

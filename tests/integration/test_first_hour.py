@@ -184,7 +184,7 @@ def test_make_run_with_a_fresh_stamp_installs_nothing(tmp_path):
 
 def test_the_bundled_demo_files_are_exactly_what_the_generator_writes(tmp_path):
     generate.write(tmp_path)
-    for name in ("answers.jsonl", "grades.csv"):
+    for name in ("answers.jsonl", "grades.csv", "sme_grades.csv"):
         assert (tmp_path / name).read_text() == (SAMPLE / name).read_text(), name
 
 
