@@ -93,6 +93,10 @@ def test_cli_page_has_every_command_with_every_option(site):
                 continue
             shown = param.opts[0] if param.param_type_name == "option" else param.name
             assert shown in text, f"`{name}`: {shown} is missing"
+            # whole, as written: an unescaped "[...]" is read as rich markup and vanishes
+            # from --help and from the page alike
+            written = " ".join((getattr(param, "help", None) or "").replace("\\[", "[").split())
+            assert written in text, f"`{name}` {shown}: help shown differs from {written!r}"
             checked += 1
     assert checked > 50  # the walk reached the options, not only the groups
 
