@@ -4,14 +4,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint venv clean
+.PHONY: run test lint venv clean docs docs-serve
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,ray]" -e "./clients/python[inspect]"
+	$(PY) -m pip install --quiet -e ".[test,ray,docs]" -e "./clients/python[inspect]"
 	@touch $(STAMP)
 
 run: $(STAMP)
@@ -23,5 +23,15 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(PY) -m pytest
 
+# The documentation site (mkdocs.yml, docs/): built strictly into site/, or served with live
+# reload on DOCS_ADDR (not 8000, where `qadi serve` listens). NO_MKDOCS_2_WARNING silences
+# Material's end-of-life notice printed on every build.
+DOCS_ADDR ?= 127.0.0.1:8008
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr $(DOCS_ADDR)
+
 clean:
-	rm -rf $(VENV) var .pytest_cache .ruff_cache
+	rm -rf $(VENV) var site .pytest_cache .ruff_cache

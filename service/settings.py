@@ -30,12 +30,22 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL; the SQLite file DATA_DIR/qadi.db when unset",
     )
     judges_config: Path | None = Field(default=None, description="judges YAML file")
-    auth: Literal["on", "off"] = "on"
-    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
-    max_text_chars: int = Field(default=100_000, gt=0)
-    max_criteria: int = Field(default=100, gt=0)
-    max_batch_items: int = Field(default=100, gt=0)
-    page_size_max: int = Field(default=500, gt=0)
+    auth: Literal["on", "off"] = Field(
+        default="on",
+        description="off: no API key needed (refused on a non-loopback address without "
+        "`qadi serve --insecure`)",
+    )
+    max_body_bytes: int = Field(
+        default=1024 * 1024, gt=0, description="largest request body; a larger one is a 413"
+    )
+    max_text_chars: int = Field(
+        default=100_000, gt=0, description="longest prompt, response or reference, in characters"
+    )
+    max_criteria: int = Field(default=100, gt=0, description="most criteria in one rubric")
+    max_batch_items: int = Field(default=100, gt=0, description="most items in POST /judge/batch")
+    page_size_max: int = Field(
+        default=500, gt=0, description="most rows one page of a list endpoint returns"
+    )
     judge_concurrency: int = Field(
         default=256, gt=0, description="judge calls in flight per process; beyond it 503"
     )

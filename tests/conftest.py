@@ -285,6 +285,18 @@ def qadi_server(llm_server_process: LLMServer, tmp_path_factory):
     process.wait(timeout=20)
 
 
+@pytest.fixture(scope="session")
+def openapi_document(tmp_path_factory) -> dict:
+    """The service's OpenAPI document, from an app on a fresh migrated SQLite database."""
+    from service.app import create_app
+    from service.db.engine import upgrade
+    from service.settings import Settings
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('openapi') / 'qadi.db'}"
+    upgrade(url)
+    return create_app(Settings(database_url=url)).openapi()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_data_dir(tmp_path_factory) -> Path:
     """QADI_DATA_DIR (the default database, the demo key) in a temporary directory, for this

@@ -101,7 +101,7 @@ def calibrate(
     since: datetime | None = typer.Option(None, help="with --from-db: judgments from this time"),
     rubric: str | None = typer.Option(
         None,
-        help="id[@version]: with --from-db only this rubric (sets --scale); "
+        help=r"id\[@version]: with --from-db only this rubric (sets --scale); "
         "with a file, its criterion weights give the points at stake",
     ),
     judges: str | None = typer.Option(None, help="with --from-db: only these judges"),

@@ -36,7 +36,7 @@ class Engine(StrEnum):
 @app.command()
 def regrade(
     input_path: Path | None = typer.Argument(None, help="answers .jsonl/.csv", dir_okay=False),
-    rubric: str = typer.Option(..., help="rubric file or library id[@version]"),
+    rubric: str = typer.Option(..., help=r"rubric file or library id\[@version]"),
     judges: str | None = typer.Option(None, help="comma-separated judge names; default panel"),
     config: Path | None = typer.Option(None, help="judges YAML (default $QADI_JUDGES_CONFIG)"),
     concurrency: int = typer.Option(

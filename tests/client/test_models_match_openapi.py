@@ -31,14 +31,8 @@ RENAMED = {"Judgment": "JudgmentOut"}
 
 
 @pytest.fixture(scope="module")
-def openapi(tmp_path_factory) -> dict[str, Any]:
-    from service.app import create_app
-    from service.db.engine import upgrade
-    from service.settings import Settings
-
-    url = f"sqlite:///{tmp_path_factory.mktemp('openapi') / 'qadi.db'}"
-    upgrade(url)
-    return create_app(Settings(database_url=url)).openapi()["components"]["schemas"]
+def openapi(openapi_document) -> dict[str, Any]:
+    return openapi_document["components"]["schemas"]
 
 
 def shape(schema: dict[str, Any]) -> Any:
