@@ -10,20 +10,10 @@ from enum import StrEnum
 from pathlib import Path
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
-from rich.text import Text
 
 from service.cli.app import app, console, fail, out, split_names
+from service.cli.progress import progress_bar
 
 
 class Engine(StrEnum):
@@ -135,7 +125,7 @@ def regrade(
     records: list[dict] = []
     started = time.perf_counter()
     try:
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task("regrade", total=len(requests), errors=0, cost=0.0)
             stats = BatchStats()
 
@@ -192,28 +182,6 @@ def _pairs(parse_pairs, values: list[str]) -> dict[str, str]:
         return parse_pairs(values, "--metadata")
     except ValueError as exc:
         fail(str(exc))
-
-
-class RateColumn(ProgressColumn):
-    """Calls per second over rich's sliding window."""
-
-    def render(self, task) -> Text:
-        return Text(f"{task.speed:.1f} calls/s" if task.speed else "– calls/s")
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TaskProgressColumn(),
-        TextColumn("{task.speed:>6.1f}/s" if False else ""),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        TextColumn("errors {task.fields[errors]}  ${task.fields[cost]:.4f}"),
-        console=console,
-        transient=False,
-    )
 
 
 def _report(stats, wall_seconds: float) -> None:
