@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -98,27 +99,71 @@ def method(options: ProbeStatsOptions) -> dict[str, str]:
 def sign_flip_p(
     units: np.ndarray, permutations: int, rng: np.random.Generator
 ) -> tuple[float, bool]:
-    """Two-sided p of Σ units under random signs, and whether it is exact."""
+    """Two-sided p of Σ units under random signs, and whether it is exact.
+
+    The same test and p-value conventions as `scipy.stats.permutation_test` with
+    `permutation_type="samples"` on one sample (two-sided p = 2 · the smaller one-sided p;
+    exact when all 2^k patterns fit in `permutations`, else (b + 1)/(B + 1)), which the unit
+    tests check; written out because SciPy's general machinery costs 5-25 ms a call, and
+    the simulations in tests/stats run this tens of thousands of times.
+    """
     units = units[units != 0]
-    if units.size == 0:
-        return 1.0, True  # nothing can change sign: the observed sum is the only one
-    batch = max(1, MEMORY_CELLS // units.size)
-    result = stats.permutation_test(
-        (units,),
-        lambda x, axis: np.sum(x, axis=axis),
-        permutation_type="samples",
-        vectorized=True,
-        n_resamples=permutations,
-        batch=batch,
-        rng=rng,
-    )
-    return float(result.pvalue), 2.0**units.size <= permutations
+    if units.size <= 1:
+        # nothing, or one value, to flip: the observed sum is the most extreme of
+        # {sum, -sum} on one side and the least on the other, so p = 2 · min(1, 1/2) = 1
+        return 1.0, True
+    observed = units.sum()
+    exact = 2.0**units.size <= permutations
+    if exact:
+        bits = np.arange(2**units.size)[:, None] >> np.arange(units.size) & 1
+        null = (2.0 * bits - 1.0) @ units
+        draws, adjustment = null.size, 0
+    else:
+        chunk = max(1, MEMORY_CELLS // units.size)
+        null = np.concatenate(
+            [
+                (
+                    2.0 * rng.integers(0, 2, size=(min(chunk, permutations - start), units.size))
+                    - 1.0
+                )
+                @ units
+                for start in range(0, permutations, chunk)
+            ]
+        )
+        draws, adjustment = permutations, 1
+    tolerance = 100 * np.finfo(float).eps * abs(observed)
+    less = (np.count_nonzero(null <= observed + tolerance) + adjustment) / (draws + adjustment)
+    greater = (np.count_nonzero(null >= observed - tolerance) + adjustment) / (draws + adjustment)
+    return float(min(1.0, 2 * min(less, greater))), exact
+
+
+# Quantiles and binomial tests depend on a few small integers, and a family (or a
+# simulation) asks for the same ones again and again: each is computed once.
+
+
+@cache
+def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
+    """The exact binomial interval by its beta quantiles (what `binomtest(k, n)
+    .proportion_ci()` finds by root search, at a fraction of the cost)."""
+    low = stats.beta.ppf(alpha / 2, k, n - k + 1) if k > 0 else 0.0
+    high = stats.beta.ppf(1 - alpha / 2, k + 1, n - k) if k < n else 1.0
+    return float(low), float(high)
+
+
+@cache
+def _t_quantile(df: int, alpha: float) -> float:
+    return float(stats.t.ppf(1 - alpha / 2, df))
+
+
+@cache
+def _sign_test(up: int, flips: int) -> float:
+    return float(stats.binomtest(up, flips).pvalue) if flips else 1.0
 
 
 def _t_interval(d: np.ndarray, alpha: float) -> list[float] | None:
     if d.size < 2:
         return None
-    half = stats.t.ppf(1 - alpha / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)
+    half = _t_quantile(d.size - 1, alpha) * d.std(ddof=1) / np.sqrt(d.size)
     return [float(d.mean() - half), float(d.mean() + half)]
 
 
@@ -130,7 +175,7 @@ def _cr1_interval(d: np.ndarray, labels: np.ndarray, alpha: float) -> list[float
     residual_sums = np.array([np.sum(d[labels == g] - d.mean()) for g in groups])
     g = groups.size
     variance = g / (g - 1) * np.sum(residual_sums**2) / d.size**2
-    half = stats.t.ppf(1 - alpha / 2, g - 1) * np.sqrt(variance)
+    half = _t_quantile(g - 1, alpha) * np.sqrt(variance)
     return [float(d.mean() - half), float(d.mean() + half)]
 
 
@@ -173,10 +218,10 @@ def cell_effect(
         p=p,
         exact=exact,
         flip_rate=flips / n,
-        flip_ci=[float(v) for v in stats.binomtest(flips, n).proportion_ci(1 - options.alpha)],
+        flip_ci=list(clopper_pearson(flips, n, options.alpha)),
         flips_up=up,
         flips_down=down,
-        sign_test_p=float(stats.binomtest(up, flips).pvalue) if flips else 1.0,
+        sign_test_p=_sign_test(up, flips),
     )
     if interval is None:
         block["undefined"] = (

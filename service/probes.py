@@ -159,3 +159,21 @@ def with_probes(
     section = to_html(probe_report, standalone=False, trust=report["trust"])
     html = html.replace("</body>", section + "</body>", 1) if "</body>" in html else html + section
     return report, f"{markdown}\n{to_markdown(probe_report, trust=report['trust'])}", html
+
+
+class ProbeRunNotFound(LookupError):
+    """`probe_run` names no stored run."""
+
+
+def with_probe_run(
+    session: Any, rendered_report: tuple[dict[str, Any], str, str], ref: str | None
+) -> tuple[dict[str, Any], str, str]:
+    """`with_probes` for a stored run named by id, or 'latest'; unchanged without `ref`."""
+    if ref is None:
+        return rendered_report
+    from service.probe_store import get_run, latest_run
+
+    row = latest_run(session) if ref == "latest" else get_run(session, ref)
+    if row is None:
+        raise ProbeRunNotFound(f"probe_run: no stored probe run '{ref}'")
+    return with_probes(rendered_report, row.report)

@@ -20,7 +20,7 @@ from judges.batch import BatchGrader, BatchStats, pending_calls
 from judges.builders import builder_name
 from judges.config import JudgesConfig
 from judges.grading import PlannedGrade
-from judges.guard import GuardError, choose_panel
+from judges.guard import GuardError, choose_panel, forbidden_reason
 from judges.models import AnswerRecord, Graded, GradeRequest
 from judges.probes.base import Pair, Probe, ProbeContext, Skip
 from judges.templates import load_template
@@ -122,12 +122,16 @@ def plan_probes(
 
 
 def guard_refusal(config: JudgesConfig, judge: str, answer: AnswerRecord) -> str | None:
-    """Why `judge` may not grade this answer (the guard's own decision), or None."""
+    """Why `judge` may not grade this answer (the guard's own decision), or None. A judge
+    the guard forbids is skipped here, not replaced by its substitute."""
+    maker = answer.candidate_provider or config.maker_of_model(answer.candidate_model)
     try:
-        panel = choose_panel(config, [judge], answer.candidate_model, answer.candidate_provider)
+        reason = forbidden_reason(config, judge, config.qadi.guard, answer.candidate_model, maker)
+        if reason is None:  # and the guard's other refusals (a candidate of unknown maker)
+            choose_panel(config, [judge], answer.candidate_model, answer.candidate_provider)
     except GuardError as exc:
         return f"guard cannot decide: {exc}"
-    return None if judge in panel.judges else GUARD_SKIP
+    return GUARD_SKIP if reason is not None else None
 
 
 def _checked(outcome: Pair | Skip, answer: AnswerRecord) -> Pair | Skip:

@@ -27,6 +27,7 @@ from service.calibration_store import (
 )
 from service.db.engine import session_scope
 from service.db.schema import CalibrationReportRow
+from service.probes import ProbeRunNotFound, with_probe_run
 from service.report_links import (
     DEFAULT_TTL_SECONDS,
     MAX_TTL_SECONDS,
@@ -74,6 +75,11 @@ class ReportRequest(BaseModel):
     epsilon: float = Field(default=0.2, ge=0, lt=1, description="alt-test cost-benefit allowance")
     alt_scoring: Literal["accuracy", "neg_rmse"] | None = None
     alt_min_items: int = Field(default=30, ge=2, le=100000)
+    probe_run: str | None = Field(
+        default=None,
+        description="stored probe run (id or 'latest'): its moved judges are marked on the "
+        "trust map (`probes` on a row) and its table and plot added to the report",
+    )
 
 
 def _input_error(exc: CalibrationInputError, body: ReportRequest) -> HTTPException:
@@ -156,6 +162,10 @@ def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONRe
         except CalibrationInputError as exc:
             raise _input_error(exc, body) from None
         except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        try:
+            rendered = with_probe_run(session, rendered, body.probe_run)
+        except ProbeRunNotFound as exc:
             raise HTTPException(422, str(exc)) from None
         row = store_report(
             session, "adhoc", body.rubric or "", rendered, (selection.since, selection.until)
