@@ -30,6 +30,9 @@ def probe(
     q: float = typer.Option(0.05, help="false discovery rate of the 'moved' decisions (BH)"),
     alpha: float = typer.Option(0.05, help="intervals at 1 - alpha"),
     cluster: str | None = typer.Option(None, help="item attribute whose clusters flip together"),
+    permutations: int = typer.Option(
+        20000, help="sign patterns: exact when 2^k fit, else this many seeded draws"
+    ),
     rewrite_column: str = typer.Option(
         "dialect_rewrite", help="attribute with the paired MSA/dialect rewrite (probe dialect)"
     ),
@@ -82,6 +85,7 @@ def probe(
             q=q,
             alpha=alpha,
             cluster=cluster,
+            permutations=permutations,
             rewrite_column=rewrite_column,
         )
     except ValidationError as exc:

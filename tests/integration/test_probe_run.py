@@ -192,3 +192,33 @@ def test_post_probes_refuses_bad_input_in_the_one_error_shape(migrated_db, llm_s
     assert nan.status_code == 422 and nan.json()["detail"][0]["loc"] == ["body", "alpha"]
     assert client.get("/probes/nope").status_code == 404
     assert llm_server.calls() == 0
+
+
+def test_migration_0006_adds_and_removes_the_probe_runs_table(db_url):
+    from sqlalchemy import inspect
+
+    from service.db.engine import current_revision, downgrade, upgrade
+
+    upgrade(db_url)
+    assert "probe_runs" in inspect(make_engine(db_url)).get_table_names()
+    downgrade(db_url, "0005")
+    engine = make_engine(db_url)
+    assert current_revision(engine) == "0005"
+    assert "probe_runs" not in inspect(engine).get_table_names()
+    upgrade(db_url)
+    assert "probe_runs" in inspect(make_engine(db_url)).get_table_names()
+
+
+def test_cli_refuses_bad_options_in_one_line(migrated_db, llm_server, tmp_path):
+    env = {"QADI_DATABASE_URL": migrated_db, "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path))}
+    for args, message in (
+        (("--probes", "loudness"), "probes: unknown ['loudness']"),
+        (("--judges", "nobody"), "judges: unknown judge 'nobody'"),
+        (("--q", "2"), "--q: Input should be less than 1"),
+    ):
+        result = probe(env, *args)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert llm_server.calls() == 0
+    listed = run_cli("probe", "--list")
+    assert listed.returncode == 0 and "diacritics_strip" in listed.stdout
