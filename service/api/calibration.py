@@ -7,13 +7,14 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from calibration.calibrate import CalibrationOptions
 from calibration.checks import CalibrationInputError
 from service.api.deps import GradesKey
 from service.api.errors import error_responses
+from service.api.formats import negotiate, split_suffix
 from service.api.pagination import naive_utc
 from service.calibration_store import (
     Selection,
@@ -176,12 +177,7 @@ def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONRe
 def _respond(row: CalibrationReportRow | None, request: Request, fmt: str | None):
     if row is None:
         raise HTTPException(404, "no such calibration report")
-    accept = request.headers.get("accept", "")
-    if fmt == "html" or (fmt is None and "text/html" in accept):
-        return HTMLResponse(row.html)
-    if fmt == "md" or (fmt is None and "text/markdown" in accept):
-        return PlainTextResponse(row.markdown, media_type="text/markdown")
-    return JSONResponse(_payload(row))
+    return negotiate(request, fmt, _payload(row), row.html, row.markdown)
 
 
 @router.get("/calibration/reports/latest", summary="The newest report (?kind=nightly|adhoc)")
@@ -195,10 +191,7 @@ def latest(request: Request, _: GradesKey, kind: str | None = None):
     summary="A report as JSON, or HTML/Markdown by Accept header or a .html/.md suffix",
 )
 def show(report_id: str, request: Request, _: GradesKey):
-    fmt = None
-    for suffix in ("html", "md", "json"):
-        if report_id.endswith(f".{suffix}"):
-            report_id, fmt = report_id.removesuffix(f".{suffix}"), suffix
+    report_id, fmt = split_suffix(report_id)
     with session_scope(request.app.state.sessions) as session:
         return _respond(session.get(CalibrationReportRow, report_id), request, fmt)
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges import AnswerRecord, BatchGrader, JudgeConfigError, TemplateError
@@ -22,6 +22,7 @@ from service import probes as core
 from service import regrade as regrading
 from service.api.deps import GradesKey, JudgeKey
 from service.api.errors import ErrorsWithoutInput, invalid
+from service.api.formats import negotiate, split_suffix
 from service.api.pagination import decode_cursor, encode_cursor, naive_utc
 from service.db.engine import session_scope
 from service.errors import NotConfigured
@@ -157,20 +158,12 @@ def list_probe_runs(
     summary="A probe run as JSON, or HTML/Markdown by Accept header or a .html/.md suffix",
 )
 def show_run(run_id: str, request: Request, _: GradesKey):
-    fmt = None
-    for suffix in ("html", "md", "json"):
-        if run_id.endswith(f".{suffix}"):
-            run_id, fmt = run_id.removesuffix(f".{suffix}"), suffix
-    accept = request.headers.get("accept", "")
+    run_id, fmt = split_suffix(run_id)
     with session_scope(request.app.state.sessions) as session:
         row = get_run(session, run_id)
         if row is None:
             raise HTTPException(404, "no such probe run")
-        if fmt == "html" or (fmt is None and "text/html" in accept):
-            return HTMLResponse(row.html)
-        if fmt == "md" or (fmt is None and "text/markdown" in accept):
-            return PlainTextResponse(row.markdown, media_type="text/markdown")
-        return JSONResponse(row.report)
+        return negotiate(request, fmt, row.report, row.html, row.markdown)
 
 
 @router.get(

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from service.cli.app import app, console, fail, out, split_names
+from service.cli.app import app, console, fail, open_grading, out, split_names
 from service.cli.progress import progress_bar
 
 
@@ -59,18 +59,15 @@ def probe(
         return
     from pydantic import ValidationError
 
-    from judges import BatchGrader, BatchStats, Grader, JudgeConfigError, load_config
+    from judges import BatchGrader, BatchStats, JudgeConfigError
     from judges.probes import ProbeError
     from judges.templates import TemplateError
-    from rubrics import RubricError
     from service import probes as core
     from service import regrade as regrading
-    from service.db.engine import open_database, session_scope
+    from service.db.engine import session_scope
     from service.estimates import options_error
     from service.probe_store import store_run
-    from service.settings import get_settings
     from service.stores.judgments import SqlJudgmentStore
-    from service.stores.rubrics import RubricNotFound, resolve_stored_rubric
 
     if (input_path is None) == (not from_db):
         fail("give an INPUT file or --from-db (one of them)")
@@ -90,13 +87,7 @@ def probe(
         )
     except ValidationError as exc:
         fail(f"--{options_error(exc).replace('_', '-')}")
-    sessions = open_database(get_settings().database_url)
-    try:
-        with session_scope(sessions) as session:
-            graded_rubric = resolve_stored_rubric(session, rubric)
-        grader = Grader(load_config(config))
-    except (RubricError, RubricNotFound, JudgeConfigError) as exc:
-        fail(str(exc))
+    sessions, graded_rubric, grader = open_grading(rubric, config)
     answers = _answers(sessions, input_path, db_rubric, candidate_model, metadata, since)
     answers = answers[:limit] if limit else answers
     try:

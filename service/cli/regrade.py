@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from service.cli.app import app, console, fail, out, split_names
+from service.cli.app import app, console, fail, open_grading, out, split_names
 from service.cli.progress import progress_bar
 
 
@@ -54,16 +54,14 @@ def regrade(
     Rerunning the same command resumes: calls already stored (ok or parse error) are not
     made again. Exit code 1 when any call failed (listed at the end).
     """
-    from judges import BatchGrader, BatchStats, Grader, JudgeConfigError, load_config
+    from judges import BatchGrader, BatchStats
     from judges.batch import pending_calls
-    from rubrics import RubricError
     from service import regrade as core
     from service.answers import AnswerError, read_answers
-    from service.db.engine import open_database, session_scope
+    from service.db.engine import session_scope
     from service.settings import get_settings
     from service.stores.answers import answers_from_db
     from service.stores.judgments import SqlJudgmentStore
-    from service.stores.rubrics import RubricNotFound, resolve_stored_rubric
 
     if (input_path is None) == (not from_db):
         fail("give an INPUT file or --from-db (one of them)")
@@ -71,13 +69,7 @@ def regrade(
         fail("--workers is for the local engine; the ray engine takes --ray-workers")
     if engine is Engine.local and address is not None:
         fail("--address joins a Ray cluster: add --engine ray")
-    sessions = open_database(get_settings().database_url)
-    try:
-        with session_scope(sessions) as session:
-            graded_rubric = resolve_stored_rubric(session, rubric)
-        grader = Grader(load_config(config))
-    except (RubricError, RubricNotFound, JudgeConfigError) as exc:
-        fail(str(exc))
+    sessions, graded_rubric, grader = open_grading(rubric, config)
     try:
         if from_db:
             from service.db.filters import parse_pairs
