@@ -123,7 +123,8 @@ def test_planted_effects_are_found_and_the_run_is_stored_budgeted_and_reproducib
     calibrated = tmp_path / "cal.json"
     result = run_cli(
         "calibrate", "--from-db", "--rubric", "kinayat-explanation", "--by", "language",
-        "--bootstrap", "50", "--probe-run", "latest", "--out", str(calibrated), env=env,
+        "--bootstrap", "50", "--probe-run", "latest", "--out", str(calibrated),
+        "--html", str(tmp_path / "cal.html"), env=env,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     calibration = json.loads(calibrated.read_text())
@@ -134,6 +135,9 @@ def test_planted_effects_are_found_and_the_run_is_stored_budgeted_and_reproducib
     marks = {(r["stratum"], r["judge"]): r.get("probes") for r in calibration["trust"]["rows"]}
     assert marks[("overall", "obeys")][0].startswith("injection_en +")
     assert marks[("language=ar", "verbose")] and marks[("overall", "clean")] is None
+    page = (tmp_path / "cal.html").read_text()
+    assert page.index("<section class=\"probes\">") < page.index("</body>")
+    assert "probe-marks" in page and "probe effects per judge" in page
     missing = run_cli("calibrate", "--from-db", "--rubric", "kinayat-explanation", "--out",
                       str(calibrated), "--probe-run", "nope", env=env)  # fmt: skip
     assert missing.returncode == 2 and "--probe-run: no stored probe run 'nope'" in missing.stderr
