@@ -19,6 +19,7 @@ from service.api import (
     health,
     judge,
     judgments,
+    probes,
     requests,
     rubrics,
 )
@@ -72,7 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.judging = judging
     for module in (judge, judgments, requests, rubrics, grades, health):
         app.include_router(module.router)
-    for module in (calibration, estimates):  # their errors, documented in one shape
+    for module in (calibration, estimates, probes):  # their errors, documented in one shape
         app.include_router(module.router, responses=errors.error_responses(401, 403, 422, 503))
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)

@@ -7,13 +7,14 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from calibration.calibrate import CalibrationOptions
 from calibration.checks import CalibrationInputError
 from service.api.deps import GradesKey
 from service.api.errors import error_responses
+from service.api.formats import negotiate, split_suffix
 from service.api.pagination import naive_utc
 from service.calibration_store import (
     Selection,
@@ -27,6 +28,7 @@ from service.calibration_store import (
 )
 from service.db.engine import session_scope
 from service.db.schema import CalibrationReportRow
+from service.probes import ProbeRunNotFound, with_probe_run
 from service.report_links import (
     DEFAULT_TTL_SECONDS,
     MAX_TTL_SECONDS,
@@ -74,6 +76,11 @@ class ReportRequest(BaseModel):
     epsilon: float = Field(default=0.2, ge=0, lt=1, description="alt-test cost-benefit allowance")
     alt_scoring: Literal["accuracy", "neg_rmse"] | None = None
     alt_min_items: int = Field(default=30, ge=2, le=100000)
+    probe_run: str | None = Field(
+        default=None,
+        description="stored probe run (id or 'latest'): its moved judges are marked on the "
+        "trust map (`probes` on a row) and its table and plot added to the report",
+    )
 
 
 def _input_error(exc: CalibrationInputError, body: ReportRequest) -> HTTPException:
@@ -157,6 +164,10 @@ def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONRe
             raise _input_error(exc, body) from None
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
+        try:
+            rendered = with_probe_run(session, rendered, body.probe_run)
+        except ProbeRunNotFound as exc:
+            raise HTTPException(422, str(exc)) from None
         row = store_report(
             session, "adhoc", body.rubric or "", rendered, (selection.since, selection.until)
         )
@@ -166,12 +177,7 @@ def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONRe
 def _respond(row: CalibrationReportRow | None, request: Request, fmt: str | None):
     if row is None:
         raise HTTPException(404, "no such calibration report")
-    accept = request.headers.get("accept", "")
-    if fmt == "html" or (fmt is None and "text/html" in accept):
-        return HTMLResponse(row.html)
-    if fmt == "md" or (fmt is None and "text/markdown" in accept):
-        return PlainTextResponse(row.markdown, media_type="text/markdown")
-    return JSONResponse(_payload(row))
+    return negotiate(request, fmt, _payload(row), row.html, row.markdown)
 
 
 @router.get("/calibration/reports/latest", summary="The newest report (?kind=nightly|adhoc)")
@@ -185,10 +191,7 @@ def latest(request: Request, _: GradesKey, kind: str | None = None):
     summary="A report as JSON, or HTML/Markdown by Accept header or a .html/.md suffix",
 )
 def show(report_id: str, request: Request, _: GradesKey):
-    fmt = None
-    for suffix in ("html", "md", "json"):
-        if report_id.endswith(f".{suffix}"):
-            report_id, fmt = report_id.removesuffix(f".{suffix}"), suffix
+    report_id, fmt = split_suffix(report_id)
     with session_scope(request.app.state.sessions) as session:
         return _respond(session.get(CalibrationReportRow, report_id), request, fmt)
 

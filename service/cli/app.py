@@ -56,3 +56,22 @@ def split_names(value: str | None) -> list[str] | None:
 @app.callback()
 def main() -> None:
     """qadi: grade answers with LLM judges and measure the judges against human experts."""
+
+
+def open_grading(rubric: str, config):
+    """The database, the rubric (a file, or an id resolved in the database then the bundled
+    library) and a grader for the judges config: what every grading command starts from;
+    a bad rubric or config exits with one line."""
+    from judges import Grader, JudgeConfigError, load_config
+    from rubrics import RubricError
+    from service.db.engine import open_database, session_scope
+    from service.settings import get_settings
+    from service.stores.rubrics import RubricNotFound, resolve_stored_rubric
+
+    sessions = open_database(get_settings().database_url)
+    try:
+        with session_scope(sessions) as session:
+            graded_rubric = resolve_stored_rubric(session, rubric)
+        return sessions, graded_rubric, Grader(load_config(config))
+    except (RubricError, RubricNotFound, JudgeConfigError) as exc:
+        fail(str(exc))

@@ -14,6 +14,7 @@ from service.cli.app import app, console, fail, out
 from service.cli.calibrate import (
     LEVELS,
     SCORINGS,
+    attach_probe_run,
     check_choice,
     cli_options,
     compute_report,
@@ -64,6 +65,11 @@ def nightly(
     epsilon: float = typer.Option(0.2, help="alt-test cost-benefit allowance"),
     alt_scoring: str | None = typer.Option(None, help="accuracy | neg_rmse"),
     alt_min_items: int = typer.Option(30, help="items an annotator needs to be tested"),
+    probe_run: str | None = typer.Option(
+        None,
+        "--probe-run",
+        help="stored probe run (ID or 'latest') whose moved judges are marked on the trust map",
+    ),
 ) -> None:
     """Report over the window, compared with the previous nightly report; it carries the
     judges' corrected means (PPI, `qadi estimate`) per --by stratum as `estimate`.
@@ -115,6 +121,7 @@ def nightly(
             history_point(report, until.isoformat(), None),
         ]
         rendered = with_estimate(render_report(report, rows, options), rows, options.by)
+        rendered = attach_probe_run(session, rendered, probe_run)
         stored = store_report(session, "nightly", rubric or "", rendered, (since, until))
     stamp = until.strftime("%Y%m%dT%H%M%S")
     report, markdown, html_text = rendered

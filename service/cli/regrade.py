@@ -10,20 +10,10 @@ from enum import StrEnum
 from pathlib import Path
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
-from rich.text import Text
 
-from service.cli.app import app, console, fail, out, split_names
+from service.cli.app import app, console, fail, open_grading, out, split_names
+from service.cli.progress import progress_bar
 
 
 class Engine(StrEnum):
@@ -64,16 +54,14 @@ def regrade(
     Rerunning the same command resumes: calls already stored (ok or parse error) are not
     made again. Exit code 1 when any call failed (listed at the end).
     """
-    from judges import BatchGrader, BatchStats, Grader, JudgeConfigError, load_config
+    from judges import BatchGrader, BatchStats
     from judges.batch import pending_calls
-    from rubrics import RubricError
     from service import regrade as core
     from service.answers import AnswerError, read_answers
-    from service.db.engine import open_database, session_scope
+    from service.db.engine import session_scope
     from service.settings import get_settings
     from service.stores.answers import answers_from_db
     from service.stores.judgments import SqlJudgmentStore
-    from service.stores.rubrics import RubricNotFound, resolve_stored_rubric
 
     if (input_path is None) == (not from_db):
         fail("give an INPUT file or --from-db (one of them)")
@@ -81,13 +69,7 @@ def regrade(
         fail("--workers is for the local engine; the ray engine takes --ray-workers")
     if engine is Engine.local and address is not None:
         fail("--address joins a Ray cluster: add --engine ray")
-    sessions = open_database(get_settings().database_url)
-    try:
-        with session_scope(sessions) as session:
-            graded_rubric = resolve_stored_rubric(session, rubric)
-        grader = Grader(load_config(config))
-    except (RubricError, RubricNotFound, JudgeConfigError) as exc:
-        fail(str(exc))
+    sessions, graded_rubric, grader = open_grading(rubric, config)
     try:
         if from_db:
             from service.db.filters import parse_pairs
@@ -135,7 +117,7 @@ def regrade(
     records: list[dict] = []
     started = time.perf_counter()
     try:
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task("regrade", total=len(requests), errors=0, cost=0.0)
             stats = BatchStats()
 
@@ -192,28 +174,6 @@ def _pairs(parse_pairs, values: list[str]) -> dict[str, str]:
         return parse_pairs(values, "--metadata")
     except ValueError as exc:
         fail(str(exc))
-
-
-class RateColumn(ProgressColumn):
-    """Calls per second over rich's sliding window."""
-
-    def render(self, task) -> Text:
-        return Text(f"{task.speed:.1f} calls/s" if task.speed else "– calls/s")
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TaskProgressColumn(),
-        TextColumn("{task.speed:>6.1f}/s" if False else ""),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        TextColumn("errors {task.fields[errors]}  ${task.fields[cost]:.4f}"),
-        console=console,
-        transient=False,
-    )
 
 
 def _report(stats, wall_seconds: float) -> None:

@@ -187,6 +187,9 @@ class ReportRequest(_Request):
     epsilon: float = Field(default=0.2, ge=0, lt=1)
     alt_scoring: Literal["accuracy", "neg_rmse"] | None = None
     alt_min_items: int = Field(default=30, ge=2, le=100000)
+    probe_run: str | None = Field(
+        default=None, description="stored probe run id or 'latest': marks moved judges"
+    )
 
 
 class EstimateRequest(_Request):
