@@ -17,7 +17,7 @@ from service.cli.progress import progress_bar
 @app.command()
 def probe(
     input_path: Path | None = typer.Argument(None, help="answers .jsonl/.csv", dir_okay=False),
-    rubric: str | None = typer.Option(None, help="rubric file or library id[@version]"),
+    rubric: str | None = typer.Option(None, help="rubric file or library id\\[@version]"),
     judges: str | None = typer.Option(None, help="comma-separated judges; default: all configured"),
     probes: str | None = typer.Option(None, help="comma-separated probes; default: all (--list)"),
     config: Path | None = typer.Option(None, help="judges YAML (default $QADI_JUDGES_CONFIG)"),
