@@ -50,7 +50,7 @@ class Settings(BaseSettings):
         default=15.0, gt=0, description="how often abandoned pending requests are closed"
     )
     database_wait_seconds: float = Field(
-        default=5.0,
+        default=10.0,
         gt=0,
         description="longest wait for SQLite's write lock or a pooled connection; past it 503",
     )

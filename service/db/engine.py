@@ -33,7 +33,7 @@ class NotMigratedError(RuntimeError):
     """The database schema is behind the code; the message names the command that fixes it."""
 
 
-COMMAND_WAIT_SECONDS = 30.0  # commands wait this long for a lock; the service less
+COMMAND_WAIT_SECONDS = 30.0  # commands wait this long for a lock; the service less (settings)
 
 
 def make_engine(url: str, wait_seconds: float = COMMAND_WAIT_SECONDS) -> Engine:
