@@ -56,8 +56,13 @@ def test_thirty_keys_sent_ten_times_at_once_get_200_and_409_only(database, tmp_p
     run(chaos, scenario)
     assert set(scenario.codes) <= {200, 409}, (scenario.codes, scenario.refused)
     assert len(scenario.graded) == 30  # every key graded once, by one of its copies
-    assert scenario.figures["backend_calls"] == 60  # 30 keys x 2 judges, no more
+    # 30 keys x 2 judges, no more (fewer reach the double when its socket is swamped)
+    assert scenario.figures["backend_calls"] <= 60
+    assert scenario.figures["judgments"] == 60
     assert_clean(scenario.figures)
+
+
+EACH = 5  # requests per client: a count, not a duration, so a slow machine sends as many
 
 
 def test_transient_500s_at_concurrency_32_are_absorbed_by_retries(database, tmp_path):
@@ -72,17 +77,26 @@ def test_transient_500s_at_concurrency_32_are_absorbed_by_retries(database, tmp_
     )
 
     async def scenario():
-        await chaos.load(clients=32, seconds=6)
+        async def client(number: int) -> None:
+            async with httpx.AsyncClient(
+                base_url=chaos.base, timeout=60, headers=chaos.headers
+            ) as http:
+                for sequence in range(EACH):
+                    await chaos.send(http, f"t-{number}-{sequence}", body_for(number, sequence))
+
+        await asyncio.gather(*(client(n) for n in range(32)))
         await chaos.settle()
         scenario.figures = chaos.account(strict_calls=True)
 
     run(chaos, scenario)
     figures = scenario.figures
     graded = figures["statuses"].get(200, 0)
-    assert figures["requests"] >= 100
+    assert figures["requests"] == 32 * EACH
     assert graded >= 0.95 * figures["requests"], figures["statuses"]
     assert_clean(figures)
-    assert figures["calls_recorded"] == figures["backend_calls"]
+    # every call that reached the double is in a stored judgment's attempts (attempts that
+    # never reached it, refused at connect on a swamped machine, are counted too)
+    assert figures["calls_recorded"] >= figures["backend_calls"]
 
 
 def _exhaust_connections(seconds: float):

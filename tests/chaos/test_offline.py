@@ -19,7 +19,7 @@ import yaml
 from sqlalchemy import select
 
 from service.db.engine import make_engine, make_sessionmaker, session_scope
-from service.db.schema import JudgmentRow
+from service.db.schema import BenchAnswerRow, BenchRunRow, JudgmentRow
 from tests.chaos.harness import JUDGE_TIMEOUT, SECRET
 from tests.conftest import ROOT, start_llm_server
 from tests.llm_test_server import FAULT_MARK
@@ -88,8 +88,8 @@ class Offline:
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
 
-    def kill_when(self, args: list[str], ready, timeout: float = 60) -> None:
-        """Start `qadi ARGS`, SIGKILL it once `ready()` is true."""
+    def kill_when(self, args: list[str], ready, timeout: float = 180) -> None:
+        """Start `qadi ARGS`, SIGKILL it once `ready()` is true (mid-run)."""
         process = subprocess.Popen(
             [sys.executable, "-m", "service", *args], cwd=ROOT, env=self.env,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -100,6 +100,7 @@ class Offline:
         assert process.poll() is None, "the run ended before it could be killed"
         process.send_signal(signal.SIGKILL)
         process.wait()
+        assert ready(), f"not killed mid-run: nothing to resume after {timeout} s"
 
     def rows(self, table, *where):
         engine = make_engine(self.url)
@@ -148,6 +149,7 @@ def test_regrade_killed_under_provider_faults_resumes_without_loss_or_duplicates
         (r.cache_key, r.judge) for r in rows if r.status in ("ok", "parse_error") and not r.cached
     )
     print(f"regrade chaos: {len(rows)} judgments, {killed_at} before the kill, {calls} calls")
+    assert killed_at < ANSWERS * len(JUDGES)
     assert len(verdicts) == ANSWERS * len(JUDGES)  # nothing lost: every call has its verdict
     assert set(verdicts.values()) == {1}  # nothing judged twice
     assert not [r.id for r in rows if r.status == "ok" and (r.score is None or FAULT_MARK in
@@ -158,3 +160,58 @@ def test_regrade_killed_under_provider_faults_resumes_without_loss_or_duplicates
     assert 0 <= unrecorded <= CONCURRENCY * (RETRIES + 1)
     listed = [json.loads(line)["id"] for line in results.read_text().splitlines()]
     assert len(listed) == len(set(listed)) and set(listed) <= {r.id for r in rows}
+
+
+def test_bench_run_killed_under_provider_faults_resumes_from_its_stored_answers(
+    database, tmp_path
+):
+    """`qadi bench run` stores answers as they come (a few at a time), so a run killed
+    mid-task keeps them and the next run answers them from the cache: the calls of each run
+    are those the runs before it had no usable answer for, and each run answers every item
+    once."""
+    items = 96
+    offline = Offline(tmp_path, database)
+    try:
+        offline.faults({**FAULTS, "latency_min": 0.1, "latency_max": 0.3})
+        data = tmp_path / "data"
+        data.mkdir()
+        (data / "kinayat.jsonl").write_text("".join(
+            json.dumps({"Idiom": f"كناية رقم {i}", "Ar_Explanation": f"معنى {i}",
+                        "Incorrect_Explanation": f"معنى خاطئ {i}"}, ensure_ascii=False) + "\n"
+            for i in range(items)
+        ))  # fmt: skip
+        command = [
+            "bench", "run", "--suite", "kinayat-understanding", "--model", "qwen-target",
+            "--config", str(offline.config), "--data-dir", str(data),
+            "--concurrency", str(CONCURRENCY),
+        ]  # fmt: skip
+        offline.kill_when(command, lambda: len(offline.rows(BenchAnswerRow)) >= 16)
+        calls = [offline.calls()]
+        faulty = offline.qadi(*command)
+        assert faulty.returncode == 0, faulty.stdout + faulty.stderr
+        calls.append(offline.calls())
+        offline.faults({})
+        clean = offline.qadi(*command)
+        assert clean.returncode == 0, clean.stdout + clean.stderr
+        calls.append(offline.calls())
+        runs = offline.rows(BenchRunRow)
+        answers = offline.rows(BenchAnswerRow)
+    finally:
+        offline.close()
+
+    by_run = {run.id: [a for a in answers if a.run_id == run.id] for run in runs}
+    killed, resumed, last = sorted(runs, key=lambda run: run.created_at)
+    assert killed.summary == {}  # it never finished: the kill came mid-task
+    for run_id, rows in by_run.items():
+        assert len({r.item_id for r in rows}) == len(rows), run_id  # no item answered twice
+    assert len(by_run[resumed.id]) == len(by_run[last.id]) == items  # nothing lost
+
+    def usable(run) -> set[str]:
+        return {r.cache_key for r in by_run[run.id] if r.output is not None and r.error is None}
+
+    assert len(usable(killed)) >= 16
+    assert usable(last) == {r.cache_key for r in by_run[last.id]}  # every item answered
+    # a run calls only for items no run before it answered: none twice (retries aside)
+    assert calls[1] - calls[0] <= (RETRIES + 1) * (items - len(usable(killed)))
+    assert calls[2] - calls[1] == items - len(usable(killed) | usable(resumed))
+    assert not [a.id for a in answers if a.output and FAULT_MARK in a.output]
