@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 from sqlalchemy import select
 
@@ -24,6 +25,9 @@ from tests.chaos.harness import JUDGE_TIMEOUT, SECRET
 from tests.conftest import ROOT, start_llm_server
 from tests.llm_test_server import FAULT_MARK
 from tests.perf.load_judge import migrated_database
+
+# three commands each, or a report beside grading load: minutes on a machine shared by many
+SLOW_MACHINE = pytest.mark.timeout(900)
 
 FAULTS = {
     "p500": 0.1,
@@ -115,6 +119,7 @@ class Offline:
         self.llm.wait(timeout=10)
 
 
+@SLOW_MACHINE
 def test_regrade_killed_under_provider_faults_resumes_without_loss_or_duplicates(
     database, tmp_path
 ):
@@ -162,6 +167,7 @@ def test_regrade_killed_under_provider_faults_resumes_without_loss_or_duplicates
     assert len(listed) == len(set(listed)) and set(listed) <= {r.id for r in rows}
 
 
+@SLOW_MACHINE
 def test_bench_run_killed_under_provider_faults_resumes_from_its_stored_answers(
     database, tmp_path
 ):

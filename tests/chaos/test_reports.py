@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 from sqlalchemy import select
 
 from service.db.engine import make_engine, make_sessionmaker, session_scope
@@ -21,6 +22,9 @@ from tests.chaos.test_availability import assert_clean
 from tests.chaos.test_chaos import run
 from tests.conftest import ROOT
 from tests.perf.load_judge import body_for
+
+# three commands each, or a report beside grading load: minutes on a machine shared by many
+SLOW_MACHINE = pytest.mark.timeout(900)
 
 RUBRIC = "iraqi-linguistic-shaku-maku"
 ITEMS = 30
@@ -38,6 +42,7 @@ def qadi(url: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
     )
 
 
+@SLOW_MACHINE
 def test_nightly_and_ad_hoc_reports_at_once_under_grading_load(database, tmp_path):
     chaos = Chaos(tmp_path, database, faults={"latency_min": 0.02, "latency_max": 0.1})
     made = qadi(chaos.url, "keys", "create", "--name", "reports", "--scopes", "judge,grades")
