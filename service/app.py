@@ -43,7 +43,7 @@ A grade is never made up: failed judge calls are stored and reported with their 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app; refuses an unmigrated database (run `qadi db upgrade`)."""
     settings = settings or get_settings()
-    sessions = open_database(settings.database_url)
+    sessions = open_database(settings.database_url, settings.database_wait_seconds)
     grader = Grader(load_config(settings.judges_config)) if settings.judges_config else None
     if grader is None:
         log.warning("no judges configured (QADI_JUDGES_CONFIG); POST /judge will answer 503")

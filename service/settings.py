@@ -59,6 +59,17 @@ class Settings(BaseSettings):
     reap_interval_seconds: float = Field(
         default=15.0, gt=0, description="how often abandoned pending requests are closed"
     )
+    database_wait_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="longest wait for SQLite's write lock or a pooled connection; past it 503",
+    )
+    keep_alive_seconds: float = Field(
+        default=75.0,
+        gt=0,
+        description="how long an idle HTTP connection stays open (above clients' pool and "
+        "load balancers' idle times, so they close it first)",
+    )
 
 
     @model_validator(mode="after")

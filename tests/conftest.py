@@ -288,13 +288,9 @@ def qadi_server(llm_server_process: LLMServer, tmp_path_factory):
 @pytest.fixture(scope="session")
 def openapi_document(tmp_path_factory) -> dict:
     """The service's OpenAPI document, from an app on a fresh migrated SQLite database."""
-    from service.app import create_app
-    from service.db.engine import upgrade
-    from service.settings import Settings
+    from tests.client.openapi_models import openapi_document as build
 
-    url = f"sqlite:///{tmp_path_factory.mktemp('openapi') / 'qadi.db'}"
-    upgrade(url)
-    return create_app(Settings(database_url=url)).openapi()
+    return build(tmp_path_factory.mktemp("openapi"))
 
 
 @pytest.fixture(scope="session", autouse=True)

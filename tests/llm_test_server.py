@@ -38,6 +38,7 @@ class Reply(BaseModel):
     echo_auth: bool = False  # repeat the caller's Authorization header in the reply
     logprobs: dict[str, float] | None = None
     payload: dict[str, Any] | None = None  # sent verbatim with HTTP 200: not a usual completion
+    retry_after: str | None = None  # the Retry-After header of an error reply (e.g. a 429)
 
 
 class Rule(BaseModel):
@@ -189,7 +190,8 @@ async def answer(request: Request) -> JSONResponse:
         if reply.echo_auth:  # a careless provider that repeats the caller's credentials
             message += f" for Authorization: {request.headers.get('authorization')}"
         error = {"error": {"message": message, "type": "server_error"}}
-        return JSONResponse(error, status_code=reply.status)
+        headers = {"Retry-After": reply.retry_after} if reply.retry_after else None
+        return JSONResponse(error, status_code=reply.status, headers=headers)
     if reply.payload is not None:
         return JSONResponse(reply.payload)
     content = reply.content

@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.orm import Session
 
 from calibration.calibrate import CalibrationOptions
 from calibration.checks import CalibrationInputError
@@ -97,73 +98,18 @@ def _payload(row: CalibrationReportRow) -> dict[str, Any]:
 
 @router.post("/calibration/reports", status_code=201, summary="Compute and store a report")
 def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONResponse:
-    with session_scope(request.app.state.sessions) as session:
-        low, high, level = body.scale_min, body.scale_max, body.level
-        try:
-            weights = criterion_weights(get_rubric(session, body.rubric)) if body.rubric else {}
-            if (low is None or high is None) and level != "nominal":
-                if body.rubric is None:
-                    raise HTTPException(
-                        422, "scale_min/scale_max: required unless 'rubric' is given"
-                    )
-                low, high, rubric_level = scale_of_rubric(session, body.rubric)
-                level = level or rubric_level
-        except RubricNotFound as exc:
-            raise HTTPException(422, str(exc)) from None
-        try:
-            options = CalibrationOptions(
-                **body.model_dump(
-                    include={
-                        "reference",
-                        "by",
-                        "bootstrap",
-                        "seed",
-                        "cluster",
-                        "alt_test",
-                        "epsilon",
-                        "alt_scoring",
-                        "alt_min_items",
-                    }
-                ),
-                scale_min=low,
-                scale_max=high,
-                level=level,
-                criterion_weights=weights,
-            )
-        except ValidationError as exc:
-            raise RequestValidationError(
-                [
-                    {"loc": ("body", *e["loc"]), "msg": e["msg"], "type": e["type"]}
-                    for e in exc.errors(include_url=False)
-                ]
-            ) from None
-        selection = Selection(
-            judges=body.judges,
-            rubric=body.rubric,
-            metadata=body.metadata,
-            since=naive_utc(body.since) if body.since else None,
-            until=naive_utc(body.until) if body.until else None,
-            scale=None if low is None or high is None else (low, high),
-        )
-        rows, inputs = rows_from_db(session, selection)
-        graded = {r.rater for r in rows if r.rater_kind == "judge"}
-        missing = [j for j in body.judges or [] if j not in graded]
-        if missing:  # said here, not as numpy's "cannot reshape array of size 0"
-            detail = [
-                {
-                    "loc": ["body", "judges"],
-                    "msg": f"no usable grade by {missing} in this selection",
-                    "type": "value_error",
-                }
-            ]
-            raise HTTPException(422, detail)
-        options = with_stored_rubric_weights(session, options, inputs)
-        try:
-            rendered = build_report(rows, options, inputs)
-        except CalibrationInputError as exc:
-            raise _input_error(exc, body) from None
-        except ValueError as exc:
-            raise HTTPException(422, str(exc)) from None
+    sessions = request.app.state.sessions
+    with session_scope(sessions) as session:
+        options, selection, rows, inputs = _report_inputs(session, body)
+    # computed between two short transactions, not inside one: on SQLite a transaction
+    # holds the write lock, and every POST /judge would wait for the report (issue 31.10)
+    try:
+        rendered = build_report(rows, options, inputs)
+    except CalibrationInputError as exc:
+        raise _input_error(exc, body) from None
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    with session_scope(sessions) as session:
         try:
             rendered = with_probe_run(session, rendered, body.probe_run)
         except ProbeRunNotFound as exc:
@@ -172,6 +118,73 @@ def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONRe
             session, "adhoc", body.rubric or "", rendered, (selection.since, selection.until)
         )
         return JSONResponse(_payload(row), status_code=201)
+
+
+def _report_inputs(
+    session: Session, body: ReportRequest
+) -> tuple[CalibrationOptions, Selection, list, dict]:
+    """The options, selection, grades and inputs of the report `body` asks for."""
+    low, high, level = body.scale_min, body.scale_max, body.level
+    try:
+        weights = criterion_weights(get_rubric(session, body.rubric)) if body.rubric else {}
+        if (low is None or high is None) and level != "nominal":
+            if body.rubric is None:
+                raise HTTPException(
+                    422, "scale_min/scale_max: required unless 'rubric' is given"
+                )
+            low, high, rubric_level = scale_of_rubric(session, body.rubric)
+            level = level or rubric_level
+    except RubricNotFound as exc:
+        raise HTTPException(422, str(exc)) from None
+    try:
+        options = CalibrationOptions(
+            **body.model_dump(
+                include={
+                    "reference",
+                    "by",
+                    "bootstrap",
+                    "seed",
+                    "cluster",
+                    "alt_test",
+                    "epsilon",
+                    "alt_scoring",
+                    "alt_min_items",
+                }
+            ),
+            scale_min=low,
+            scale_max=high,
+            level=level,
+            criterion_weights=weights,
+        )
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [
+                {"loc": ("body", *e["loc"]), "msg": e["msg"], "type": e["type"]}
+                for e in exc.errors(include_url=False)
+            ]
+        ) from None
+    selection = Selection(
+        judges=body.judges,
+        rubric=body.rubric,
+        metadata=body.metadata,
+        since=naive_utc(body.since) if body.since else None,
+        until=naive_utc(body.until) if body.until else None,
+        scale=None if low is None or high is None else (low, high),
+    )
+    rows, inputs = rows_from_db(session, selection)
+    graded = {r.rater for r in rows if r.rater_kind == "judge"}
+    missing = [j for j in body.judges or [] if j not in graded]
+    if missing:  # said here, not as numpy's "cannot reshape array of size 0"
+        detail = [
+            {
+                "loc": ["body", "judges"],
+                "msg": f"no usable grade by {missing} in this selection",
+                "type": "value_error",
+            }
+        ]
+        raise HTTPException(422, detail)
+    options = with_stored_rubric_weights(session, options, inputs)
+    return options, selection, rows, inputs
 
 
 def _respond(row: CalibrationReportRow | None, request: Request, fmt: str | None):

@@ -112,15 +112,16 @@ def nightly(
             alt_min_items=alt_min_items,
         )
         options = with_stored_rubric_weights(session, options, inputs)
-        report = compute_report(rows, options, inputs)
         previous = latest_report(session, kind="nightly", scope=rubric or "")
-        found = drift(report, previous.report if previous else None)
-        report["drift"] = {"previous_report": previous.id if previous else None, "changes": found}
-        report["history"] = [
-            *nightly_history(session, rubric or ""),
-            history_point(report, until.isoformat(), None),
-        ]
-        rendered = with_estimate(render_report(report, rows, options), rows, options.by)
+        history = nightly_history(session, rubric or "")
+    # computed between two short transactions, not inside one: on SQLite a transaction
+    # holds the write lock, and every POST /judge would wait for the report (issue 31.10)
+    report = compute_report(rows, options, inputs)
+    found = drift(report, previous.report if previous else None)
+    report["drift"] = {"previous_report": previous.id if previous else None, "changes": found}
+    report["history"] = [*history, history_point(report, until.isoformat(), None)]
+    rendered = with_estimate(render_report(report, rows, options), rows, options.by)
+    with session_scope(sessions) as session:
         rendered = attach_probe_run(session, rendered, probe_run)
         stored = store_report(session, "nightly", rubric or "", rendered, (since, until))
     stamp = until.strftime("%Y%m%dT%H%M%S")
