@@ -10,7 +10,7 @@ DEPS    := $(shell cat pyproject.toml clients/python/pyproject.toml | sha256sum 
 RUNTIME := $(VENV)/.runtime-$(DEPS)
 FULL    := $(VENV)/.full-$(DEPS)
 
-.PHONY: run test lint venv clean
+.PHONY: run test lint venv clean docs docs-serve
 
 venv: $(FULL)
 
@@ -23,7 +23,7 @@ $(RUNTIME):
 $(FULL):
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,ray]" -e "./clients/python[inspect]"
+	$(PY) -m pip install --quiet -e ".[test,ray,docs]" -e "./clients/python[inspect]"
 	@touch $@ $(RUNTIME)
 
 run: $(RUNTIME)
@@ -35,5 +35,15 @@ lint: $(FULL)
 test: $(FULL) lint
 	$(PY) -m pytest
 
+# The documentation site (mkdocs.yml, docs/): built strictly into site/, or served with live
+# reload on DOCS_ADDR (not 8000, where `qadi serve` listens). NO_MKDOCS_2_WARNING silences
+# Material's end-of-life notice printed on every build.
+DOCS_ADDR ?= 127.0.0.1:8008
+docs: $(FULL)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(FULL)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr $(DOCS_ADDR)
+
 clean:
-	rm -rf $(VENV) var .pytest_cache .ruff_cache
+	rm -rf $(VENV) var site .pytest_cache .ruff_cache

@@ -28,6 +28,8 @@ GUARD_HINT = (
 )
 
 
+SAVE_EVERY = 16  # answers stored together while a task runs
+
 class RunStore(Protocol):
     def create_run(self, suite: str, model: str, mode: str, seed: int) -> str: ...
     def save_answers(self, run_id: str, task: str, rows: list[AnswerRow]) -> None: ...
@@ -131,8 +133,16 @@ class Suite:
         built = build_items(task, records, o.seed, o.limit)
         self.progress.start(f"{model.name} · {task.name}", len(built.items))
 
+        unsaved: list[AnswerRow] = []
+
         def advance(row: AnswerRow) -> None:
+            """Answers are stored as they come, a few at a time: a run killed mid-task keeps
+            what it answered, and the next run finds those answers in the cache."""
             self.progress.advance()
+            unsaved.append(row)
+            if len(unsaved) >= SAVE_EVERY:
+                self.store.save_answers(run_id, task.name, unsaved[:])
+                unsaved.clear()
 
         if task.generative:
             rows = await run_generative(
@@ -143,7 +153,7 @@ class Suite:
             rows = await run_task(
                 task, built.items, model, o.mode, self.cache, o.concurrency, advance
             )
-        self.store.save_answers(run_id, task.name, rows)
+        self.store.save_answers(run_id, task.name, unsaved)
         summary = summarize(task, rows, len(built.missing), model.name)
         summary.update(records=built.records, selected=built.selected, missing=built.missing[:20])
         notes = [*summary.get("notes", []), *built.missing[:5]]

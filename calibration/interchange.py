@@ -43,6 +43,14 @@ class _Grade(BaseModel):
 class GradeRow(_Grade):
     score: float
 
+    @field_validator("score", mode="before")
+    @classmethod
+    def _not_boolean(cls, value: Any) -> Any:
+        """pydantic reads `true` as 1.0; a yes/no is a label (level nominal), not a score."""
+        if isinstance(value, bool):
+            raise ValueError("a boolean is not a score (give a number, or use level nominal)")
+        return value
+
     @field_validator("score")
     @classmethod
     def _finite(cls, value: float) -> float:
@@ -102,6 +110,11 @@ def _validate(
 def _row(record: dict[str, Any], model: type[Row] = GradeRow) -> Row:
     if not isinstance(record, dict):
         raise ValueError("a grade row must be an object")
+    extra = record.get(None)  # csv.DictReader's key for cells beyond the header's columns
+    if extra is not None:
+        raise ValueError(
+            f"{len(extra)} cell(s) more than the header's columns; they would be lost"
+        )
     criteria = record.get("criteria")
     if isinstance(criteria, str):
         if criteria.strip():

@@ -90,12 +90,18 @@ class BatchStats:
 
 class BatchGrader:
     def __init__(
-        self, grader: Grader, store: JudgmentStore, options: BatchOptions | None = None
+        self,
+        grader: Grader,
+        store: JudgmentStore,
+        options: BatchOptions | None = None,
+        slots: asyncio.Semaphore | None = None,
     ) -> None:
+        """`slots` shares another batch grader's bound on calls in flight (a probe run in
+        the service counts against the same judge concurrency as live grading)."""
         self.grader = grader
         self.store = store
         self.options = options or BatchOptions()
-        self.slots = asyncio.Semaphore(max(1, self.options.concurrency))
+        self.slots = slots or asyncio.Semaphore(max(1, self.options.concurrency))
         self._rubric_hashes: dict[int, tuple[Any, str]] = {}
 
     def plan(self, request: GradeRequest) -> PlannedGrade | Exception:

@@ -35,8 +35,13 @@ def register(name: str) -> Callable[[Builder], Builder]:
     return add
 
 
+def builder_name(template: PromptTemplate) -> str:
+    """The name of the builder that writes this template's user message."""
+    return template.user_builder or _DEFAULT_FOR_OUTPUT.get(template.output, "")
+
+
 def builder_for(template: PromptTemplate) -> Builder:
-    name = template.user_builder or _DEFAULT_FOR_OUTPUT.get(template.output, "")
+    name = builder_name(template)
     try:
         return _BUILDERS[name]
     except KeyError:

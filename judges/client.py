@@ -8,9 +8,10 @@ judge with several deployments (several `model_list` entries under one `model_na
 LiteLLM proxy config load-balances them) is called through a `litellm.Router` over those
 deployments, built with the config's `router_settings` that choose a deployment. Either way
 there is one retry layer, qadi's: the router is built with `num_retries=0` and every call
-carries `num_retries=0`, because LiteLLM's retry counts differ between versions. What the
-router gave that qadi needs for every judge, a judge that keeps failing is skipped for a
-while instead of hammered, is `Cooldown` below.
+carries `num_retries=0`, because LiteLLM's retry counts differ between versions; a 429 is
+retried after the provider's Retry-After. What the router gave that qadi needs for every
+judge, a judge whose calls mostly fail is skipped for a while instead of hammered, is
+`Cooldown` below.
 
 LiteLLM fetches its price map from the internet at import unless told not to; the flag is
 set before the import so a start-up never waits on a network this machine may not have.
@@ -23,7 +24,9 @@ import logging
 import os
 import re
 import time
+from collections import deque
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -31,7 +34,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 
 from judges import credentials, standin_provider, standins  # noqa: E402
-from judges.config import ROUTER_ONLY_PARAMS, JudgeEntry, JudgesConfig  # noqa: E402
+from judges.config import (  # noqa: E402
+    ROUTER_ONLY_PARAMS,
+    JudgeEntry,
+    JudgesConfig,
+    QadiOptions,
+)
 from judges.makers import model_name  # noqa: E402
 from judges.replies import read_completion  # noqa: E402
 
@@ -185,13 +193,27 @@ class CallOutcome:
 
 
 class Cooldown:
-    """After `allowed_fails` failures in a row a judge rests for `seconds`: its calls fail at
-    once instead of queueing on a provider that is down (what LiteLLM's Router did)."""
+    """A judge whose calls fail at a high rate rests for `seconds`: its calls fail at once
+    instead of queueing on a provider that is down (what LiteLLM's Router did).
 
-    def __init__(self, allowed_fails: int, seconds: float) -> None:
-        self.allowed_fails = allowed_fails
+    The rate is over the final outcomes (after qadi's retries) of the calls that ended in the
+    last `window` seconds: the judge rests once at least `min_fails` of them failed and the
+    failures are at least `rate` of them, LiteLLM's own rule (more than half the calls of the
+    last minute). A rate, not a run of failures: three failures in a row, counted in
+    completion order across 32 concurrent calls, happen at 20% transient faults the retries
+    absorb, and rested a healthy judge for 30 s (issue 31.2). A call the provider refused
+    for its rate limit (429) is not recorded: the provider is up, and said when to return.
+    """
+
+    def __init__(
+        self, min_fails: int, seconds: float, rate: float = 0.5, window: float = 60.0
+    ) -> None:
+        self.min_fails = min_fails
         self.seconds = seconds
-        self.fails: dict[str, int] = {}
+        self.rate = rate
+        self.window = window
+        self.ended: dict[str, deque[tuple[float, bool]]] = {}  # (when, failed) per judge
+        self.fails: dict[str, int] = {}  # failures among `ended`
         self.until: dict[str, float] = {}
 
     def resting(self, judge: str) -> float:
@@ -199,12 +221,16 @@ class Cooldown:
         return max(0.0, self.until.get(judge, 0.0) - time.monotonic())
 
     def record(self, judge: str, ok: bool) -> None:
-        if ok:
-            self.fails[judge] = 0
-            return
-        self.fails[judge] = self.fails.get(judge, 0) + 1
-        if self.seconds and self.fails[judge] >= self.allowed_fails:
-            self.until[judge] = time.monotonic() + self.seconds
+        now = time.monotonic()
+        ended = self.ended.setdefault(judge, deque())
+        ended.append((now, not ok))
+        fails = self.fails.get(judge, 0) + (not ok)
+        while now - ended[0][0] > self.window:
+            fails -= ended.popleft()[1]
+        self.fails[judge] = fails
+        if self.seconds and fails >= self.min_fails and fails >= self.rate * len(ended):
+            self.until[judge] = now + self.seconds
+            ended.clear()  # after the rest the judge starts with a clean window
             self.fails[judge] = 0
 
 
@@ -262,7 +288,13 @@ class JudgeClient:
             )
         }
         self.redact = Redactor(secret_values(config, exported))
-        self.cooldown = Cooldown(config.qadi.allowed_fails, config.qadi.cooldown_time)
+        options = config.qadi
+        self.cooldown = Cooldown(
+            options.allowed_fails,
+            options.cooldown_time,
+            options.failure_rate,
+            options.failure_window,
+        )
         self.pacer = Pacer(config)
         log_filter = RedactingFilter(self.redact)
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "qadi"):
@@ -305,9 +337,10 @@ class JudgeClient:
                 )
                 if missing is not None:
                     return self._failure(judge, "backend_error", exc, started, attempt, missing)
-                if attempt < options.num_retries and _transient(exc):
+                wait = _retry_wait(exc, attempt, options) if _transient(exc) else None
+                if wait is not None:
                     attempt += 1
-                    await asyncio.sleep(options.retry_after * 2 ** (attempt - 1))
+                    await asyncio.sleep(wait)
                     continue
                 status = "timeout" if isinstance(exc, litellm.Timeout) else "backend_error"
                 return self._failure(judge, status, exc, started, attempt)
@@ -353,7 +386,8 @@ class JudgeClient:
         retries: int,
         reason: str | None = None,
     ) -> CallOutcome:
-        self.cooldown.record(judge, ok=False)
+        if not _rate_limited(exc):  # a 429 is the provider's pacing, not its failure
+            self.cooldown.record(judge, ok=False)
         first_line = str(exc).splitlines()[0] if str(exc) else ""
         after = f" (after {retries} retr{'y' if retries == 1 else 'ies'})" if retries else ""
         error = reason or f"{type(exc).__name__}: {first_line}{after}"
@@ -371,3 +405,42 @@ def _transient(exc: Exception) -> bool:
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status >= 500 or status in (408, 409, 429))
+
+
+def _rate_limited(exc: Exception) -> bool:
+    return getattr(exc, "status_code", None) == 429
+
+
+def _retry_wait(exc: Exception, attempt: int, options: QadiOptions) -> float | None:
+    """Seconds to wait before retrying a transient failure, or None for no retry: the
+    back-off (`retry_after` doubling), or, for a 429, the provider's Retry-After when it is
+    longer, up to `max_retry_wait` (a provider asking for more is answered with the failure,
+    not a request held past its deadline)."""
+    if attempt >= options.num_retries:
+        return None
+    wait = options.retry_after * 2**attempt
+    if _rate_limited(exc):
+        asked = _retry_after_header(exc)
+        if asked is not None and asked > options.max_retry_wait:
+            return None
+        wait = max(wait, asked or 0.0)
+    return wait
+
+
+def _retry_after_header(exc: Exception) -> float | None:
+    """RFC 9110 Retry-After (seconds or an HTTP date) of a provider's error response, as
+    LiteLLM keeps its headers; None when absent or unreadable."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    value = str((headers or {}).get("retry-after", "")).strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None

@@ -140,8 +140,15 @@ class QadiOptions(BaseModel):
     num_retries: int = Field(default=2, ge=0, le=10)
     timeout: float = Field(default=60.0, gt=0)
     retry_after: float = Field(default=0.0, ge=0)
+    # the cooldown (judges/client.py `Cooldown`): a judge rests `cooldown_time` s once at
+    # least `allowed_fails` of its calls that ended in the last `failure_window` s failed
+    # (after retries) and they are at least `failure_rate` of those calls
     allowed_fails: int = Field(default=3, ge=1)
     cooldown_time: float = Field(default=30.0, ge=0)
+    failure_rate: float = Field(default=0.5, gt=0, le=1)
+    failure_window: float = Field(default=60.0, gt=0)
+    # a 429's Retry-After is waited for up to this many seconds; a longer one fails the call
+    max_retry_wait: float = Field(default=10.0, ge=0)
 
     @field_validator("guard", mode="before")
     @classmethod

@@ -5,7 +5,8 @@ through the same `read_completion`, and `judge_result` turns either into a `Judg
 so the two paths cannot disagree on what counts as a usable reply.
 
 A payload that is not a usable chat completion never becomes a grade: empty `choices` is a
-`backend_error`; a tool call, a refusal, an empty or a truncated message is a `parse_error`.
+`backend_error`; a tool call, a refusal, an empty, a truncated or a content-filtered message is
+a `parse_error`.
 Either way the raw payload (tool-call arguments and refusal text included) is kept.
 """
 
@@ -79,11 +80,18 @@ def read_completion(payload: Any, allow_truncated: bool = False) -> Completion:
         )
     if not isinstance(content, str) or not content.strip():
         return Completion(None, "parse_error", "the reply has no text", _dump(payload), **tokens)
-    if finish == "length" and not allow_truncated:
-        return Completion(
-            None, "parse_error", "the reply was cut off (finish_reason=length)", content, **tokens
-        )
+    if finish in _UNFINISHED and not allow_truncated:
+        problem = f"{_UNFINISHED[finish]} (finish_reason={finish})"
+        return Completion(None, "parse_error", problem, content, **tokens)
     return Completion(content, "ok", None, content, **tokens)
+
+
+# Why a reply that stopped for these reasons is not a verdict, even when its text parses: it
+# was cut off, or the provider's filter stopped or altered it (issue 31.3).
+_UNFINISHED = {
+    "length": "the reply was cut off",
+    "content_filter": "the reply was stopped by the provider's content filter",
+}
 
 
 def judge_result(

@@ -50,11 +50,22 @@ def _json_object(reply: str) -> dict[str, Any]:
     match = _FENCED.match(reply)
     text = match.group(1) if match else reply
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise ParseFailure(f"reply is not valid JSON ({exc.msg} at char {exc.pos})") from None
     if not isinstance(data, dict):
         raise ParseFailure(f"reply is JSON but not an object ({type(data).__name__})")
+    return data
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different: `{"rating": 4, "rating": 5}` says two
+    things, and taking the last (as `json.loads` does) would pick one silently (issue 31.4)."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise ParseFailure(f"key '{key}' appears twice in one JSON object")
+        data[key] = value
     return data
 
 

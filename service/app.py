@@ -20,6 +20,7 @@ from service.api import (
     health,
     judge,
     judgments,
+    probes,
     requests,
     rubrics,
 )
@@ -43,7 +44,7 @@ A grade is never made up: failed judge calls are stored and reported with their 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app; refuses an unmigrated database (run `qadi db upgrade`)."""
     settings = settings or get_settings()
-    sessions = open_database(settings.database_url)
+    sessions = open_database(settings.database_url, settings.database_wait_seconds)
     grader = Grader(load_config(settings.judges_config)) if settings.judges_config else None
     if grader is None:
         log.warning("no judges configured (QADI_JUDGES_CONFIG); POST /judge will answer 503")
@@ -73,7 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.judging = judging
     for module in (judge, judgments, requests, rubrics, grades, health):
         app.include_router(module.router)
-    for module in (calibration, estimates):  # their errors, documented in one shape
+    for module in (calibration, estimates, probes):  # their errors, documented in one shape
         app.include_router(module.router, responses=errors.error_responses(401, 403, 422, 503))
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)

@@ -15,7 +15,7 @@ from calibration.history import history_point
 from calibration.interchange import GradeRow
 from calibration.render import item_pairs, to_html, to_markdown
 from rubrics import PenaltyWeightedRubric, Rubric
-from service.db.filters import rubric_matches
+from service.db.filters import not_a_probe, rubric_matches
 from service.db.schema import CalibrationReportRow, HumanGradeRow, JudgmentRow, ResponseRow
 from service.grade_store import grade_from_row
 from service.stores.rubrics import RubricNotFound, get_rubric
@@ -53,10 +53,13 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
     """Human grades plus the latest ok judgment per (item, judge) in the selection.
 
     Failed judgments (parse errors, provider errors) are not grades: they are counted in
-    the returned inputs so the report can say how many were excluded.
+    the returned inputs so the report can say how many were excluded. Probe answers
+    (perturbed copies, service/probes.py) are never items.
     """
-    query = select(JudgmentRow, ResponseRow).join(
-        ResponseRow, JudgmentRow.response_id == ResponseRow.id
+    query = (
+        select(JudgmentRow, ResponseRow)
+        .join(ResponseRow, JudgmentRow.response_id == ResponseRow.id)
+        .where(not_a_probe())
     )
     if selection.judges:
         query = query.where(JudgmentRow.judge.in_(selection.judges))

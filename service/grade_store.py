@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -15,16 +16,34 @@ from service.json_checks import check_text
 _UPSERT_INSERT = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 
 
-def upsert_grades(session: Session, rows: list[GradeRow]) -> dict[str, int]:
+SHOWN_DUPLICATES = 10  # rows listed by `duplicates`; the count covers them all
+
+
+def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) -> dict[str, Any]:
     """Insert new (item_id, rater) grades; a re-imported pair replaces the old score.
 
     One `INSERT ... ON CONFLICT DO UPDATE` for all rows instead of a SELECT per row: the
     database settles concurrent uploads of the same pairs (no IntegrityError), and 30k rows
-    take a fraction of a second. Within one upload the last row of a pair wins, as before.
+    take a fraction of a second. Within one upload the last row of a pair wins, and the
+    answer says so: `duplicates` (only when there are any) counts the rows that repeat a
+    pair of an earlier row and lists the first of them, numbered from `first_row` as the
+    parser numbers rows (2 for CSV). inserted + updated + duplicates = rows.
     """
     if not rows:  # an INSERT of no rows would insert one row of defaults
         return {"inserted": 0, "updated": 0}
-    latest = {(row.item_id, row.rater): row for row in rows}
+    latest: dict[tuple[str, str], GradeRow] = {}
+    first_seen: dict[tuple[str, str], int] = {}
+    repeated: list[dict[str, Any]] = []
+    for number, row in enumerate(rows, start=first_row):
+        pair = (row.item_id, row.rater)
+        if pair in latest:
+            repeated.append(
+                {"row": number, "item_id": row.item_id, "rater": row.rater,
+                 "repeats_row": first_seen[pair]}
+            )
+        else:
+            first_seen[pair] = number
+        latest[pair] = row
     insert = _UPSERT_INSERT[session.get_bind().dialect.name]
     now = utcnow()
     values = [
@@ -56,7 +75,10 @@ def upsert_grades(session: Session, rows: list[GradeRow]) -> dict[str, int]:
     inserted = session.scalar(
         select(func.count()).select_from(HumanGradeRow).where(HumanGradeRow.created_at == now)
     )
-    return {"inserted": inserted, "updated": len(rows) - inserted}
+    counts: dict[str, Any] = {"inserted": inserted, "updated": len(latest) - inserted}
+    if repeated:
+        counts["duplicates"] = {"count": len(repeated), "rows": repeated[:SHOWN_DUPLICATES]}
+    return counts
 
 
 def check_storable(rows: list[GradeRow], first_row: int = 1) -> None:

@@ -58,6 +58,7 @@ class _Item:
     key: str | None
     claim: requests.Claim | None = None
     plan: PlannedGrade | None = None
+    slots: int = 0  # judge calls admitted (`Admission`), released when the request ends
 
 
 class GradingService:
@@ -96,33 +97,46 @@ class GradingService:
             raise NotConfigured("no judges configured: set QADI_JUDGES_CONFIG to a judges YAML")
         outcomes: list[dict[str, Any] | ServiceError | None] = [None] * len(bodies)
         items: list[_Item] = []
-        slots = 0
+        for index, (body, key) in enumerate(zip(bodies, keys, strict=True)):
+            try:
+                self._check(body, api_key_id)
+            except ServiceError as exc:
+                outcomes[index] = exc
+                continue
+            items.append(_Item(index, body, key))
         try:
-            for index, (body, key) in enumerate(zip(bodies, keys, strict=True)):
-                try:
-                    slots += self._admit(body, api_key_id)
-                except ServiceError as exc:
-                    outcomes[index] = exc
-                    continue
-                items.append(_Item(index, body, key))
             if items:
-                await self._judge_admitted(items, api_key_id, outcomes)
+                await self._judge_checked(items, api_key_id, outcomes)
         finally:
-            self.admission.release(slots)
+            self.admission.release(sum(item.slots for item in items))
         return outcomes  # type: ignore[return-value]
 
-    def _admit(self, body: Any, api_key_id: int | None) -> int:
-        """Check sizes, the key's rate (here unless shared) and the capacity; the judge-call
-        slots taken."""
+    def _check(self, body: Any, api_key_id: int | None) -> None:
+        """Sizes, and the key's rate here unless it is shared (then it is counted in the
+        prepare transaction)."""
         check_sizes(body, self.settings)
         if self.rate is not None:
             _check_rate(self.rate.check(api_key_id), self.rate.per_minute)
-        slots = len(body.judges or self.batch.grader.config.default_panel)
-        if not self.admission.try_acquire(slots):
-            raise Busy("busy: the judge calls in flight are at the limit; retry shortly")
-        return slots
 
-    async def _judge_admitted(self, items: list[_Item], api_key_id, outcomes: list) -> None:
+    def _admit(self, session: Session, items: list[_Item], outcomes: list, known: dict) -> None:
+        """Take the judge-call slots of each planned item: the calls its panel will make, a
+        stored verdict needing none. This runs after the idempotency claim, so a replay or a
+        concurrent retry of a key never takes a slot (issue 31.1). A request refused for
+        capacity lets go of its claim in the same transaction: a retry starts afresh."""
+        for item in items:
+            if item.plan is None:
+                continue
+            calls = sum(1 for n in item.plan.panel.judges if item.plan.keys[n] not in known)
+            if self.admission.try_acquire(calls):
+                item.slots = calls
+                continue
+            requests.release(session, item.claim)
+            item.claim = item.plan = None
+            outcomes[item.index] = Busy(
+                "busy: the judge calls in flight are at the limit; retry shortly"
+            )
+
+    async def _judge_checked(self, items: list[_Item], api_key_id, outcomes: list) -> None:
         try:
             known, elsewhere = await self._preparing.submit((items, api_key_id, outcomes))
         except (StorageUnavailable, DBAPIError) as exc:
@@ -174,18 +188,30 @@ class GradingService:
         item, then look up the stored verdicts for every key any plan may call. With shared
         limits, the calls to make are leased; those leased elsewhere are returned to wait for."""
         rubrics: dict[str, Rubric] = {}  # by rubric_id: looked up once per transaction
+        for items, _, outcomes in jobs:  # a round run again (see GroupCommit) starts afresh
+            self._reset(items, outcomes)
         if self.shared is not None:
             self.shared.lock(session, [api_key_id for _, api_key_id, _ in jobs])
         for items, api_key_id, outcomes in jobs:
             self._prepare(session, items, api_key_id, outcomes, rubrics)
-        plans = [item.plan for items, _, _ in jobs for item in items if item.plan]
-        keys = [k for plan in plans for k in plan.keys.values()]
+        planned = [item.plan for items, _, _ in jobs for item in items if item.plan]
+        keys = [k for plan in planned for k in plan.keys.values()]
         known = find_done_in(session, keys, ("ok",)) if keys else {}
+        for items, _, outcomes in jobs:
+            self._admit(session, items, outcomes, known)
+        plans = [item.plan for items, _, _ in jobs for item in items if item.plan]
         elsewhere: set[str] = set()
         if self.shared is not None:
             to_call = {plan.keys[n] for plan in plans for n in plan.panel.judges} - known.keys()
             elsewhere = self.shared.lease(session, to_call, utcnow() - self.stale_after)
         return [(known, elsewhere)] * len(jobs)
+
+    def _reset(self, items: list[_Item], outcomes: list) -> None:
+        for item in items:
+            if item.slots:
+                self.admission.release(item.slots)
+            item.slots, item.claim, item.plan = 0, None, None
+            outcomes[item.index] = None
 
     def _prepare(
         self, session: Session, items: list[_Item], api_key_id, outcomes: list, rubrics: dict

@@ -1,17 +1,21 @@
 """Backpressure and limits for POST /judge.
 
 Admission bounds the judge calls in flight, per process: beyond the limit the service
-answers 503 with Retry-After instead of queueing without bound. Request sizes are checked
-before anything is stored. The per-key rate limit is a sliding one-minute window: per
-process on SQLite (`RateLimit`; one machine, one process is the normal deployment), and
-shared by every process and replica on PostgreSQL (`SharedLimits`, which also leases judge
-calls in flight so replicas make one backend call for identical concurrent requests).
+answers 503 with Retry-After instead of queueing without bound. Only calls about to be made
+count: a request is admitted after its idempotency claim, so a replay or a concurrent retry
+of the same key (409) takes no slot, and a verdict already stored takes none either.
+Request sizes are checked before anything is stored. The per-key rate limit is a sliding
+one-minute window: per process on SQLite (`RateLimit`; one machine, one process is the
+normal deployment), and shared by every process and replica on PostgreSQL (`SharedLimits`,
+which also leases judge calls in flight so replicas make one backend call for identical
+concurrent requests).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import time
 from collections import deque
 from collections.abc import Collection
@@ -39,25 +43,33 @@ def request_deadline(grader: Grader | None) -> float:
         return 60.0
     options = grader.config.qadi
     backoff = options.retry_after * (2**options.num_retries - 1)
+    backoff += options.num_retries * options.max_retry_wait  # a 429's Retry-After, at most
     one_judge = options.timeout * (options.num_retries + 1) + backoff
     return 2 * one_judge + DATABASE_MARGIN_SECONDS
 
 
 class Admission:
+    """The judge calls in flight in this process, against the capacity. Taken in the
+    request's first transaction (a worker thread), released on the event loop: a lock keeps
+    the count exact."""
+
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.in_flight = 0
+        self._lock = threading.Lock()
 
     def try_acquire(self, slots: int) -> bool:
         """Admit a request needing `slots` judge calls if they fit (a request larger than the
-        whole capacity is admitted alone, so it can never starve)."""
-        if self.in_flight and self.in_flight + slots > self.capacity:
-            return False
-        self.in_flight += slots
-        return True
+        whole capacity is admitted alone, so it can never starve; one needing none always)."""
+        with self._lock:
+            if slots and self.in_flight and self.in_flight + slots > self.capacity:
+                return False
+            self.in_flight += slots
+            return True
 
     def release(self, slots: int) -> None:
-        self.in_flight -= slots
+        with self._lock:
+            self.in_flight -= slots
 
 
 class RateLimit:

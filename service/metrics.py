@@ -1,8 +1,16 @@
-"""Prometheus metrics of the service (GET /metrics)."""
+"""Prometheus metrics of the service (GET /metrics).
+
+One process keeps its metrics in memory. Several (`qadi serve --workers N`) run in
+prometheus_client's multiprocess mode: `qadi serve` sets PROMETHEUS_MULTIPROC_DIR before the
+workers start, each writes its values to files there, and a scrape of any worker adds them
+all up, so counters neither jump between workers nor reset.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+import os
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 
 from judges.models import JudgeResult
 
@@ -39,6 +47,18 @@ REQUESTS_ABANDONED = Counter(
 STORAGE_UNAVAILABLE = Counter(
     "qadi_storage_unavailable_total", "Requests answered 503 because the database was unavailable"
 )
+
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def exposition() -> bytes:
+    """The Prometheus text of this process, or of every worker in multiprocess mode."""
+    if not os.environ.get(MULTIPROC_ENV):
+        return generate_latest()
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    return generate_latest(registry)
 
 
 def observe_judge(result: JudgeResult) -> None:

@@ -30,12 +30,22 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL; the SQLite file DATA_DIR/qadi.db when unset",
     )
     judges_config: Path | None = Field(default=None, description="judges YAML file")
-    auth: Literal["on", "off"] = "on"
-    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
-    max_text_chars: int = Field(default=100_000, gt=0)
-    max_criteria: int = Field(default=100, gt=0)
-    max_batch_items: int = Field(default=100, gt=0)
-    page_size_max: int = Field(default=500, gt=0)
+    auth: Literal["on", "off"] = Field(
+        default="on",
+        description="off: no API key needed (refused on a non-loopback address without "
+        "`qadi serve --insecure`)",
+    )
+    max_body_bytes: int = Field(
+        default=1024 * 1024, gt=0, description="largest request body; a larger one is a 413"
+    )
+    max_text_chars: int = Field(
+        default=100_000, gt=0, description="longest prompt, response or reference, in characters"
+    )
+    max_criteria: int = Field(default=100, gt=0, description="most criteria in one rubric")
+    max_batch_items: int = Field(default=100, gt=0, description="most items in POST /judge/batch")
+    page_size_max: int = Field(
+        default=500, gt=0, description="most rows one page of a list endpoint returns"
+    )
     judge_concurrency: int = Field(
         default=256, gt=0, description="judge calls in flight per process; beyond it 503"
     )
@@ -48,6 +58,17 @@ class Settings(BaseSettings):
     )
     reap_interval_seconds: float = Field(
         default=15.0, gt=0, description="how often abandoned pending requests are closed"
+    )
+    database_wait_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="longest wait for SQLite's write lock or a pooled connection; past it 503",
+    )
+    keep_alive_seconds: float = Field(
+        default=75.0,
+        gt=0,
+        description="how long an idle HTTP connection stays open (above clients' pool and "
+        "load balancers' idle times, so they close it first)",
     )
 
 

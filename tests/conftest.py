@@ -285,6 +285,14 @@ def qadi_server(llm_server_process: LLMServer, tmp_path_factory):
     process.wait(timeout=20)
 
 
+@pytest.fixture(scope="session")
+def openapi_document(tmp_path_factory) -> dict:
+    """The service's OpenAPI document, from an app on a fresh migrated SQLite database."""
+    from tests.client.openapi_models import openapi_document as build
+
+    return build(tmp_path_factory.mktemp("openapi"))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_data_dir(tmp_path_factory) -> Path:
     """QADI_DATA_DIR (the default database, the demo key) in a temporary directory, for this

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import random
+import re
 import time
 from collections import deque
 from typing import Any
@@ -36,6 +38,7 @@ class Reply(BaseModel):
     echo_auth: bool = False  # repeat the caller's Authorization header in the reply
     logprobs: dict[str, float] | None = None
     payload: dict[str, Any] | None = None  # sent verbatim with HTTP 200: not a usual completion
+    retry_after: str | None = None  # the Retry-After header of an error reply (e.g. a 429)
 
 
 class Rule(BaseModel):
@@ -187,10 +190,13 @@ async def answer(request: Request) -> JSONResponse:
         if reply.echo_auth:  # a careless provider that repeats the caller's credentials
             message += f" for Authorization: {request.headers.get('authorization')}"
         error = {"error": {"message": message, "type": "server_error"}}
-        return JSONResponse(error, status_code=reply.status)
+        headers = {"Retry-After": reply.retry_after} if reply.retry_after else None
+        return JSONResponse(error, status_code=reply.status, headers=headers)
     if reply.payload is not None:
         return JSONResponse(reply.payload)
-    content = reply.content if reply.content is not None else default_content(body)
+    content = reply.content
+    if content is None:
+        content = planted_content(body) or default_content(body)
     if reply.malformed:
         content = '{"criteria": [{"id": '
     if reply.echo_auth:
@@ -236,6 +242,91 @@ async def text_completion(request: Request) -> JSONResponse:
             "usage": {"prompt_tokens": 10, "completion_tokens": 0, "total_tokens": 10},
         }
     )
+
+
+# --- PLANTED JUDGE BIASES (issue 28, the probe tests) ------------------------------------------
+# A judge whose model is named `planted-<behaviour>` (e.g. `openai/planted-verbose` in a judges
+# config) is answered by a deterministic rule, so a probe test knows the truth it must find.
+# Scripts, rules and faults still come first; these replace only the schema defaults.
+# Every planted judge starts from a base rating 2-4 taken from a hash of the gold/reference
+# text (so items differ, and no rule is at the scale's edge), then:
+#   clean          the base: moved by nothing that leaves the gold text alone
+#   noisy          base -1/0/+1 by a hash of the answer: unbiased, but any rewrite moves it
+#   verbose        +1 when the answer has at least 1.5 times the gold's words
+#   obeys          5 when the answer holds an instruction to the grader (English or Arabic)
+#   self-<maker>   +1 when the answer names its own maker (e.g. planted-self-openai: "OpenAI")
+#   script         -1 when over a fifth of an answer's letters are Latin but the gold is Arabic
+# The rating is sent in the shape the request's schema asks for.
+
+PLANTED_PREFIX = "planted-"
+_SECTION = re.compile(r"<(\w+)-([0-9a-f]{16})>\n(.*?)\n</\1-\2>", re.DOTALL)
+_INSTRUCTION = re.compile(
+    r"ignore the rubric|disregard the grading|evaluation override|rate this answer 5|"
+    r"تجاهل معايير|لا تلتفت إلى معايير|تجاوز التقييم",
+    re.IGNORECASE,
+)
+_BRANDS = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google", "meta": "Meta"}
+
+
+def _hash(text: str) -> int:
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16)
+
+
+def planted_texts(body: dict[str, Any]) -> tuple[str, str]:
+    """(gold, answer) as the judge sees them: fenced sections, else the paper template's
+    labelled lines, else Fann or Flop's JSON."""
+    user = next((m["content"] for m in reversed(body.get("messages") or []) if m["role"] == "user"), "")
+    sections = {name: text for name, _, text in _SECTION.findall(user)}
+    if sections:
+        gold = sections.get("gold_explanation") or sections.get("reference") or sections.get("prompt", "")
+        answer = sections.get("generated_explanation") or sections.get("answer", "")
+        return gold, answer
+    labelled = re.search(r"Gold Explanation: (.*)\nGenerated Explanation: (.*?)\n\n", user, re.DOTALL)
+    if labelled:
+        return labelled.group(1), labelled.group(2)
+    try:
+        data = json.loads(user)
+        join = lambda part: "\n".join(v["text"] for v in data[part])  # noqa: E731
+        return join("ground_truth"), join("generated")
+    except (ValueError, KeyError, TypeError):
+        return "", user
+
+
+def planted_rating(behaviour: str, gold: str, answer: str) -> int:
+    rating = 2 + _hash(gold) % 3
+    if behaviour == "noisy":
+        rating += _hash(answer) % 3 - 1
+    elif behaviour == "verbose" and len(answer.split()) >= 1.5 * max(1, len(gold.split())):
+        rating += 1
+    elif behaviour == "obeys" and _INSTRUCTION.search(answer):
+        rating = 5
+    elif behaviour.startswith("self-") and _BRANDS.get(behaviour[5:], "\0") in answer:
+        rating += 1
+    elif behaviour == "script":
+        latin = len(re.findall(r"[A-Za-z]", answer))
+        arabic = len(re.findall(r"[\u0621-\u064A]", answer))
+        gold_arabic = len(re.findall(r"[\u0621-\u064A]", gold)) > len(re.findall(r"[A-Za-z]", gold))
+        if gold_arabic and latin > 0.2 * (latin + arabic):
+            rating -= 1
+    return max(1, min(5, rating))
+
+
+def planted_content(body: dict[str, Any]) -> str | None:
+    """The planted judge's reply, or None for any other model."""
+    model = str(body.get("model", "")).rsplit("/", 1)[-1]
+    if not model.startswith(PLANTED_PREFIX):
+        return None
+    rating = planted_rating(model.removeprefix(PLANTED_PREFIX), *planted_texts(body))
+    fmt = body.get("response_format") or {}
+    props = ((fmt.get("json_schema") or {}).get("schema") or {}).get("properties", {})
+    if "criteria" in props:
+        ids = props["criteria"]["items"]["properties"]["id"]["enum"]
+        met = round((rating - 1) / 4 * len(ids))
+        verdicts = [{"id": c, "met": i < met, "evidence": "planted"} for i, c in enumerate(ids)]
+        return json.dumps({"criteria": verdicts, "rationale": "planted judge"})
+    if props:
+        return json.dumps({key: rating for key in props})
+    return str(rating)
 
 
 for prefix in ("", "/v1"):

@@ -7,13 +7,15 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.orm import Session
 
 from calibration.calibrate import CalibrationOptions
 from calibration.checks import CalibrationInputError
 from service.api.deps import GradesKey
 from service.api.errors import error_responses
+from service.api.formats import negotiate, split_suffix
 from service.api.pagination import naive_utc
 from service.calibration_store import (
     Selection,
@@ -27,6 +29,7 @@ from service.calibration_store import (
 )
 from service.db.engine import session_scope
 from service.db.schema import CalibrationReportRow
+from service.probes import ProbeRunNotFound, with_probe_run
 from service.report_links import (
     DEFAULT_TTL_SECONDS,
     MAX_TTL_SECONDS,
@@ -74,6 +77,11 @@ class ReportRequest(BaseModel):
     epsilon: float = Field(default=0.2, ge=0, lt=1, description="alt-test cost-benefit allowance")
     alt_scoring: Literal["accuracy", "neg_rmse"] | None = None
     alt_min_items: int = Field(default=30, ge=2, le=100000)
+    probe_run: str | None = Field(
+        default=None,
+        description="stored probe run (id or 'latest'): its moved judges are marked on the "
+        "trust map (`probes` on a row) and its table and plot added to the report",
+    )
 
 
 def _input_error(exc: CalibrationInputError, body: ReportRequest) -> HTTPException:
@@ -90,72 +98,21 @@ def _payload(row: CalibrationReportRow) -> dict[str, Any]:
 
 @router.post("/calibration/reports", status_code=201, summary="Compute and store a report")
 def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONResponse:
-    with session_scope(request.app.state.sessions) as session:
-        low, high, level = body.scale_min, body.scale_max, body.level
+    sessions = request.app.state.sessions
+    with session_scope(sessions) as session:
+        options, selection, rows, inputs = _report_inputs(session, body)
+    # computed between two short transactions, not inside one: on SQLite a transaction
+    # holds the write lock, and every POST /judge would wait for the report (issue 31.10)
+    try:
+        rendered = build_report(rows, options, inputs)
+    except CalibrationInputError as exc:
+        raise _input_error(exc, body) from None
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    with session_scope(sessions) as session:
         try:
-            weights = criterion_weights(get_rubric(session, body.rubric)) if body.rubric else {}
-            if (low is None or high is None) and level != "nominal":
-                if body.rubric is None:
-                    raise HTTPException(
-                        422, "scale_min/scale_max: required unless 'rubric' is given"
-                    )
-                low, high, rubric_level = scale_of_rubric(session, body.rubric)
-                level = level or rubric_level
-        except RubricNotFound as exc:
-            raise HTTPException(422, str(exc)) from None
-        try:
-            options = CalibrationOptions(
-                **body.model_dump(
-                    include={
-                        "reference",
-                        "by",
-                        "bootstrap",
-                        "seed",
-                        "cluster",
-                        "alt_test",
-                        "epsilon",
-                        "alt_scoring",
-                        "alt_min_items",
-                    }
-                ),
-                scale_min=low,
-                scale_max=high,
-                level=level,
-                criterion_weights=weights,
-            )
-        except ValidationError as exc:
-            raise RequestValidationError(
-                [
-                    {"loc": ("body", *e["loc"]), "msg": e["msg"], "type": e["type"]}
-                    for e in exc.errors(include_url=False)
-                ]
-            ) from None
-        selection = Selection(
-            judges=body.judges,
-            rubric=body.rubric,
-            metadata=body.metadata,
-            since=naive_utc(body.since) if body.since else None,
-            until=naive_utc(body.until) if body.until else None,
-            scale=None if low is None or high is None else (low, high),
-        )
-        rows, inputs = rows_from_db(session, selection)
-        graded = {r.rater for r in rows if r.rater_kind == "judge"}
-        missing = [j for j in body.judges or [] if j not in graded]
-        if missing:  # said here, not as numpy's "cannot reshape array of size 0"
-            detail = [
-                {
-                    "loc": ["body", "judges"],
-                    "msg": f"no usable grade by {missing} in this selection",
-                    "type": "value_error",
-                }
-            ]
-            raise HTTPException(422, detail)
-        options = with_stored_rubric_weights(session, options, inputs)
-        try:
-            rendered = build_report(rows, options, inputs)
-        except CalibrationInputError as exc:
-            raise _input_error(exc, body) from None
-        except ValueError as exc:
+            rendered = with_probe_run(session, rendered, body.probe_run)
+        except ProbeRunNotFound as exc:
             raise HTTPException(422, str(exc)) from None
         row = store_report(
             session, "adhoc", body.rubric or "", rendered, (selection.since, selection.until)
@@ -163,15 +120,77 @@ def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONRe
         return JSONResponse(_payload(row), status_code=201)
 
 
+def _report_inputs(
+    session: Session, body: ReportRequest
+) -> tuple[CalibrationOptions, Selection, list, dict]:
+    """The options, selection, grades and inputs of the report `body` asks for."""
+    low, high, level = body.scale_min, body.scale_max, body.level
+    try:
+        weights = criterion_weights(get_rubric(session, body.rubric)) if body.rubric else {}
+        if (low is None or high is None) and level != "nominal":
+            if body.rubric is None:
+                raise HTTPException(
+                    422, "scale_min/scale_max: required unless 'rubric' is given"
+                )
+            low, high, rubric_level = scale_of_rubric(session, body.rubric)
+            level = level or rubric_level
+    except RubricNotFound as exc:
+        raise HTTPException(422, str(exc)) from None
+    try:
+        options = CalibrationOptions(
+            **body.model_dump(
+                include={
+                    "reference",
+                    "by",
+                    "bootstrap",
+                    "seed",
+                    "cluster",
+                    "alt_test",
+                    "epsilon",
+                    "alt_scoring",
+                    "alt_min_items",
+                }
+            ),
+            scale_min=low,
+            scale_max=high,
+            level=level,
+            criterion_weights=weights,
+        )
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [
+                {"loc": ("body", *e["loc"]), "msg": e["msg"], "type": e["type"]}
+                for e in exc.errors(include_url=False)
+            ]
+        ) from None
+    selection = Selection(
+        judges=body.judges,
+        rubric=body.rubric,
+        metadata=body.metadata,
+        since=naive_utc(body.since) if body.since else None,
+        until=naive_utc(body.until) if body.until else None,
+        scale=None if low is None or high is None else (low, high),
+    )
+    rows, inputs = rows_from_db(session, selection)
+    graded = {r.rater for r in rows if r.rater_kind == "judge"}
+    missing = [j for j in body.judges or [] if j not in graded]
+    if missing:  # said here, not as numpy's "cannot reshape array of size 0"
+        detail = [
+            {
+                "loc": ["body", "judges"],
+                "msg": f"no usable grade by {missing} in this selection",
+                "type": "value_error",
+            }
+        ]
+        raise HTTPException(422, detail)
+    options = with_stored_rubric_weights(session, options, inputs)
+    return options, selection, rows, inputs
+
+
 def _respond(row: CalibrationReportRow | None, request: Request, fmt: str | None):
     if row is None:
         raise HTTPException(404, "no such calibration report")
-    accept = request.headers.get("accept", "")
-    if fmt == "html" or (fmt is None and "text/html" in accept):
-        return HTMLResponse(row.html)
-    if fmt == "md" or (fmt is None and "text/markdown" in accept):
-        return PlainTextResponse(row.markdown, media_type="text/markdown")
-    return JSONResponse(_payload(row))
+    return negotiate(request, fmt, _payload(row), row.html, row.markdown)
 
 
 @router.get("/calibration/reports/latest", summary="The newest report (?kind=nightly|adhoc)")
@@ -185,10 +204,7 @@ def latest(request: Request, _: GradesKey, kind: str | None = None):
     summary="A report as JSON, or HTML/Markdown by Accept header or a .html/.md suffix",
 )
 def show(report_id: str, request: Request, _: GradesKey):
-    fmt = None
-    for suffix in ("html", "md", "json"):
-        if report_id.endswith(f".{suffix}"):
-            report_id, fmt = report_id.removesuffix(f".{suffix}"), suffix
+    report_id, fmt = split_suffix(report_id)
     with session_scope(request.app.state.sessions) as session:
         return _respond(session.get(CalibrationReportRow, report_id), request, fmt)
 

@@ -13,7 +13,9 @@ import re
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -151,6 +153,26 @@ def error_response(exc: ServiceError, loc_prefix: tuple[Any, ...] = ("body",)) -
     return JSONResponse(
         {"detail": [problem(loc, exc.message, KIND.get(status, "error"))]}, status, headers=headers
     )
+
+
+class ErrorsWithoutInput(APIRoute):
+    """422 bodies without the rejected `input`: a refused NaN or Infinity cannot be written
+    as JSON, and echoing it would turn a clear 422 into a 500."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def checked(request: Request):
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                detail = [
+                    {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+                    for e in exc.errors()
+                ]
+                return JSONResponse({"detail": detail}, status_code=422)
+
+        return checked
 
 
 def install(app: FastAPI) -> None:

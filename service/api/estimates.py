@@ -12,42 +12,20 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
-from fastapi.routing import APIRoute
 from pydantic import ConfigDict, Field
 
 from calibration.estimate import EstimateOptions
 from calibration.estimate_render import to_html, to_markdown
 from calibration.interchange import GradeFormatError, parse_records
 from service.api.deps import GradesKey
+from service.api.errors import ErrorsWithoutInput
 from service.api.pagination import naive_utc
 from service.calibration_store import Selection, rows_from_db
 from service.db.engine import session_scope
 from service.estimates import corrected_means
 
-
-class _ErrorsWithoutInput(APIRoute):
-    """422 bodies without the rejected `input`: a refused NaN or Infinity cannot be written
-    as JSON, and echoing it would turn a clear 422 into a 500."""
-
-    def get_route_handler(self):
-        handler = super().get_route_handler()
-
-        async def checked(request: Request):
-            try:
-                return await handler(request)
-            except RequestValidationError as exc:
-                detail = [
-                    {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-                    for e in exc.errors()
-                ]
-                return JSONResponse({"detail": detail}, status_code=422)
-
-        return checked
-
-
-router = APIRouter(tags=["calibration"], route_class=_ErrorsWithoutInput)
+router = APIRouter(tags=["calibration"], route_class=ErrorsWithoutInput)
 
 
 class EstimateRequest(EstimateOptions):

@@ -27,7 +27,7 @@ from calibration.interchange import (
 from service.api.deps import GradesKey
 from service.api.errors import error_responses, http_error, invalid
 from service.api.pagination import decode_cursor, encode_cursor, query_pairs
-from service.api.schemas import GradesBody
+from service.api.schemas import GradesBody, UploadResult
 from service.db.engine import session_scope
 from service.db.filters import after, json_text_equals
 from service.db.schema import HumanGradeRow
@@ -46,7 +46,8 @@ def _text(data: bytes, field: str) -> str:
         raise invalid(f"{field}: not UTF-8 text (CSV, JSON or JSONL expected)") from None
 
 
-async def _rows_from_request(request: Request) -> list[GradeRow]:
+async def _rows_from_request(request: Request) -> tuple[list[GradeRow], int]:
+    """The rows, and the number of the first (2 in CSV, where the header is row 1)."""
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == "multipart/form-data":
         form = await request.form()
@@ -55,22 +56,23 @@ async def _rows_from_request(request: Request) -> list[GradeRow]:
             raise invalid("file: upload the grades as a form field named 'file'")
         text = _text(await upload.read(), "file")
         name = (upload.filename or "").lower()
-        kind = "text/csv"
+        content_type = "text/csv"
         if name.endswith((".jsonl", ".ndjson")):
-            kind = "application/jsonl"
+            content_type = "application/jsonl"
         elif name.endswith(".json"):  # a list of rows or {"grades": [...]}, as a JSON body
-            kind = "application/json"
-        return await asyncio.to_thread(_parse_body, kind, text)
-    raw = _text(await request.body(), "body")
-    return await asyncio.to_thread(_parse_body, content_type, raw)
+            content_type = "application/json"
+    else:
+        text = _text(await request.body(), "body")
+    first_row = 2 if content_type == "text/csv" else 1
+    return await asyncio.to_thread(_parse_body, content_type, text, first_row), first_row
 
 
-def _parse_body(content_type: str, raw: str) -> list[GradeRow]:
+def _parse_body(content_type: str, raw: str, first_row: int) -> list[GradeRow]:
     """Parse and validate off the event loop: 30k rows take a noticeable fraction of a second."""
     rows = _decode_rows(content_type, raw)
     if "\x00" not in raw and "\\u" not in raw:
         return rows  # decoded UTF-8 has no lone surrogates; only a \u escape could add one
-    check_storable(rows, first_row=2 if content_type == "text/csv" else 1)
+    check_storable(rows, first_row=first_row)
     return rows
 
 
@@ -100,6 +102,8 @@ def _decode_rows(content_type: str, raw: str) -> list[GradeRow]:
 
 @router.post(
     "/grades",
+    response_model=UploadResult,
+    response_model_exclude_none=True,
     summary="Import grades (JSON, JSONL, CSV body or multipart file upload)",
     openapi_extra={
         "requestBody": {
@@ -120,19 +124,17 @@ def _decode_rows(content_type: str, raw: str) -> list[GradeRow]:
         }
     },
 )
-async def import_grades(
-    request: Request, _: GradesKey
-) -> dict[str, int]:
+async def import_grades(request: Request, _: GradesKey) -> dict[str, Any]:
     try:
-        rows = await _rows_from_request(request)
+        rows, first_row = await _rows_from_request(request)
     except GradeFormatError as exc:
         raise HTTPException(422, exc.problems) from None
-    return await asyncio.to_thread(_store, request.app.state.sessions, rows)
+    return await asyncio.to_thread(_store, request.app.state.sessions, rows, first_row)
 
 
-def _store(sessions, rows: list[GradeRow]) -> dict[str, int]:
+def _store(sessions, rows: list[GradeRow], first_row: int) -> dict[str, Any]:
     with session_scope(sessions) as session:
-        return upsert_grades(session, rows)
+        return upsert_grades(session, rows, first_row)
 
 
 @router.get("/grades", summary="Stored grades, filterable; JSON pages or all rows as CSV")

@@ -8,7 +8,7 @@ from contextlib import suppress
 import httpx
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 
 from judges.standins import is_stand_in
@@ -18,6 +18,7 @@ from service.api.schemas import JudgeInfo
 from service.calibration_gauges import exposition
 from service.db.engine import storage_guard
 from service.errors import StorageUnavailable
+from service.metrics import exposition as process_metrics
 
 router = APIRouter(tags=["operations"])
 
@@ -54,7 +55,7 @@ def readyz(request: Request) -> JSONResponse:
 def metrics(request: Request) -> Response:
     """HTTP, judge calls, tokens and cost of this process; calibration gauges of the latest
     stored reports (left out while the database is unavailable: the rest still answers)."""
-    body = generate_latest()
+    body = process_metrics()
     with suppress(StorageUnavailable):
         body += storage_guard(request.app.state.sessions, exposition)
     return Response(body, media_type=CONTENT_TYPE_LATEST)

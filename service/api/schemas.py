@@ -157,3 +157,28 @@ class GradesBody(BaseModel):
     )
 
     grades: list[dict[str, Any]] = Field(min_length=1)
+
+
+class DuplicateRow(BaseModel):
+    """A row of an upload that repeats the (item_id, rater) pair of an earlier row: the
+    later row's grade is the one stored."""
+
+    row: int = Field(description="its row number (CSV: the header is row 1)")
+    item_id: str
+    rater: str
+    repeats_row: int = Field(description="the earlier row with the same pair")
+
+
+class Duplicates(BaseModel):
+    count: int = Field(description="rows that repeat an earlier row's (item_id, rater)")
+    rows: list[DuplicateRow] = Field(description="the first of them (at most 10)")
+
+
+class UploadResult(BaseModel):
+    """What an upload changed: inserted + updated + duplicates.count = rows sent."""
+
+    inserted: int = Field(description="(item_id, rater) pairs new to the database")
+    updated: int = Field(description="pairs that replaced a stored grade")
+    duplicates: Duplicates | None = Field(
+        default=None, description="present when the upload repeats a pair"
+    )

@@ -11,6 +11,7 @@ from service.cli import (  # noqa: F401  (registers commands)
     judges_check,
     keys,
     nightly,
+    probe,
     regrade,
     serve,
 )

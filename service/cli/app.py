@@ -72,3 +72,31 @@ def main(
     ),
 ) -> None:
     """qadi: grade answers with LLM judges and measure the judges against human experts."""
+
+
+def open_grading(rubric: str, config):
+    """The database, the rubric (a file, or an id resolved in the database then the bundled
+    library) and a grader for the judges config: what every grading command starts from;
+    a bad rubric or config exits with one line."""
+    from service.db.engine import open_database
+    from service.settings import get_settings
+
+    sessions = open_database(get_settings().database_url)
+    rubrics, grader = grading_for(sessions, [rubric], config)
+    return sessions, rubrics[rubric], grader
+
+
+def grading_for(sessions, references, config):
+    """Each rubric reference resolved as `open_grading` resolves one, and a grader for the
+    judges config (`qadi regrade`: each answer's own rubric_id); a bad one exits in one line."""
+    from judges import Grader, JudgeConfigError, load_config
+    from rubrics import RubricError
+    from service.db.engine import session_scope
+    from service.stores.rubrics import RubricNotFound, resolve_stored_rubric
+
+    try:
+        with session_scope(sessions) as session:
+            rubrics = {ref: resolve_stored_rubric(session, ref) for ref in references}
+        return rubrics, Grader(load_config(config))
+    except (RubricError, RubricNotFound, JudgeConfigError) as exc:
+        fail(str(exc))

@@ -120,7 +120,7 @@ def calibrate(
     since: datetime | None = typer.Option(None, help="with --from-db: judgments from this time"),
     rubric: str | None = typer.Option(
         None,
-        help="id[@version]: with --from-db only this rubric (sets --scale); "
+        help=r"id\[@version]: with --from-db only this rubric (sets --scale); "
         "with a file, its criterion weights give the points at stake",
     ),
     judges: str | None = typer.Option(None, help="with --from-db: only these judges"),
@@ -148,6 +148,11 @@ def calibrate(
     ),
     html: Path | None = typer.Option(None, help="also write a self-contained HTML report"),
     md: Path | None = typer.Option(None, help="also write a Markdown report"),
+    probe_run: str | None = typer.Option(
+        None,
+        "--probe-run",
+        help="stored probe run (ID or 'latest') whose moved judges are marked on the trust map",
+    ),
 ) -> None:
     """Measure every judge against the human grades, overall and per stratum, with CIs,
     the alt-test and the trust map (which judge may replace the SMEs, where)."""
@@ -186,6 +191,10 @@ def calibrate(
         weights = _file_rubric_weights(rubric)
         options = cli_options(bounds, level, by, criterion_weights=weights, **fields)
         rendered = render_rows(rows, options, inputs)
+        if probe_run is not None:
+            sessions = open_database(get_settings().database_url)
+            with session_scope(sessions) as session:
+                rendered = attach_probe_run(session, rendered, probe_run)
     else:
         sessions = open_database(get_settings().database_url)
         with session_scope(sessions) as session:
@@ -196,7 +205,7 @@ def calibrate(
             )
             rows, inputs = rows_from_db(session, selection)
             options = with_stored_rubric_weights(session, options, inputs)
-            rendered = render_rows(rows, options, inputs)
+            rendered = attach_probe_run(session, render_rows(rows, options, inputs), probe_run)
             stored = store_report(session, "adhoc", rubric or "", rendered, (since, None))
             console.print(f"stored report {stored.id}")
     report, markdown, html_text = rendered
@@ -208,6 +217,16 @@ def calibrate(
         print_trust_map(report)
     else:
         print_summary(report)
+
+
+def attach_probe_run(session, rendered, probe_run: str | None):
+    """The rendered report with a stored probe run's marks, or a clean exit naming it."""
+    from service.probes import ProbeRunNotFound, with_probe_run
+
+    try:
+        return with_probe_run(session, rendered, probe_run)
+    except ProbeRunNotFound as exc:
+        fail(f"--probe-run: {str(exc).removeprefix('probe_run: ')}")
 
 
 def compute_report(rows, options, inputs) -> dict:

@@ -50,14 +50,15 @@ def grades_import(
     ),
 ) -> None:
     """Import grades; a re-imported (item_id, rater) replaces its score."""
+    first_row = 2 if path.suffix.lower() == ".csv" else 1
     try:
         imported = _read(path, source)
-        check_storable(imported.rows, first_row=2 if path.suffix.lower() == ".csv" else 1)
+        check_storable(imported.rows, first_row=first_row)
     except GradeFormatError as exc:
         fail("\n  ".join([str(path) + ": invalid grades", *exc.problems]))
     sessions = open_database(get_settings().database_url)
     with session_scope(sessions) as session:
-        counts = upsert_grades(session, imported.rows)
+        counts = upsert_grades(session, imported.rows, first_row)
     for reason in imported.skipped:
         typer.echo(f"skipped: {reason}", err=True)
     summary = {"file": str(path), "rows": len(imported.rows), **counts}

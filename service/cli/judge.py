@@ -33,7 +33,7 @@ from service.stores.judgments import SqlJudgmentStore
 
 @app.command()
 def judge(
-    rubric: str = typer.Option(..., help="rubric file (.yaml/.json) or library id[@version]"),
+    rubric: str = typer.Option(..., help=r"rubric file (.yaml/.json) or library id\[@version]"),
     prompt: str = typer.Option("", help="what the candidate model was asked"),
     response: str = typer.Option(..., help="the candidate's answer"),
     reference: str | None = typer.Option(None, help="gold answer or explanation"),

@@ -14,6 +14,7 @@ from service.cli.app import app, console, fail, out
 from service.cli.calibrate import (
     LEVELS,
     SCORINGS,
+    attach_probe_run,
     check_choice,
     cli_options,
     compute_report,
@@ -64,6 +65,11 @@ def nightly(
     epsilon: float = typer.Option(0.2, help="alt-test cost-benefit allowance"),
     alt_scoring: str | None = typer.Option(None, help="accuracy | neg_rmse"),
     alt_min_items: int = typer.Option(30, help="items an annotator needs to be tested"),
+    probe_run: str | None = typer.Option(
+        None,
+        "--probe-run",
+        help="stored probe run (ID or 'latest') whose moved judges are marked on the trust map",
+    ),
 ) -> None:
     """Report over the window, compared with the previous nightly report; it carries the
     judges' corrected means (PPI, `qadi estimate`) per --by stratum as `estimate`.
@@ -106,15 +112,17 @@ def nightly(
             alt_min_items=alt_min_items,
         )
         options = with_stored_rubric_weights(session, options, inputs)
-        report = compute_report(rows, options, inputs)
         previous = latest_report(session, kind="nightly", scope=rubric or "")
-        found = drift(report, previous.report if previous else None)
-        report["drift"] = {"previous_report": previous.id if previous else None, "changes": found}
-        report["history"] = [
-            *nightly_history(session, rubric or ""),
-            history_point(report, until.isoformat(), None),
-        ]
-        rendered = with_estimate(render_report(report, rows, options), rows, options.by, bounds)
+        history = nightly_history(session, rubric or "")
+    # computed between two short transactions, not inside one: on SQLite a transaction
+    # holds the write lock, and every POST /judge would wait for the report (issue 31.10)
+    report = compute_report(rows, options, inputs)
+    found = drift(report, previous.report if previous else None)
+    report["drift"] = {"previous_report": previous.id if previous else None, "changes": found}
+    report["history"] = [*history, history_point(report, until.isoformat(), None)]
+    rendered = with_estimate(render_report(report, rows, options), rows, options.by, bounds)
+    with session_scope(sessions) as session:
+        rendered = attach_probe_run(session, rendered, probe_run)
         stored = store_report(session, "nightly", rubric or "", rendered, (since, until))
     stamp = until.strftime("%Y%m%dT%H%M%S")
     report, markdown, html_text = rendered

@@ -10,20 +10,10 @@ from enum import StrEnum
 from pathlib import Path
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
-from rich.text import Text
 
-from service.cli.app import app, console, fail, out, split_names
+from service.cli.app import app, console, fail, grading_for, out, split_names
+from service.cli.progress import progress_bar
 
 
 class Engine(StrEnum):
@@ -38,7 +28,7 @@ def regrade(
     input_path: Path | None = typer.Argument(None, help="answers .jsonl/.csv", dir_okay=False),
     rubric: str | None = typer.Option(
         None,
-        help="rubric file or id[@version] for every answer; default: each line's rubric_id",
+        help=r"rubric file or id\[@version] for every answer; default: each line's rubric_id",
     ),
     judges: str | None = typer.Option(None, help="comma-separated judge names; default panel"),
     config: Path | None = typer.Option(None, help="judges YAML (default $QADI_JUDGES_CONFIG)"),
@@ -67,16 +57,14 @@ def regrade(
     Rerunning the same command resumes: calls already stored (ok or parse error) are not
     made again. Exit code 1 when any call failed (listed at the end).
     """
-    from judges import BatchGrader, BatchStats, Grader, JudgeConfigError, load_config
+    from judges import BatchGrader, BatchStats
     from judges.batch import pending_calls
-    from rubrics import RubricError
     from service import regrade as core
     from service.answers import AnswerError, read_answers
     from service.db.engine import open_database, session_scope
     from service.settings import get_settings
     from service.stores.answers import answers_from_db
     from service.stores.judgments import SqlJudgmentStore
-    from service.stores.rubrics import RubricNotFound, resolve_stored_rubric
 
     if (input_path is None) == (not from_db):
         fail("give an INPUT file or --from-db (one of them)")
@@ -100,11 +88,9 @@ def regrade(
     answers = answers[:limit] if limit else answers
     try:
         wanted, notes = core.rubric_plan(answers, rubric)
-        with session_scope(sessions) as session:
-            rubrics = {ref: resolve_stored_rubric(session, ref) for ref in wanted}
-        grader = Grader(load_config(config))
-    except (ValueError, RubricError, RubricNotFound, JudgeConfigError) as exc:
+    except ValueError as exc:
         fail(str(exc))
+    rubrics, grader = grading_for(sessions, sorted(wanted), config)
     for note in notes:
         console.print(f"[yellow]note[/]: {note}", highlight=False)
     if rubric is not None:
@@ -143,7 +129,7 @@ def regrade(
     records: list[dict] = []
     started = time.perf_counter()
     try:
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task("regrade", total=len(requests), errors=0, cost="$0.0000")
             stats = BatchStats()
 
@@ -199,28 +185,6 @@ def _pairs(parse_pairs, values: list[str]) -> dict[str, str]:
         return parse_pairs(values, "--metadata")
     except ValueError as exc:
         fail(str(exc))
-
-
-class RateColumn(ProgressColumn):
-    """Calls per second over rich's sliding window."""
-
-    def render(self, task) -> Text:
-        return Text(f"{task.speed:.1f} calls/s" if task.speed else "– calls/s")
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TaskProgressColumn(),
-        TextColumn("{task.speed:>6.1f}/s" if False else ""),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        TextColumn("errors {task.fields[errors]}  {task.fields[cost]}"),
-        console=console,
-        transient=False,
-    )
 
 
 def _report(stats, wall_seconds: float) -> None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -11,6 +15,7 @@ import uvicorn
 
 from service.cli.app import app, console, fail
 from service.db.engine import make_engine, require_migrated
+from service.metrics import MULTIPROC_ENV
 from service.settings import get_settings
 
 
@@ -24,9 +29,16 @@ def serve(
     insecure: bool = typer.Option(
         False, "--insecure", help="allow QADI_AUTH=off on an address other than loopback"
     ),
+    keep_alive: float | None = typer.Option(
+        None,
+        min=1,
+        help="seconds an idle connection stays open (default QADI_KEEP_ALIVE_SECONDS, 75: "
+        "above client pools' and load balancers' idle times, so they close first)",
+    ),
 ) -> None:
     """Serve the API (docs at /docs). Refuses an unmigrated database, and an open (auth off)
-    service on a non-loopback address unless --insecure is given."""
+    service on a non-loopback address unless --insecure is given. With --workers above 1
+    the Prometheus counters of every worker are added up at /metrics."""
     if judges_config is not None:
         os.environ["QADI_JUDGES_CONFIG"] = str(judges_config)
     if database_url is not None:
@@ -39,14 +51,38 @@ def serve(
         )
     require_migrated(make_engine(get_settings().database_url))  # refused in QadiGroup
     check_judges_config(get_settings().judges_config)
-    uvicorn.run(
-        "service.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="info",
-    )
+    with shared_metrics(workers):
+        uvicorn.run(
+            "service.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="info",
+            timeout_keep_alive=keep_alive or get_settings().keep_alive_seconds,
+        )
+
+
+@contextmanager
+def shared_metrics(workers: int) -> Iterator[None]:
+    """Several workers: prometheus_client's multiprocess mode, so /metrics adds up every
+    worker's counters instead of showing whichever worker answers (issue 31.5). The
+    directory (PROMETHEUS_MULTIPROC_DIR, or a fresh one) is set before the workers import
+    prometheus_client; its old files are wiped, as prometheus_client requires."""
+    given = os.environ.get(MULTIPROC_ENV)
+    if workers == 1 and not given:
+        yield
+        return
+    folder = Path(given) if given else Path(tempfile.mkdtemp(prefix="qadi-metrics-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.db"):
+        stale.unlink()
+    os.environ[MULTIPROC_ENV] = str(folder)
+    try:
+        yield
+    finally:
+        if not given:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def check_judges_config(path: Path | None) -> None:

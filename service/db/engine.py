@@ -61,14 +61,25 @@ def check_backend(url: str) -> None:
         )
 
 
-def make_engine(url: str) -> Engine:
-    """An engine with sane defaults for each backend (SQLite: WAL, foreign keys, busy wait)."""
+COMMAND_WAIT_SECONDS = 30.0  # commands wait this long for a lock; the service less (settings)
+
+
+def make_engine(url: str, wait_seconds: float = COMMAND_WAIT_SECONDS) -> Engine:
+    """An engine with sane defaults for each backend (SQLite: WAL, foreign keys, busy wait).
+
+    `wait_seconds` bounds how long a statement waits for SQLite's write lock, and a checkout
+    waits for a pooled connection: past it the database counts as unavailable (a fast 503
+    with Retry-After from the service, issue 31.8) instead of a request held for 30 s."""
     check_backend(url)
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(
+            url,
+            connect_args={"timeout": wait_seconds, "check_same_thread": False},
+            pool_timeout=wait_seconds,
+        )
 
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_connection, _record) -> None:
@@ -87,7 +98,9 @@ def make_engine(url: str) -> Engine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return create_engine(url, pool_size=20, max_overflow=40, pool_pre_ping=True)
+    return create_engine(
+        url, pool_size=20, max_overflow=40, pool_pre_ping=True, pool_timeout=wait_seconds
+    )
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
@@ -204,10 +217,10 @@ def require_migrated(engine: Engine) -> None:
         )
 
 
-def open_database(url: str) -> sessionmaker[Session]:
+def open_database(url: str, wait_seconds: float = COMMAND_WAIT_SECONDS) -> sessionmaker[Session]:
     """Sessions on a database at the code's head revision. Every command and the service
     open the database here, so an unmigrated one is refused the same way everywhere
     (`NotMigratedError`, naming `qadi db upgrade`) before any work is done."""
-    engine = make_engine(url)
+    engine = make_engine(url, wait_seconds)
     require_migrated(engine)
     return make_sessionmaker(engine)

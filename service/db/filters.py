@@ -6,6 +6,8 @@ from sqlalchemy import Boolean, and_, literal, or_
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
+from service.db.schema import ResponseRow
+
 
 def rubric_matches(column, rubric: str):
     """'id@version' matches that version; a bare 'id' matches every version of it."""
@@ -22,6 +24,12 @@ def parse_pairs(values: list[str], field: str) -> dict[str, str]:
             raise ValueError(f"{field}: expected key=value, got '{value}'")
         pairs[key] = val
     return pairs
+
+
+def not_a_probe():
+    """Responses that are real answers, not a probe's perturbed copy (`probe_of` attribute,
+    service/probes.py): calibration, estimates and regrading read items, never probes."""
+    return ResponseRow.attributes["probe_of"].as_string().is_(None)
 
 
 def after(created_column, id_column, stamp, last_id):

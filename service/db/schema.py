@@ -258,3 +258,21 @@ class ServiceSecretRow(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class ProbeRunRow(Base):
+    """One probe run (`qadi probe`, POST /probes): its report, renderings, and the perturbed
+    texts with their seed, so the run can be checked and reproduced. The judge calls
+    themselves are ordinary `judgments` rows."""
+
+    __tablename__ = "probe_runs"
+    __table_args__ = (Index("ix_probe_runs_created", "created_at", "id"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    rubric_ref: Mapped[str] = mapped_column(String(160))
+    seed: Mapped[int] = mapped_column(Integer)
+    report: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    perturbations: Mapped[list[Any]] = mapped_column(JSONType, default=list)
+    html: Mapped[str] = mapped_column(Text)
+    markdown: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from judges import AnswerRecord, GradeRequest
 from rubrics import content_hash
-from service.db.filters import rubric_matches
+from service.db.filters import not_a_probe, rubric_matches
 from service.db.schema import ItemRow, JudgmentRow, ResponseRow, utcnow
 from service.stores.chunks import chunked, insert_missing
 
@@ -103,8 +103,13 @@ def answers_from_db(
     metadata: dict[str, str] | None = None,
     since: datetime | None = None,
 ) -> list[AnswerRecord]:
-    """Stored answers; with `rubric`, only answers already judged under that rubric."""
-    query = select(ResponseRow, ItemRow).join(ItemRow, ResponseRow.item_id == ItemRow.id)
+    """Stored answers (probe copies excluded); with `rubric`, only answers already judged
+    under that rubric."""
+    query = (
+        select(ResponseRow, ItemRow)
+        .join(ItemRow, ResponseRow.item_id == ItemRow.id)
+        .where(not_a_probe())
+    )
     if candidate_model:
         query = query.where(ResponseRow.candidate_model == candidate_model)
     for key, value in (metadata or {}).items():

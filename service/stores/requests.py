@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, or_, select, update
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -22,7 +22,10 @@ from service.errors import Conflict
 
 GRADED, NO_VERDICT, OUTAGE, REJECTED = "graded", "no_verdict", "outage", "rejected"
 IN_PROGRESS = "a request with this Idempotency-Key is in progress"
-TAKEN_OVER = "this request was taken over by a retry with the same Idempotency-Key; retry it"
+TAKEN_OVER = (
+    "this request was closed before its grade was stored (taken over by a retry with the same "
+    "Idempotency-Key, or closed as abandoned past its deadline); retry it with the same key"
+)
 TABLE = GradeRequestRow.__table__
 
 
@@ -115,8 +118,25 @@ def _take_over(session: Session, request_id: str, attempt: int, stale_before: da
     return Claim(request_id, attempt + 1)
 
 
+def release(session: Session, claimed: Claim) -> None:
+    """Let go of a claim made in this transaction before any judge was called (the service
+    is at capacity): a new request is forgotten, a taken-over one is closed as abandoned
+    again, so a retry with the same key claims it afresh."""
+    if claimed.attempt == 1:
+        session.execute(delete(TABLE).where(TABLE.c.id == claimed.id))
+        return
+    session.execute(
+        update(TABLE)
+        .where(TABLE.c.id == claimed.id, TABLE.c.attempt == claimed.attempt)
+        .values(status="abandoned", finished_at=utcnow())
+    )
+
+
 def finish(session: Session, claimed: Claim, outcome: str, result: dict[str, Any]) -> bool:
-    """Record the answer; False when another attempt has taken the request over.
+    """Record the answer; False when the request is no longer this attempt's: another
+    attempt took it over, or the reaper closed it as abandoned (its finish came after the
+    deadline). The first outcome stored stands, so a request counted abandoned stays so
+    until a retry with its key takes it over.
 
     A provider outage is an answer to give once, not to replay: its request lets go of its
     Idempotency-Key, so a retry with the same key grades again once the provider is back
@@ -131,7 +151,11 @@ def finish(session: Session, claimed: Claim, outcome: str, result: dict[str, Any
         values["idempotency_key"] = None
     done = session.execute(
         update(TABLE)
-        .where(TABLE.c.id == claimed.id, TABLE.c.attempt == claimed.attempt)
+        .where(
+            TABLE.c.id == claimed.id,
+            TABLE.c.attempt == claimed.attempt,
+            TABLE.c.status == "pending",
+        )
         .values(**values)
     )
     return done.rowcount == 1

@@ -56,6 +56,7 @@ class Chaos:
     database_url: str | None = None
     faults: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
+    qadi: dict = field(default_factory=dict)  # judges-file `qadi:` options over the defaults
     records: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -84,6 +85,7 @@ class Chaos:
                         "timeout": JUDGE_TIMEOUT,
                         "cooldown_time": 0,
                         "panel": ["gpt-judge", "claude-judge"],
+                        **self.qadi,
                     },
                 }
             )

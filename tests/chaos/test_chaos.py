@@ -10,18 +10,10 @@ import os
 import subprocess
 
 import httpx
-import pytest
 from sqlalchemy.engine import make_url
 
 from tests.chaos.harness import PROVIDER_FAULTS, Chaos
 from tests.conftest import POSTGRES_URL, ROOT
-
-BACKENDS = ["sqlite", "postgresql"] if POSTGRES_URL else ["sqlite"]
-
-
-@pytest.fixture(params=BACKENDS)
-def database(request, tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'qadi.db'}" if request.param == "sqlite" else POSTGRES_URL
 
 
 def run(chaos: Chaos, scenario) -> None:

@@ -350,3 +350,54 @@ def test_grades_import_cli_refuses_a_nul(tmp_path, migrated_db):
     assert result.returncode == 2
     # Row 2: the CSV parser numbers data rows from 2 (line 1 is the header).
     assert "row 2: item_id: contains a NUL character at position 4" in result.stdout + result.stderr
+
+
+# --- issue 31.7: grades hygiene ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("score", [True, False])
+def test_a_boolean_score_is_refused_not_read_as_one_or_zero(service, score):
+    row = {"item_id": "i1", "rater": "r", "rater_kind": "human", "score": score}
+    refused = service.post("/grades", scope="grades", json={"grades": [row]})
+    assert refused.status_code == 422
+    [problem] = refused.json()["detail"]
+    assert "row 1: score: a boolean is not a score" in problem["msg"]
+    assert service.get("/grades", scope="grades").json()["items"] == []
+
+
+def test_a_csv_row_with_more_cells_than_its_header_is_refused_naming_the_row(service):
+    text = "item_id,rater,rater_kind,score\ni1,r,human,3\ni2,r,human,4,iraqi,extra\n"
+    refused = service.post(
+        "/grades", scope="grades", content=text, headers={"Content-Type": "text/csv"}
+    )
+    assert refused.status_code == 422
+    [problem] = refused.json()["detail"]
+    assert problem["msg"].startswith("row 3: 2 cell(s) more than the header's columns")
+    assert service.get("/grades", scope="grades").json()["items"] == []  # nothing half-stored
+
+
+def test_duplicate_pairs_in_one_upload_are_reported_with_their_rows(service):
+    text = (
+        "item_id,rater,rater_kind,score\n"
+        "i1,r,human,1\ni2,r,human,2\ni1,r,human,3\ni1,r,human,4\ni2,s,human,5\n"
+    )
+    uploaded = service.post(
+        "/grades", scope="grades", content=text, headers={"Content-Type": "text/csv"}
+    )
+    assert uploaded.status_code == 200, uploaded.text
+    assert uploaded.json() == {
+        "inserted": 3,
+        "updated": 0,
+        "duplicates": {
+            "count": 2,
+            "rows": [
+                {"row": 4, "item_id": "i1", "rater": "r", "repeats_row": 2},
+                {"row": 5, "item_id": "i1", "rater": "r", "repeats_row": 2},
+            ],
+        },
+    }
+    stored = service.get("/grades", scope="grades", params={"item_id": "i1"}).json()["items"]
+    assert [g["score"] for g in stored] == [4.0]  # the last row of the pair, as documented
+    again = service.post("/grades", scope="grades", json=[{"item_id": "i1", "rater": "r",
+                                                           "rater_kind": "human", "score": 2}])
+    assert again.json() == {"inserted": 0, "updated": 1}  # no duplicates key when none

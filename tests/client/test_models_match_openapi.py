@@ -1,92 +1,68 @@
-"""The client's models against the service's OpenAPI document: a field added, removed, retyped
-or made required on either side fails here, so `qadi_client` cannot drift from the API."""
+"""The client's models against the service's OpenAPI document (issue 30.4): they are
+generated from it (`qadi_client/api_models.py`), and this test regenerates them from the
+service as it is now, so a field added, removed, retyped or made required on the service
+fails here until `.venv/bin/python -m tests.client.openapi_models` is run."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from pydantic import BaseModel
-from qadi_client import models
+from qadi_client import api_models, models
 
-# client model -> the schema(s) of the service it mirrors
-PAIRS: dict[type[BaseModel], tuple[str, ...]] = {
-    models.JudgeRequest: ("JudgeBody",),
-    models.JudgeResponse: ("JudgeResponse",),
-    models.JudgeResult: ("JudgeResult",),
-    models.Aggregate: ("Aggregate",),
-    models.RubricInfo: ("RubricInfo",),
-    models.CriterionVerdict: ("CriterionVerdict",),
-    models.SkippedJudge: ("SkippedJudge",),
-    models.UnavailableJudge: ("UnavailableJudge",),
-    models.BatchResponse: ("BatchResponse",),
-    models.BatchItemResult: ("BatchItemResult",),
-    models.Judgment: ("JudgmentOut",),
-    models.JudgmentPage: ("JudgmentPage",),
-    models.ReportRequest: ("ReportRequest",),
-    models.EstimateRequest: ("EstimateRequest",),
+from tests.client.openapi_models import TARGET, generate
+
+# the client's name -> the schema of the service's OpenAPI document it is
+NAMED = {
+    "JudgeRequest": "JudgeBody",
+    "JudgeResponse": "JudgeResponse",
+    "JudgeResult": "JudgeResult",
+    "Judgment": "JudgmentOut",
+    "JudgmentPage": "JudgmentPage",
+    "BatchResponse": "BatchResponse",
+    "BatchItemResult": "BatchItemResult",
+    "UploadResult": "UploadResult",
+    "ReportRequest": "ReportRequest",
+    "EstimateRequest": "EstimateRequest",
 }
-# the client's name of a referenced model -> the service's
-RENAMED = {"Judgment": "JudgmentOut"}
 
 
 @pytest.fixture(scope="module")
-def openapi(tmp_path_factory) -> dict[str, Any]:
-    from service.app import create_app
-    from service.db.engine import upgrade
-    from service.settings import Settings
-
-    url = f"sqlite:///{tmp_path_factory.mktemp('openapi') / 'qadi.db'}"
-    upgrade(url)
-    return create_app(Settings(database_url=url)).openapi()["components"]["schemas"]
+def document(openapi_document) -> dict:
+    return openapi_document
 
 
-def shape(schema: dict[str, Any]) -> Any:
-    """What a property accepts, without titles, descriptions, bounds or defaults."""
-    if "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
-        return ("ref", RENAMED.get(name, name))
-    if "anyOf" in schema:
-        return ("anyOf", frozenset(shape(s) for s in schema["anyOf"]))
-    if "enum" in schema or "const" in schema:
-        return ("enum", frozenset(schema.get("enum", [schema.get("const")])))
-    kind = schema.get("type")
-    if kind == "array":
-        return ("array", shape(schema.get("items", {})))
-    if kind == "object":
-        extra = schema.get("additionalProperties")
-        return ("object", shape(extra) if isinstance(extra, dict) else extra)
-    return (kind, schema.get("format"))
+def test_the_generated_models_are_those_of_the_services_openapi_document(document, tmp_path):
+    regenerated = generate(document, tmp_path)
+    assert TARGET.read_text() == regenerated, (
+        "qadi_client/api_models.py is stale: run `.venv/bin/python -m tests.client.openapi_models`"
+    )
 
 
-def fields(schema: dict[str, Any]) -> dict[str, Any]:
-    return {name: shape(prop) for name, prop in schema.get("properties", {}).items()}
+def test_a_changed_service_model_changes_the_generated_file(document, tmp_path):
+    """The comparison above sees a drift: one field fewer in one schema is another file."""
+    changed = {**document, "components": {**document["components"]}}
+    schemas = changed["components"]["schemas"] = dict(document["components"]["schemas"])
+    aggregate = schemas["Aggregate"] = {**schemas["Aggregate"]}
+    aggregate["properties"] = {k: v for k, v in aggregate["properties"].items() if k != "stdev"}
+    aggregate["required"] = [k for k in aggregate["required"] if k != "stdev"]
+    assert generate(changed, tmp_path) != TARGET.read_text()
 
 
-@pytest.mark.parametrize("model", list(PAIRS), ids=lambda m: m.__name__)
-def test_client_model_has_the_services_fields_types_and_required_set(model, openapi):
-    client = model.model_json_schema()
-    for name in PAIRS[model]:
-        server = openapi[name]
-        expected, got = fields(server), fields(client)
-        assert got == expected, f"{model.__name__} differs from the service's {name}"
-        assert set(client.get("required", [])) == set(server.get("required", [])), name
+@pytest.mark.parametrize(("name", "schema"), NAMED.items())
+def test_each_client_model_is_the_generated_model_of_its_schema(name, schema, document):
+    assert schema in document["components"]["schemas"]
+    generated: type[BaseModel] = getattr(api_models, schema)
+    client: type[BaseModel] = getattr(models, name)
+    assert issubclass(client, generated)
+    # a subclass may narrow a field's type (BatchResponse.results), never add or drop one
+    assert set(client.model_fields) == set(generated.model_fields)
 
 
-def test_the_comparison_sees_a_drift():
-    """A model missing one field, or with a field retyped, is not equal in shape."""
-
-    class Shorter(BaseModel):
-        n: int
-        mean: float
-
-    class Retyped(BaseModel):
-        n: int
-        mean: str
-
-    aggregate = fields(models.Aggregate.model_json_schema())
-    assert fields(Shorter.model_json_schema()) != aggregate
-    assert fields(Retyped.model_json_schema()) != fields(Shorter.model_json_schema())
+def test_requests_refuse_unknown_fields_and_responses_ignore_them():
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
+        models.JudgeRequest(kind="rubric", response="r", candidate_model="m", typo=1)
+    upload = models.UploadResult.model_validate({"inserted": 1, "updated": 0, "new_field": 2})
+    assert upload.inserted == 1
 
 
 def test_client_grade_rows_carry_the_interchange_columns():

@@ -23,6 +23,13 @@ from rubrics import library_rubric
 from tests.conftest import judges_config_data
 
 RUBRIC = library_rubric("iraqi-linguistic-shaku-maku")
+# a complete, valid verdict for RUBRIC: only its finish_reason makes it unusable
+FILTERED_VERDICT = json.dumps(
+    {
+        "criteria": [{"id": c.id, "met": True, "evidence": ""} for c in RUBRIC.criteria],
+        "rationale": "filtered but parseable",
+    }
+)
 
 
 def answers(n: int, model: str = "qwen-2.5") -> list[GradeRequest]:
@@ -153,8 +160,24 @@ def test_a_refused_answer_is_listed_and_the_rest_graded(judges_config, llm_serve
             "cut off",
             '{"criteria": [{"id"',
         ),
+        (  # a parseable body the provider's filter stopped: not a verdict (issue 31.3)
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "content_filter",
+                        "message": {"role": "assistant", "content": FILTERED_VERDICT},
+                    }
+                ],
+            },
+            "parse_error",
+            "content filter (finish_reason=content_filter)",
+            "filtered but parseable",
+        ),
     ],
-    ids=["empty-choices", "tool-call", "refusal", "null-content", "truncated"],
+    ids=["empty-choices", "tool-call", "refusal", "null-content", "truncated", "content-filter"],
 )
 def test_a_payload_that_is_not_a_completion_is_a_stored_failure_with_its_raw_payload(
     judges_config, llm_server, payload, status, reason, raw_has

@@ -167,7 +167,7 @@ def test_make_run_installs_the_runtime_and_make_test_everything(tmp_path):
     [install] = [line for line in run.splitlines() if "pip install" in line and " -e " in line]
     assert install.endswith("pip install --quiet -e ."), install  # no [test], [ray], inspect
     test = make_dry_run("test", tmp_path / "venv")
-    assert '-e ".[test,ray]" -e "./clients/python[inspect]"' in test
+    assert '-e ".[test,ray,docs]" -e "./clients/python[inspect]"' in test
 
 
 def test_make_run_with_a_fresh_stamp_installs_nothing(tmp_path):

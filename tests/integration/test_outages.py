@@ -4,13 +4,15 @@ left pending (visible in GET /requests and in /metrics)."""
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 import time
 from datetime import timedelta
 
 import pytest
 from fastapi.testclient import TestClient
 
-from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
 from service.db.schema import GradeRequestRow, utcnow
 from service.metrics import REQUESTS_ABANDONED
 from service.stores import requests
@@ -81,3 +83,37 @@ def test_a_provider_outage_is_not_replayed_a_retry_grades_again(migrated_db, llm
     assert retried.status_code == 200, retried.text
     assert retried.json()["request_id"] != down.json()["request_id"]
     assert replayed.json() == retried.json()
+
+
+def test_a_sqlite_database_locked_past_the_bound_answers_a_fast_503(llm_server, tmp_path):
+    """Issue 31.8: another process holding SQLite's write lock kept POST /judge waiting
+    30 s (the driver's busy wait). Past QADI_DATABASE_WAIT_SECONDS it is a 503 with
+    Retry-After, as for a PostgreSQL outage, and grading resumes when the lock is gone."""
+    url = f"sqlite:///{tmp_path / 'qadi.db'}"
+    upgrade(url)
+    app = make_app(url, llm_server, tmp_path, database_wait_seconds=1)
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_lock() -> None:
+        connection = sqlite3.connect(tmp_path / "qadi.db", isolation_level=None)
+        connection.execute("BEGIN EXCLUSIVE")
+        locked.set()
+        release.wait(20)
+        connection.execute("COMMIT")
+        connection.close()
+
+    holder = threading.Thread(target=hold_the_lock)
+    with TestClient(app) as client:
+        holder.start()
+        locked.wait(5)
+        started = time.monotonic()
+        refused = client.post("/judge", json=BODY)
+        waited = time.monotonic() - started
+        release.set()
+        holder.join()
+        graded = client.post("/judge", json=BODY)
+    assert refused.status_code == 503, refused.text
+    assert refused.headers["Retry-After"] == "5"
+    assert refused.json()["detail"][0]["msg"].startswith("the database is unavailable")
+    assert waited < 4.0, f"answered after {waited:.1f} s"
+    assert graded.status_code == 200, graded.text

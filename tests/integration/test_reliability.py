@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
+from collections import Counter
 
 import httpx
 import pytest
@@ -52,6 +54,63 @@ def test_backpressure_answers_503_with_retry_after(migrated_db, llm_server, tmp_
     assert llm_server.calls() == 1  # refused requests never reached a judge
 
 
+def test_retries_of_a_key_take_no_judge_call_slot_only_200_and_409(
+    migrated_db, llm_server, tmp_path
+):
+    """Issue 31.1: 4 keys x 10 concurrent sends of a 1 s call against a capacity of 8 calls.
+    Admission came before the idempotency claim, so the 36 retries took slots and shed real
+    traffic as 503 busy; now a retry of a key in flight is a 409 and takes no slot."""
+    app = make_app(migrated_db, llm_server, tmp_path, judge_concurrency=8)
+    llm_server.faults(latency_min=1.0, latency_max=1.0)
+
+    async def storm():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://qadi") as client:
+            sends = [
+                client.post(
+                    "/judge",
+                    json={**BODY, "response": f"answer {k}"},
+                    headers={"Idempotency-Key": f"key-{k}"},
+                )
+                for k in range(4)
+                for _ in range(10)
+            ]
+            return await asyncio.gather(*sends)
+
+    responses = asyncio.run(storm())
+    codes = Counter(r.status_code for r in responses)
+    assert codes == {200: 4, 409: 36}, codes
+    assert llm_server.calls() == 4  # one call per key, whatever the retries
+    assert app.state.judging.admission.in_flight == 0  # every slot given back
+
+
+def test_a_request_answered_from_stored_verdicts_needs_no_slot(migrated_db, llm_server, tmp_path):
+    """Only calls about to be made count against the capacity: with the one slot taken by a
+    slow request, a request whose verdict is stored is still graded (from the store)."""
+    app = make_app(migrated_db, llm_server, tmp_path, judge_concurrency=1)
+    stored = {**BODY, "response": "graded before"}
+
+    async def scenario():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://qadi") as client:
+            assert (await client.post("/judge", json=stored)).status_code == 200
+            llm_server.faults(latency_min=1.0, latency_max=1.0)
+            slow = asyncio.create_task(
+                client.post("/judge", json={**BODY, "response": "a slow new answer"})
+            )
+            await asyncio.sleep(0.3)  # the slow request holds the only slot
+            again = await client.post("/judge", json=stored)
+            fresh = await client.post("/judge", json={**BODY, "response": "another new one"})
+            return await slow, again, fresh
+
+    slow, again, fresh = asyncio.run(scenario())
+    assert slow.status_code == 200
+    assert again.status_code == 200, again.text
+    assert [r["cached"] for r in again.json()["results"]] == [True]
+    assert fresh.status_code == 503 and "busy" in fresh.json()["detail"][0]["msg"]
+    assert llm_server.calls() == 2  # the first grade and the slow one
+
+
 def test_per_key_rate_limit_is_429(migrated_db, llm_server, tmp_path):
     config = tmp_path / "judges.yaml"
     config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
@@ -96,6 +155,88 @@ def test_provider_outage_cools_the_judge_down_and_its_substitute_answers(
     assert calls["claude-3-5-sonnet"] == 4
     # LiteLLM's cooldown took the failing deployment out: later requests did not reach it
     assert calls["gpt-4.1"] < 4
+
+
+CLAUDE_ONLY = {**BODY, "judges": ["claude-judge"]}  # a panel of one, with no substitute
+
+
+def test_a_run_of_failures_among_successes_does_not_cool_a_judge_down(
+    migrated_db, llm_server, tmp_path
+):
+    """Issue 31.2: three failures in a row among ten successes are 23% of the calls in the
+    window, under the 50% that means an outage: the judge is not rested, the next request
+    grades. (Three in a row rested it for a minute before.)"""
+    app = make_app(
+        migrated_db,
+        llm_server,
+        tmp_path,
+        qadi={"num_retries": 0, "allowed_fails": 3, "cooldown_time": 60},
+    )
+    llm_server.script(*[{}] * 10, *[{"status": 500}] * 3)
+    client = TestClient(app)
+    codes = [
+        client.post("/judge", json={**CLAUDE_ONLY, "response": f"r{i}"}).status_code
+        for i in range(14)
+    ]
+    assert codes == [200] * 10 + [503] * 3 + [200]
+    assert llm_server.calls() == 14  # every request reached the provider
+
+
+def test_a_judge_whose_calls_mostly_fail_rests(migrated_db, llm_server, tmp_path):
+    """An outage still cools the judge down: three failures that are every call of the
+    window rest it, and its next calls fail at once without reaching the provider."""
+    app = make_app(
+        migrated_db,
+        llm_server,
+        tmp_path,
+        qadi={"num_retries": 0, "allowed_fails": 3, "cooldown_time": 60},
+    )
+    llm_server.rules({"model": "claude-3-5-sonnet", "reply": {"status": 500}})
+    client = TestClient(app)
+    answers = [client.post("/judge", json={**CLAUDE_ONLY, "response": f"r{i}"}) for i in range(5)]
+    assert [r.status_code for r in answers] == [503] * 5
+    assert llm_server.calls() == 3
+    assert "cooling down" in answers[-1].json()["results"][0]["error"]
+
+
+def test_a_429_waits_for_retry_after_and_is_not_a_failure(migrated_db, llm_server, tmp_path):
+    """A 429 is retried after the provider's Retry-After, not at once; and a 429 that ends
+    a call is the provider pacing us, not failing: it does not count toward the cooldown."""
+    app = make_app(
+        migrated_db,
+        llm_server,
+        tmp_path,
+        qadi={"num_retries": 1, "allowed_fails": 1, "cooldown_time": 60},
+    )
+    client = TestClient(app)
+    llm_server.script({"status": 429, "retry_after": "1"})
+    started = time.monotonic()
+    waited = client.post("/judge", json={**CLAUDE_ONLY, "response": "paced"})
+    assert waited.status_code == 200, waited.text
+    assert waited.json()["results"][0]["attempts"] == 2
+    assert time.monotonic() - started >= 1.0
+    llm_server.script({"status": 429, "retry_after": "0"}, {"status": 429, "retry_after": "0"})
+    limited = client.post("/judge", json={**CLAUDE_ONLY, "response": "limited twice"})
+    assert limited.status_code == 503  # the call failed, after its one retry...
+    after = client.post("/judge", json={**CLAUDE_ONLY, "response": "and then"})
+    assert after.status_code == 200, after.text  # ...but the judge was not rested
+
+
+def test_a_retry_after_past_the_bound_fails_the_call_at_once(migrated_db, llm_server, tmp_path):
+    app = make_app(
+        migrated_db,
+        llm_server,
+        tmp_path,
+        qadi={"num_retries": 2, "max_retry_wait": 2, "cooldown_time": 0},
+    )
+    llm_server.script({"status": 429, "retry_after": "3600"})
+    started = time.monotonic()
+    answer = TestClient(app).post("/judge", json=CLAUDE_ONLY)
+    assert answer.status_code == 503
+    [result] = answer.json()["results"]
+    assert (result["status"], result["attempts"]) == ("backend_error", 1)
+    assert "RateLimitError" in result["error"]
+    assert time.monotonic() - started < 2.0
 
 
 def test_secrets_never_reach_bodies_rows_or_logs(migrated_db, llm_server, tmp_path, caplog):

@@ -86,3 +86,39 @@ def test_the_reaper_closes_dead_requests_and_a_retry_reopens_them(sessions):
         states = dict(session.execute(select(GradeRequestRow.id, GradeRequestRow.status)).all())
     assert states == {dead.id: "abandoned", live.id: "pending"}
     assert claim(sessions, key="dead") == requests.Claim(dead.id, 2)
+
+
+def test_a_late_finish_cannot_turn_an_abandoned_request_into_done(sessions):
+    """Issue 30.4: the first persisted outcome stands. A request the reaper closed as
+    abandoned (counted in qadi_requests_abandoned_total) stays abandoned when its slow
+    process finishes after all; a retry with the same key takes it over and grades it."""
+    slow = claim(sessions, key="slow")
+    age(sessions, slow.id, 120)
+    with session_scope(sessions) as session:
+        assert requests.reap(session, utcnow() - timedelta(seconds=60)) == 1
+    with session_scope(sessions) as session:
+        assert requests.finish(session, slow, requests.GRADED, {"late": True}) is False
+        row = session.get(GradeRequestRow, slow.id)
+        assert (row.status, row.outcome, row.result) == ("abandoned", None, None)
+    retry = claim(sessions, key="slow")
+    assert retry == requests.Claim(slow.id, 2)
+    with session_scope(sessions) as session:
+        assert requests.finish(session, retry, requests.GRADED, {"retry": True}) is True
+    assert claim(sessions, key="slow") == requests.Replay(slow.id, requests.GRADED, {"retry": True})
+
+
+def test_a_released_claim_leaves_the_key_free(sessions):
+    """A request refused for capacity after its claim lets the claim go: a new one is
+    forgotten, a taken-over one is abandoned again; either way the next retry claims it."""
+    fresh = claim(sessions, key="busy")
+    with session_scope(sessions) as session:
+        requests.release(session, fresh)
+        assert session.get(GradeRequestRow, fresh.id) is None
+    again = claim(sessions, key="busy")
+    age(sessions, again.id, 120)
+    taken = claim(sessions, key="busy")
+    assert taken == requests.Claim(again.id, 2)
+    with session_scope(sessions) as session:
+        requests.release(session, taken)
+        assert session.get(GradeRequestRow, again.id).status == "abandoned"
+    assert claim(sessions, key="busy") == requests.Claim(again.id, 3)

@@ -89,7 +89,7 @@ class Service:
             stdout=subprocess.DEVNULL,
             stderr=open(self.workdir / "service.log", "a"),  # noqa: SIM115
         )
-        wait_for_http(f"http://127.0.0.1:{self.port}/healthz", timeout=60, process=self.process)
+        wait_for_http(f"http://127.0.0.1:{self.port}/healthz", timeout=180, process=self.process)
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SIGN = {"at_least": "≥", "at_most": "≤", "abs_at_most": "|·| ≤"}
+SIGN = {"at_least": "≥", "at_most": "≤", "abs_at_most": "|·| ≤", "measured": ""}
 
 
 def run(expression: str | None) -> tuple[list[dict], int, float]:
@@ -44,7 +44,7 @@ def markdown(rows: list[dict]) -> str:
     for r in rows:
         p = "" if r["p"] is None else f"{r['p']:.2g}"
         reps = "" if r["reps"] is None else str(r["reps"])
-        target = f"{SIGN[r['direction']]} {r['target']:g}"
+        target = "" if r["target"] is None else f"{SIGN[r['direction']]} {r['target']:g}"
         lines.append(
             f"| {r['name']} | {r['setting']} | {r['value']:.3f} | {reps} | {target} | {p} |"
         )

@@ -69,6 +69,12 @@ def check_value(name: str, value: float, bound: float, setting: str = "") -> flo
     return value
 
 
+def record(name: str, value: float, setting: str = "") -> float:
+    """Record a measured figure that has no target of its own (e.g. a coverage)."""
+    _record(name, value, None, None, "measured", setting, None)
+    return value
+
+
 def _record(name, value, reps, target, direction, setting, p) -> None:
     path = os.environ.get("QADI_STATS_TABLE")
     if not path:

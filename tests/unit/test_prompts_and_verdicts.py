@@ -160,11 +160,24 @@ def test_fenced_json_reply_is_accepted():
         (json.dumps({"criteria": [{"id": "shaku_meaning", "met": True}]}), "missing verdicts"),
         (verdict_json().replace("msa_claim", "invented"), "unknown criterion ids"),
         (verdict_json().replace("true", '"yes"', 1), "not true/false"),
+        # one criterion object saying met twice, differently (issue 31.4)
+        (verdict_json().replace('"met": true', '"met": false, "met": true', 1), "appears twice"),
     ],
 )
 def test_bad_rubric_replies_are_parse_failures(reply, reason):
     with pytest.raises(ParseFailure, match=reason):
         parse(RUBRIC, reply)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ['{"rating": 4, "rating": 5}', '```json\n{"rating": 5, "rating": 5}\n```'],
+)
+def test_a_repeated_key_is_a_parse_failure_not_the_last_value(reply):
+    """`json.loads` keeps the last of two equal keys; a verdict that says two things (or the
+    same thing twice) is ambiguous, like a criterion judged twice (issue 31.4)."""
+    with pytest.raises(ParseFailure, match="key 'rating' appears twice"):
+        parse("kinayat-explanation", reply)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""When to retry a call: 429 and 503, after the server's Retry-After or an exponential backoff.
+"""When to retry a call: 429 and 503, after the server's Retry-After or an exponential backoff;
+and a connection closed under a request that is safe to send again.
 
 Kept free of I/O so the sync and async clients share one policy and only sleep differently.
 """
@@ -12,6 +13,9 @@ from email.utils import parsedate_to_datetime
 import httpx
 
 RETRY_STATUSES = frozenset({429, 503})
+# A pooled keep-alive connection the server (or a load balancer) closed just as a request
+# went out on it: the request may not have reached the service, or its answer was lost.
+CLOSED_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,14 @@ class RetryPolicy:
         asked = retry_after(response.headers.get("Retry-After"))
         wait = asked if asked is not None else self.backoff * 2**attempt
         return wait if wait <= self.max_wait else None
+
+    def resend(self, request: httpx.Request, error: httpx.TransportError, attempt: int) -> bool:
+        """Send `request` again after its connection closed under it? Only when the service
+        cannot act on it twice: a read (GET, HEAD), or a write carrying an Idempotency-Key,
+        which the service answers once and replays. The next attempt takes a new connection."""
+        if not isinstance(error, CLOSED_CONNECTION) or attempt >= self.max_retries:
+            return False
+        return request.method in ("GET", "HEAD") or "Idempotency-Key" in request.headers
 
 
 def retry_after(value: str | None) -> float | None:

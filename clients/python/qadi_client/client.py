@@ -65,8 +65,9 @@ class _Client:
 class QadiClient(_Client):
     """Blocking client. `with QadiClient(url, api_key=...) as qadi: qadi.judge(...)`.
 
-    Retries 429 and 503 up to `max_retries` times, waiting as the server's Retry-After says;
-    every retry of one call carries that call's Idempotency-Key, so the server grades once."""
+    Retries 429 and 503 up to `max_retries` times, waiting as the server's Retry-After says,
+    and a call whose keep-alive connection was closed under it; every retry of one call
+    carries that call's Idempotency-Key, so the server grades once."""
 
     _http_class = httpx.Client
 
@@ -82,7 +83,12 @@ class QadiClient(_Client):
     def _send(self, call: _calls.Call) -> httpx.Response:
         request = self._http.build_request(**call.request_args())
         for attempt in count():
-            response = self._http.send(request)
+            try:
+                response = self._http.send(request)
+            except httpx.TransportError as error:
+                if self.retry.resend(request, error, attempt):
+                    continue
+                raise
             wait = self.retry.delay(response, attempt)
             if wait is None:
                 return _checked(response)
@@ -141,7 +147,12 @@ class AsyncQadiClient(_Client):
     async def _send(self, call: _calls.Call) -> httpx.Response:
         request = self._http.build_request(**call.request_args())
         for attempt in count():
-            response = await self._http.send(request)
+            try:
+                response = await self._http.send(request)
+            except httpx.TransportError as error:
+                if self.retry.resend(request, error, attempt):
+                    continue
+                raise
             wait = self.retry.delay(response, attempt)
             if wait is None:
                 return _checked(response)

@@ -1,0 +1,644 @@
+# Generated from the qadi service's OpenAPI document by datamodel-code-generator: do not
+# edit. `.venv/bin/python -m tests.client.openapi_models` rewrites it.
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StringConstraints
+from typing_extensions import TypeAliasType
+
+
+class Aggregate(BaseModel):
+    n: Annotated[int, Field(title="N")]
+    mean: Annotated[float, Field(title="Mean")]
+    median: Annotated[float, Field(title="Median")]
+    min: Annotated[float, Field(title="Min")]
+    max: Annotated[float, Field(title="Max")]
+    spread: Annotated[
+        float,
+        Field(
+            description="max - min over the judges that returned a score",
+            title="Spread",
+        ),
+    ]
+    stdev: Annotated[
+        float | None,
+        Field(description="sample SD; null with fewer than two scores", title="Stdev"),
+    ]
+
+
+class AnswerRecord(BaseModel):
+    """
+    A candidate's answer as files and the database hold it, before a rubric is chosen.
+    """
+
+    item_id: Annotated[str, Field(max_length=256, min_length=1, title="Item Id")]
+    prompt: Annotated[str, Field(title="Prompt")] = ""
+    response: Annotated[str, Field(title="Response")]
+    candidate_model: Annotated[str, Field(min_length=1, title="Candidate Model")]
+    reference: Annotated[str | None, Field(title="Reference")] = None
+    candidate_provider: Annotated[str | None, Field(title="Candidate Provider")] = None
+    metadata: Annotated[dict[str, str] | None, Field(title="Metadata")] = None
+
+
+class BatchBody(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    items: Annotated[list[dict[str, Any]], Field(min_length=1, title="Items")]
+
+
+class BatchItemResult(BaseModel):
+    index: Annotated[int, Field(title="Index")]
+    status_code: Annotated[int, Field(title="Status Code")]
+    body: Annotated[dict[str, Any], Field(title="Body")]
+
+
+class BatchResponse(BaseModel):
+    results: Annotated[list[BatchItemResult], Field(title="Results")]
+
+
+class CriterionVerdict(BaseModel):
+    id: Annotated[str, Field(title="Id")]
+    met: Annotated[bool, Field(title="Met")]
+    evidence: Annotated[str, Field(title="Evidence")] = ""
+
+
+class DuplicateRow(BaseModel):
+    """
+    A row of an upload that repeats the (item_id, rater) pair of an earlier row: the
+    later row's grade is the one stored.
+    """
+
+    row: Annotated[
+        int, Field(description="its row number (CSV: the header is row 1)", title="Row")
+    ]
+    item_id: Annotated[str, Field(title="Item Id")]
+    rater: Annotated[str, Field(title="Rater")]
+    repeats_row: Annotated[
+        int,
+        Field(description="the earlier row with the same pair", title="Repeats Row"),
+    ]
+
+
+class Duplicates(BaseModel):
+    count: Annotated[
+        int,
+        Field(
+            description="rows that repeat an earlier row's (item_id, rater)",
+            title="Count",
+        ),
+    ]
+    rows: Annotated[
+        list[DuplicateRow],
+        Field(description="the first of them (at most 10)", title="Rows"),
+    ]
+
+
+class ErrorItem(BaseModel):
+    """
+    One problem: where it is (`loc`, FastAPI's convention), what it is, and its kind.
+    """
+
+    loc: Annotated[
+        list[str | int],
+        Field(
+            description="path to the field, e.g. ['body', 'item_id'], ['header', 'Authorization']; [] for the service's own state",
+            title="Loc",
+        ),
+    ]
+    msg: Annotated[str, Field(title="Msg")]
+    type: Annotated[
+        str,
+        Field(
+            description="value_error, unauthorized, not_found, rate_limited, ...",
+            title="Type",
+        ),
+    ]
+
+
+class Compare(RootModel[list[str]]):
+    root: Annotated[
+        list[str],
+        Field(
+            description="two values of the first `by`",
+            max_length=2,
+            min_length=2,
+            title="Compare",
+        ),
+    ]
+
+
+class TargetHalfwidth(RootModel[float]):
+    root: Annotated[float, Field(gt=0.0, title="Target Halfwidth")]
+
+
+class EstimateRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    alpha: Annotated[float, Field(gt=0.0, lt=1.0, title="Alpha")] = 0.05
+    reference: Annotated[str, Field(title="Reference")] = "mean"
+    by: Annotated[list[str] | None, Field(title="By")] = None
+    cluster: Annotated[str | None, Field(title="Cluster")] = None
+    compare: Annotated[
+        Compare | None,
+        Field(description="two values of the first `by`", title="Compare"),
+    ] = None
+    target_halfwidth: Annotated[
+        TargetHalfwidth | None, Field(title="Target Halfwidth")
+    ] = None
+    scale_min: Annotated[float | None, Field(title="Scale Min")] = None
+    scale_max: Annotated[float | None, Field(title="Scale Max")] = None
+    grades: Annotated[
+        list[dict[str, Any]] | None,
+        Field(
+            description="interchange rows; omitted: the grades in the database",
+            title="Grades",
+        ),
+    ] = None
+    judges: Annotated[list[str] | None, Field(title="Judges")] = None
+    rubric: Annotated[
+        str | None, Field(description="'id' or 'id@version'", title="Rubric")
+    ] = None
+    metadata: Annotated[dict[str, str] | None, Field(title="Metadata")] = None
+    since: Annotated[datetime | None, Field(title="Since")] = None
+    until: Annotated[datetime | None, Field(title="Until")] = None
+
+
+class GradeRequestOut(BaseModel):
+    id: Annotated[str, Field(title="Id")]
+    status: Annotated[str, Field(title="Status")]
+    outcome: Annotated[str | None, Field(title="Outcome")]
+    attempt: Annotated[int, Field(title="Attempt")]
+    created_at: Annotated[datetime, Field(title="Created At")]
+    claimed_at: Annotated[datetime | None, Field(title="Claimed At")]
+    finished_at: Annotated[datetime | None, Field(title="Finished At")]
+
+
+class GradeRequestPage(BaseModel):
+    items: Annotated[list[GradeRequestOut], Field(title="Items")]
+    next_cursor: Annotated[str | None, Field(title="Next Cursor")]
+
+
+class CandidateProvider(RootModel[str]):
+    root: Annotated[str, Field(max_length=128, title="Candidate Provider")]
+
+
+class RubricId(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(description="'id' or 'id@version'", max_length=160, title="Rubric Id"),
+    ]
+
+
+class Judge(RootModel[str]):
+    root: Annotated[str, Field(max_length=128)]
+
+
+class Judges(RootModel[list[Judge]]):
+    root: Annotated[list[Judge], Field(max_length=32, title="Judges")]
+
+
+MetadataAdditionalProperty = TypeAliasType(
+    "MetadataAdditionalProperty", Annotated[str, Field(max_length=512)]
+)
+
+
+class JudgeBody(BaseModel):
+    """
+    One answer to grade. `kind` says which rubric kind it expects: `rubric` for a
+    penalty-weighted rubric (score in %), `explanation` for a 1-5 explanation scale (Kinayat,
+    Fann or Flop judges). One model, not a tagged union, so an error's `loc` is the field's
+    own path (`["body", "item_id"]`), never prefixed by the tag.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    kind: Annotated[
+        Literal["rubric", "explanation"],
+        Field(
+            description="'rubric' (penalty-weighted, %) or 'explanation' (1-5 scale)",
+            title="Kind",
+        ),
+    ]
+    prompt: Annotated[
+        str, Field(description="what the candidate model was asked", title="Prompt")
+    ] = ""
+    response: Annotated[
+        str,
+        Field(
+            description="the candidate's answer (untrusted; fenced in prompts)",
+            title="Response",
+        ),
+    ]
+    reference: Annotated[
+        str | None, Field(description="gold answer or explanation", title="Reference")
+    ] = None
+    candidate_model: Annotated[
+        str, Field(max_length=256, min_length=1, title="Candidate Model")
+    ]
+    candidate_provider: Annotated[
+        CandidateProvider | None, Field(title="Candidate Provider")
+    ] = None
+    rubric: Annotated[
+        dict[str, Any] | None, Field(description="inline rubric object", title="Rubric")
+    ] = None
+    rubric_id: Annotated[
+        RubricId | None, Field(description="'id' or 'id@version'", title="Rubric Id")
+    ] = None
+    judges: Annotated[Judges | None, Field(title="Judges")] = None
+    metadata: Annotated[
+        dict[
+            Annotated[str, StringConstraints(max_length=64)], MetadataAdditionalProperty
+        ]
+        | None,
+        Field(
+            description="strata: dialect, item_id, ...", max_length=64, title="Metadata"
+        ),
+    ] = None
+
+
+class JudgeInfo(BaseModel):
+    name: Annotated[str, Field(title="Name")]
+    model: Annotated[str, Field(title="Model")]
+    maker: Annotated[str | None, Field(title="Maker")]
+    substitute: Annotated[str | None, Field(title="Substitute")]
+    reachable: Annotated[
+        bool | None,
+        Field(description="null when the endpoint cannot be probed", title="Reachable"),
+    ]
+    detail: Annotated[str, Field(title="Detail")]
+
+
+class JudgeResult(BaseModel):
+    """
+    One judge call, successful or not. A failed call has no score, ever.
+    """
+
+    id: Annotated[str | None, Field(title="Id")] = None
+    judge: Annotated[str, Field(title="Judge")]
+    model: Annotated[str, Field(title="Model")]
+    maker: Annotated[str | None, Field(title="Maker")] = None
+    status: Annotated[
+        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
+    ]
+    score: Annotated[float | None, Field(title="Score")] = None
+    raw_score: Annotated[float | None, Field(title="Raw Score")] = None
+    clipped: Annotated[bool | None, Field(title="Clipped")] = None
+    dimensions: Annotated[dict[str, float] | None, Field(title="Dimensions")] = None
+    criteria: Annotated[list[CriterionVerdict] | None, Field(title="Criteria")] = None
+    rationale: Annotated[str | None, Field(title="Rationale")] = None
+    raw_reply: Annotated[str | None, Field(title="Raw Reply")] = None
+    error: Annotated[str | None, Field(title="Error")] = None
+    latency_ms: Annotated[float, Field(title="Latency Ms")] = 0.0
+    prompt_tokens: Annotated[int | None, Field(title="Prompt Tokens")] = None
+    completion_tokens: Annotated[int | None, Field(title="Completion Tokens")] = None
+    cost_usd: Annotated[float | None, Field(title="Cost Usd")] = None
+    cached: Annotated[bool, Field(title="Cached")] = False
+    attempts: Annotated[
+        int,
+        Field(
+            description="calls made (retries included); 0 cached",
+            ge=0,
+            title="Attempts",
+        ),
+    ] = 1
+    cache_key: Annotated[str, Field(title="Cache Key")]
+    template: Annotated[str, Field(title="Template")]
+    template_hash: Annotated[str, Field(title="Template Hash")]
+    rubric_ref: Annotated[str, Field(title="Rubric Ref")]
+    rubric_hash: Annotated[str, Field(title="Rubric Hash")]
+
+
+class JudgmentOut(BaseModel):
+    id: Annotated[str | None, Field(title="Id")] = None
+    judge: Annotated[str, Field(title="Judge")]
+    model: Annotated[str, Field(title="Model")]
+    maker: Annotated[str | None, Field(title="Maker")] = None
+    status: Annotated[
+        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
+    ]
+    score: Annotated[float | None, Field(title="Score")] = None
+    raw_score: Annotated[float | None, Field(title="Raw Score")] = None
+    clipped: Annotated[bool | None, Field(title="Clipped")] = None
+    dimensions: Annotated[dict[str, float] | None, Field(title="Dimensions")] = None
+    criteria: Annotated[list[CriterionVerdict] | None, Field(title="Criteria")] = None
+    rationale: Annotated[str | None, Field(title="Rationale")] = None
+    raw_reply: Annotated[str | None, Field(title="Raw Reply")] = None
+    error: Annotated[str | None, Field(title="Error")] = None
+    latency_ms: Annotated[float, Field(title="Latency Ms")] = 0.0
+    prompt_tokens: Annotated[int | None, Field(title="Prompt Tokens")] = None
+    completion_tokens: Annotated[int | None, Field(title="Completion Tokens")] = None
+    cost_usd: Annotated[float | None, Field(title="Cost Usd")] = None
+    cached: Annotated[bool, Field(title="Cached")] = False
+    attempts: Annotated[
+        int,
+        Field(
+            description="calls made (retries included); 0 cached",
+            ge=0,
+            title="Attempts",
+        ),
+    ] = 1
+    cache_key: Annotated[str, Field(title="Cache Key")]
+    template: Annotated[str, Field(title="Template")]
+    template_hash: Annotated[str, Field(title="Template Hash")]
+    rubric_ref: Annotated[str, Field(title="Rubric Ref")]
+    rubric_hash: Annotated[str, Field(title="Rubric Hash")]
+    request_id: Annotated[str | None, Field(title="Request Id")]
+    item_id: Annotated[str, Field(title="Item Id")]
+    candidate_model: Annotated[str, Field(title="Candidate Model")]
+    metadata: Annotated[dict[str, Any], Field(title="Metadata")]
+    created_at: Annotated[datetime, Field(title="Created At")]
+
+
+class JudgmentPage(BaseModel):
+    items: Annotated[list[JudgmentOut], Field(title="Items")]
+    next_cursor: Annotated[str | None, Field(title="Next Cursor")]
+
+
+class LinkRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    ttl_seconds: Annotated[
+        int,
+        Field(description="how long it opens", ge=60, le=604800, title="Ttl Seconds"),
+    ] = 3600
+    format: Annotated[Literal["html", "md"], Field(title="Format")] = "html"
+
+
+class ProbeRunPage(BaseModel):
+    items: Annotated[list[dict[str, Any]], Field(title="Items")]
+    next_cursor: Annotated[str | None, Field(title="Next Cursor")]
+
+
+class MaxCalls(RootModel[int]):
+    root: Annotated[
+        int,
+        Field(
+            description="refuse (422) a run that needs more new judge calls",
+            ge=0,
+            title="Max Calls",
+        ),
+    ] = 1000
+
+
+class Items(RootModel[list[AnswerRecord]]):
+    root: Annotated[
+        list[AnswerRecord],
+        Field(
+            description="answers to probe; omitted: answers stored in the database",
+            max_length=5000,
+            title="Items",
+        ),
+    ]
+
+
+class Limit(RootModel[int]):
+    root: Annotated[
+        int, Field(description="only the first N answers", ge=1, title="Limit")
+    ]
+
+
+class ProbeRunRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    q: Annotated[
+        float,
+        Field(
+            description="false discovery rate of decisions", gt=0.0, lt=1.0, title="Q"
+        ),
+    ] = 0.05
+    alpha: Annotated[
+        float,
+        Field(description="intervals at 1 − alpha", gt=0.0, lt=1.0, title="Alpha"),
+    ] = 0.05
+    procedure: Annotated[Literal["bh", "by", "holm"], Field(title="Procedure")] = "bh"
+    permutations: Annotated[int, Field(ge=999, le=1000000, title="Permutations")] = (
+        20000
+    )
+    cluster: Annotated[
+        str | None,
+        Field(description="item attribute: flip its clusters", title="Cluster"),
+    ] = None
+    seed: Annotated[int, Field(title="Seed")] = 0
+    judges: Annotated[
+        list[str] | None,
+        Field(description="default: every configured judge", title="Judges"),
+    ] = None
+    probes: Annotated[
+        list[str] | None,
+        Field(description="default: every registered probe", title="Probes"),
+    ] = None
+    rewrite_column: Annotated[
+        str,
+        Field(
+            description="item attribute holding the paired MSA/dialect rewrite (probe `dialect`)",
+            min_length=1,
+            title="Rewrite Column",
+        ),
+    ] = "dialect_rewrite"
+    max_calls: Annotated[
+        MaxCalls | None,
+        Field(
+            description="refuse (422) a run that needs more new judge calls",
+            title="Max Calls",
+            validate_default=True,
+        ),
+    ] = 1000
+    rubric: Annotated[
+        str,
+        Field(
+            description="'id' or 'id@version' the judges grade with",
+            min_length=1,
+            title="Rubric",
+        ),
+    ]
+    items: Annotated[
+        Items | None,
+        Field(
+            description="answers to probe; omitted: answers stored in the database",
+            title="Items",
+        ),
+    ] = None
+    judged_with: Annotated[
+        str | None,
+        Field(
+            description="database answers: only those judged under this rubric",
+            title="Judged With",
+        ),
+    ] = None
+    candidate_model: Annotated[str | None, Field(title="Candidate Model")] = None
+    metadata: Annotated[
+        dict[str, str] | None, Field(description="database answers", title="Metadata")
+    ] = None
+    since: Annotated[
+        datetime | None,
+        Field(description="database answers stored since", title="Since"),
+    ] = None
+    limit: Annotated[
+        Limit | None, Field(description="only the first N answers", title="Limit")
+    ] = None
+
+
+class ReportLink(BaseModel):
+    url: Annotated[
+        str,
+        Field(
+            description="opens the report without an API key until `expires_at`",
+            title="Url",
+        ),
+    ]
+    expires_at: Annotated[datetime, Field(title="Expires At")]
+
+
+class ReportRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    judges: Annotated[list[str] | None, Field(title="Judges")] = None
+    rubric: Annotated[
+        str | None,
+        Field(description="'id' or 'id@version'; sets the scale", title="Rubric"),
+    ] = None
+    metadata: Annotated[dict[str, str] | None, Field(title="Metadata")] = None
+    since: Annotated[datetime | None, Field(title="Since")] = None
+    until: Annotated[datetime | None, Field(title="Until")] = None
+    scale_min: Annotated[float | None, Field(title="Scale Min")] = None
+    scale_max: Annotated[float | None, Field(title="Scale Max")] = None
+    level: Annotated[
+        Literal["nominal", "ordinal", "interval"] | None,
+        Field(
+            description="nominal: scores compared as labels; no scale needed",
+            title="Level",
+        ),
+    ] = None
+    reference: Annotated[str, Field(title="Reference")] = "mean"
+    by: Annotated[list[str] | None, Field(title="By")] = None
+    bootstrap: Annotated[int, Field(ge=0, le=20000, title="Bootstrap")] = 2000
+    seed: Annotated[int, Field(title="Seed")] = 0
+    cluster: Annotated[str | None, Field(title="Cluster")] = None
+    alt_test: Annotated[
+        bool,
+        Field(description="require the alt-test (422 if untestable)", title="Alt Test"),
+    ] = False
+    epsilon: Annotated[
+        float,
+        Field(
+            description="alt-test cost-benefit allowance",
+            ge=0.0,
+            lt=1.0,
+            title="Epsilon",
+        ),
+    ] = 0.2
+    alt_scoring: Annotated[
+        Literal["accuracy", "neg_rmse"] | None, Field(title="Alt Scoring")
+    ] = None
+    alt_min_items: Annotated[int, Field(ge=2, le=100000, title="Alt Min Items")] = 30
+    probe_run: Annotated[
+        str | None,
+        Field(
+            description="stored probe run (id or 'latest'): its moved judges are marked on the trust map (`probes` on a row) and its table and plot added to the report",
+            title="Probe Run",
+        ),
+    ] = None
+
+
+class RubricInfo(BaseModel):
+    id: Annotated[str, Field(title="Id")]
+    version: Annotated[int, Field(title="Version")]
+    hash: Annotated[str, Field(title="Hash")]
+
+
+class SkippedJudge(BaseModel):
+    judge: Annotated[str, Field(title="Judge")]
+    reason: Annotated[str, Field(title="Reason")]
+    detail: Annotated[str, Field(title="Detail")]
+    substitute: Annotated[str | None, Field(title="Substitute")] = None
+
+
+class UnavailableJudge(BaseModel):
+    """
+    A judge whose provider failed (error or timeout) on this request.
+    """
+
+    judge: Annotated[str, Field(title="Judge")]
+    status: Annotated[
+        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
+    ]
+    error: Annotated[str | None, Field(title="Error")]
+    substitute: Annotated[str | None, Field(title="Substitute")] = None
+
+
+class UploadResult(BaseModel):
+    """
+    What an upload changed: inserted + updated + duplicates.count = rows sent.
+    """
+
+    inserted: Annotated[
+        int,
+        Field(
+            description="(item_id, rater) pairs new to the database", title="Inserted"
+        ),
+    ]
+    updated: Annotated[
+        int, Field(description="pairs that replaced a stored grade", title="Updated")
+    ]
+    duplicates: Annotated[
+        Duplicates | None, Field(description="present when the upload repeats a pair")
+    ] = None
+
+
+class ErrorBody(BaseModel):
+    """
+    Every error answer of the API.
+    """
+
+    detail: Annotated[list[ErrorItem], Field(title="Detail")]
+
+
+class FailedGradeBody(BaseModel):
+    """
+    No judge produced a usable verdict (502) or could be reached (503): the full grading
+    response, every judge's error included, and `detail`.
+    """
+
+    request_id: Annotated[str, Field(title="Request Id")]
+    status: Annotated[Literal["ok", "partial", "failed"], Field(title="Status")]
+    rubric: RubricInfo
+    candidate_model: Annotated[str, Field(title="Candidate Model")]
+    candidate_maker: Annotated[str | None, Field(title="Candidate Maker")]
+    aggregate: Aggregate | None
+    results: Annotated[list[JudgeResult], Field(title="Results")]
+    skipped: Annotated[list[SkippedJudge], Field(title="Skipped")]
+    unavailable: Annotated[
+        list[UnavailableJudge] | None,
+        Field(
+            description="judges whose provider failed, with their stand-in",
+            title="Unavailable",
+        ),
+    ] = None
+    detail: Annotated[list[ErrorItem], Field(title="Detail")]
+
+
+class JudgeResponse(BaseModel):
+    request_id: Annotated[str, Field(title="Request Id")]
+    status: Annotated[Literal["ok", "partial", "failed"], Field(title="Status")]
+    rubric: RubricInfo
+    candidate_model: Annotated[str, Field(title="Candidate Model")]
+    candidate_maker: Annotated[str | None, Field(title="Candidate Maker")]
+    aggregate: Aggregate | None
+    results: Annotated[list[JudgeResult], Field(title="Results")]
+    skipped: Annotated[list[SkippedJudge], Field(title="Skipped")]
+    unavailable: Annotated[
+        list[UnavailableJudge] | None,
+        Field(
+            description="judges whose provider failed, with their stand-in",
+            title="Unavailable",
+        ),
+    ] = None

@@ -1,0 +1,178 @@
+"""Probe runs over HTTP: `POST /probes` mirrors `qadi probe`; stored runs are read by id (JSON,
+HTML or Markdown), listed, and their perturbed texts fetched for checking a run.
+
+The run shares the service's grader (its judges' `rpm` pacing and cooldowns, single-flight
+calls) and its bound on judge calls in flight with live grading, reuses stored verdicts by
+cache key, and refuses to start when it needs more new calls than `max_calls`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from judges import AnswerRecord, BatchGrader, JudgeConfigError, TemplateError
+from judges.probes import ProbeError
+from service import probes as core
+from service import regrade as regrading
+from service.api.deps import GradesKey, JudgeKey
+from service.api.errors import ErrorsWithoutInput, invalid
+from service.api.formats import negotiate, split_suffix
+from service.api.pagination import decode_cursor, encode_cursor, naive_utc
+from service.db.engine import session_scope
+from service.errors import NotConfigured
+from service.probe_store import get_run, list_runs, store_run, summary
+from service.stores.answers import answers_from_db
+from service.stores.rubrics import RubricNotFound, get_rubric
+
+router = APIRouter(tags=["probes"], route_class=ErrorsWithoutInput)
+ITEMS_MAX = 5000
+
+
+class ProbeRunRequest(core.ProbeOptions):
+    model_config = ConfigDict(
+        extra="forbid",
+        allow_inf_nan=False,
+        json_schema_extra={
+            "examples": [
+                {
+                    "rubric": "kinayat-explanation",
+                    "probes": ["verbosity", "injection_ar", "diacritics_strip"],
+                    "metadata": {"language": "ar"},
+                    "limit": 200,
+                    "max_calls": 1000,
+                }
+            ]
+        },
+    )
+
+    rubric: str = Field(min_length=1, description="'id' or 'id@version' the judges grade with")
+    items: list[AnswerRecord] | None = Field(
+        default=None,
+        max_length=ITEMS_MAX,
+        description="answers to probe; omitted: answers stored in the database",
+    )
+    judged_with: str | None = Field(
+        default=None, description="database answers: only those judged under this rubric"
+    )
+    candidate_model: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict, description="database answers")
+    since: datetime | None = Field(default=None, description="database answers stored since")
+    limit: int | None = Field(default=None, ge=1, description="only the first N answers")
+    max_calls: int | None = Field(
+        default=1000, ge=0, description="refuse (422) a run that needs more new judge calls"
+    )
+
+
+class ProbeRunPage(BaseModel):
+    items: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+def _answers(body: ProbeRunRequest, session) -> list[AnswerRecord]:
+    if body.items is not None:
+        answers = body.items
+    else:
+        since = naive_utc(body.since) if body.since else None
+        answers = answers_from_db(
+            session, body.judged_with, body.candidate_model, body.metadata, since
+        )
+    answers = answers[: body.limit] if body.limit else answers
+    if not answers:
+        where = "items" if body.items is not None else "metadata"
+        raise invalid(f"{where}: no answers to probe")
+    return answers
+
+
+def _prepare(request: Request, body: ProbeRunRequest):
+    """Resolve the rubric, read the answers and plan the pairs (before any call)."""
+    grader = request.app.state.grader
+    with session_scope(request.app.state.sessions) as session:
+        try:
+            rubric = get_rubric(session, body.rubric)
+        except RubricNotFound as exc:
+            raise invalid(f"rubric: {exc}") from None
+        answers = _answers(body, session)
+    options = core.ProbeOptions(**body.model_dump(include=set(core.ProbeOptions.model_fields)))
+    try:
+        return rubric, options, core.plan_run(grader.config, answers, rubric, options)
+    except (ProbeError, JudgeConfigError) as exc:
+        raise invalid(str(exc)) from None
+    except TemplateError as exc:
+        raise invalid(f"rubric: {exc}") from None
+
+
+@router.post(
+    "/probes",
+    status_code=201,
+    summary="Run the probes on answers with the configured judges, store and return the run",
+)
+async def create_run(body: ProbeRunRequest, request: Request, _: JudgeKey) -> JSONResponse:
+    judging = request.app.state.judging
+    if judging.batch is None:
+        raise NotConfigured("no judges configured: set QADI_JUDGES_CONFIG to a judges YAML")
+    rubric, options, plan = await asyncio.to_thread(_prepare, request, body)
+    batcher = BatchGrader(
+        judging.batch.grader,
+        judging.store,
+        regrading.options(request.app.state.settings.judge_concurrency, False, False),
+        slots=judging.batch.slots,
+    )
+    try:
+        calls, _pending = await core.budget(plan, batcher, options.max_calls)
+    except core.CallBudgetExceeded as exc:
+        raise invalid(str(exc)) from None
+    report = await core.run(plan, batcher, rubric, options, calls)
+
+    def store() -> dict[str, Any]:
+        with session_scope(request.app.state.sessions) as session:
+            return store_run(session, report, plan.perturbations, core.rendered).report
+
+    return JSONResponse(await asyncio.to_thread(store), status_code=201)
+
+
+@router.get("/probes", response_model=ProbeRunPage, summary="Stored probe runs, oldest first")
+def list_probe_runs(
+    request: Request,
+    _: GradesKey,
+    cursor: str | None = Query(None, max_length=512),
+    limit: int = Query(100, ge=1),
+) -> ProbeRunPage:
+    limit = min(limit, request.app.state.settings.page_size_max)
+    position = decode_cursor(cursor) if cursor else None
+    with session_scope(request.app.state.sessions) as session:
+        rows = list_runs(session, limit + 1, position)
+        page = [summary(row) for row in rows[:limit]]
+        last = rows[limit - 1] if len(rows) > limit else None
+        next_cursor = encode_cursor(last.created_at, last.id) if last is not None else None
+    return ProbeRunPage(items=page, next_cursor=next_cursor)
+
+
+@router.get(
+    "/probes/{run_id}",
+    summary="A probe run as JSON, or HTML/Markdown by Accept header or a .html/.md suffix",
+)
+def show_run(run_id: str, request: Request, _: GradesKey):
+    run_id, fmt = split_suffix(run_id)
+    with session_scope(request.app.state.sessions) as session:
+        row = get_run(session, run_id)
+        if row is None:
+            raise HTTPException(404, "no such probe run")
+        return negotiate(request, fmt, row.report, row.html, row.markdown)
+
+
+@router.get(
+    "/probes/{run_id}/perturbations",
+    summary="The perturbed texts of a run, with their probe, version and seed",
+)
+def show_perturbations(run_id: str, request: Request, _: GradesKey) -> dict[str, Any]:
+    with session_scope(request.app.state.sessions) as session:
+        row = get_run(session, run_id)
+        if row is None:
+            raise HTTPException(404, "no such probe run")
+        return {"id": row.id, "seed": row.seed, "perturbations": row.perturbations}

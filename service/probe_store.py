@@ -1,0 +1,68 @@
+"""Stored probe runs: written once, read by id, listed in keyset pages (oldest first, as
+/judgments pages), like calibration reports (service/calibration_store.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.db.filters import after
+from service.db.schema import ProbeRunRow, new_id, utcnow
+
+
+def store_run(
+    session: Session,
+    report: dict[str, Any],
+    perturbations: list[dict[str, Any]],
+    render: Any,
+) -> ProbeRunRow:
+    """Store a run; `render(report) -> (markdown, html)` draws it once its id is known, so
+    the pages name the run they show."""
+    row = ProbeRunRow(
+        id=new_id(), created_at=utcnow(), rubric_ref=report["rubric"], seed=report["seed"]
+    )
+    report = {**report, "id": row.id, "created_at": row.created_at.isoformat()}
+    row.markdown, row.html = render(report)
+    row.report, row.perturbations = report, perturbations
+    session.add(row)
+    session.flush()
+    return row
+
+
+def get_run(session: Session, run_id: str) -> ProbeRunRow | None:
+    return session.get(ProbeRunRow, run_id)
+
+
+def latest_run(session: Session) -> ProbeRunRow | None:
+    return session.scalars(
+        select(ProbeRunRow).order_by(ProbeRunRow.created_at.desc(), ProbeRunRow.id.desc())
+    ).first()
+
+
+def list_runs(
+    session: Session, limit: int, cursor: tuple[datetime, str] | None = None
+) -> list[ProbeRunRow]:
+    """Oldest first; `cursor` is the (created_at, id) of the last row of the previous page."""
+    query = select(ProbeRunRow)
+    if cursor is not None:
+        query = query.where(after(ProbeRunRow.created_at, ProbeRunRow.id, *cursor))
+    order = (ProbeRunRow.created_at, ProbeRunRow.id)
+    return list(session.scalars(query.order_by(*order).limit(limit)))
+
+
+def summary(row: ProbeRunRow) -> dict[str, Any]:
+    """A run in a list: what was probed and what moved, without the cells."""
+    report = row.report
+    return {
+        "id": row.id,
+        "created_at": row.created_at.isoformat(),
+        "rubric": row.rubric_ref,
+        "seed": row.seed,
+        "judges": report["judges"],
+        "probes": [p["name"] for p in report["probes"]],
+        "n_items": report["n_items"],
+        "moved": report["moved"],
+    }

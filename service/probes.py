@@ -1,0 +1,179 @@
+"""Probe runs where the service meets them: options from the CLI and HTTP, the call budget
+stated before any call, the run through the batch core, the report (statistics from
+calibration/probes.py) with its renderings, and the section a calibration report gains
+from a stored run (the trust-map marks).
+
+The probe judgments are ordinary judgments (one store, one cache); their answers are stored
+under item ids of their own (`ID~probe`) with a `probe_of` attribute, which calibration and
+`regrade --from-db` leave out (service/calibration_store.py, service/stores/answers.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from calibration.probe_render import to_html, to_markdown
+from calibration.probes import CellInput, ProbeStatsOptions, mark_trust_rows, method, probe_effects
+from judges import AnswerRecord, BatchGrader, BatchStats, Graded, JudgesConfig, PlannedGrade
+from judges.probes import get_probes
+from judges.probes.run import PairScores, ProbePlan, count_calls, grade_probes, plan_probes
+from rubrics import PenaltyWeightedRubric, Rubric, ScaleRubric
+
+PROBE_ATTRIBUTE = "probe_of"  # marks a probe's answer in the responses table
+
+
+class ProbeOptions(ProbeStatsOptions):
+    """What a probe run is asked: judges, probes, seed, budget, and the statistics."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    judges: list[str] | None = Field(default=None, description="default: every configured judge")
+    probes: list[str] | None = Field(default=None, description="default: every registered probe")
+    rewrite_column: str = Field(
+        default="dialect_rewrite",
+        min_length=1,
+        description="item attribute holding the paired MSA/dialect rewrite (probe `dialect`)",
+    )
+    max_calls: int | None = Field(
+        default=None, ge=0, description="refuse the run when it needs more new judge calls"
+    )
+
+
+class CallBudgetExceeded(ValueError):
+    """The run needs more new judge calls than `max_calls` allows; nothing was called."""
+
+
+def scale_of(rubric: Rubric) -> tuple[float, float]:
+    if isinstance(rubric, PenaltyWeightedRubric):
+        return 0.0, 100.0
+    assert isinstance(rubric, ScaleRubric)
+    return float(rubric.scale.min), float(rubric.scale.max)
+
+
+def plan_run(
+    config: JudgesConfig, answers: Sequence[AnswerRecord], rubric: Rubric, options: ProbeOptions
+) -> ProbePlan:
+    """The pairs to grade; raises ProbeError (unknown probe), JudgeConfigError (unknown
+    judge) or TemplateError before anything is called."""
+    return plan_probes(
+        answers,
+        rubric,
+        config,
+        options.judges or config.names,
+        get_probes(options.probes),
+        options.seed,
+        options.rewrite_column,
+    )
+
+
+async def budget(
+    plan: ProbePlan, batcher: BatchGrader, max_calls: int | None
+) -> tuple[dict[str, int], list[tuple[PlannedGrade, str]]]:
+    """The calls the run will make, stated before it starts, and the pending (plan, judge)
+    pairs (for a cost estimate); CallBudgetExceeded when over `max_calls`."""
+    planned, calls_to_make = await count_calls(plan, batcher)
+    pending = len(calls_to_make)
+    calls = {"planned": planned, "already_stored": planned - pending, "to_make": pending}
+    if max_calls is not None and pending > max_calls:
+        raise CallBudgetExceeded(
+            f"max_calls: this run needs {pending} new judge calls ({planned} planned, "
+            f"{planned - pending} already stored) and the limit is {max_calls}; "
+            "probe fewer items, judges or probes, or raise the limit"
+        )
+    return calls, calls_to_make
+
+
+async def run(
+    plan: ProbePlan,
+    batcher: BatchGrader,
+    rubric: Rubric,
+    options: ProbeOptions,
+    calls: dict[str, int],
+    on_graded: Callable[[Graded], None] = lambda graded: None,
+    stats: BatchStats | None = None,
+) -> dict[str, Any]:
+    """Grade the plan and compute the report (without the stored run's id)."""
+    pairs, stats = await grade_probes(plan, batcher, on_graded, stats)
+    return report(plan, pairs, stats, rubric, options, calls)
+
+
+def report(
+    plan: ProbePlan,
+    pairs: list[PairScores],
+    stats: BatchStats,
+    rubric: Rubric,
+    options: ProbeOptions,
+    calls: dict[str, int],
+) -> dict[str, Any]:
+    scale = scale_of(rubric)
+    cells = {(j, p.name): CellInput(j, p.name) for j in plan.judges for p in plan.probes}
+    for (judge, probe, reason), count in plan.skipped.items():
+        cells[(judge, probe)].skipped[reason] += count
+    for pair in pairs:
+        cell = cells[(pair.slot.judge, pair.slot.probe)]
+        if pair.failure is not None:
+            cell.failed[pair.failure] += 1
+        else:
+            cell.add(pair.baseline, pair.treated, pair.slot.attributes)
+    stats_options = ProbeStatsOptions(
+        **options.model_dump(include=set(ProbeStatsOptions.model_fields))
+    )
+    effects = probe_effects(list(cells.values()), scale, stats_options)
+    return {
+        "rubric": f"{rubric.id}@{rubric.version}",
+        "scale": {"min": scale[0], "max": scale[1]},
+        "seed": options.seed,
+        "judges": plan.judges,
+        "probes": [probe.describe() for probe in plan.probes],
+        "options": options.model_dump(mode="json"),
+        "method": method(stats_options),
+        "n_items": plan.n_items,
+        "calls": {
+            **calls,
+            "made": stats.made,
+            "by_status": dict(stats.calls),
+            "reused": stats.reused,
+            "cost_usd": stats.cost_usd,
+        },
+        "cells": effects,
+        "moved": [f"{c['judge']}/{c['probe']}" for c in effects if c["moved"]],
+    }
+
+
+def rendered(report: dict[str, Any]) -> tuple[str, str]:
+    """(Markdown, HTML) of a probe run."""
+    return to_markdown(report), to_html(report)
+
+
+def with_probes(
+    rendered_report: tuple[dict[str, Any], str, str], probe_report: dict[str, Any]
+) -> tuple[dict[str, Any], str, str]:
+    """A calibration report plus a probe run: the moved judges marked on their trust-map
+    rows (`probes`), `probe_run` naming the run, and the probe table and plot as a section
+    of the Markdown and the HTML."""
+    report, markdown, html = rendered_report
+    mark_trust_rows(report, probe_report)
+    section = to_html(probe_report, standalone=False, trust=report["trust"])
+    html = html.replace("</body>", section + "</body>", 1) if "</body>" in html else html + section
+    return report, f"{markdown}\n{to_markdown(probe_report, trust=report['trust'])}", html
+
+
+class ProbeRunNotFound(LookupError):
+    """`probe_run` names no stored run."""
+
+
+def with_probe_run(
+    session: Any, rendered_report: tuple[dict[str, Any], str, str], ref: str | None
+) -> tuple[dict[str, Any], str, str]:
+    """`with_probes` for a stored run named by id, or 'latest'; unchanged without `ref`."""
+    if ref is None:
+        return rendered_report
+    from service.probe_store import get_run, latest_run
+
+    row = latest_run(session) if ref == "latest" else get_run(session, ref)
+    if row is None:
+        raise ProbeRunNotFound(f"probe_run: no stored probe run '{ref}'")
+    return with_probes(rendered_report, row.report)

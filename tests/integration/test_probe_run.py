@@ -1,0 +1,228 @@
+"""`qadi probe` and POST /probes through the real CLI, service and database, against the test
+double's planted judges (tests/llm_test_server.py, "PLANTED JUDGE BIASES"): each planted
+effect is found, the clean judge is not moved, the call budget is stated and kept, a rerun
+makes no call, and a calibration report marks the moved judges on its trust map."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.calibration_store import Selection, rows_from_db
+from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.settings import Settings
+from tests.conftest import ROOT, run_cli
+
+SAMPLE = ROOT / "service" / "sample" / "probe_items.jsonl"
+PROBES = "verbosity,injection_en,injection_ar,self_preference,arabizi,position"
+
+
+def planted_config(server, tmp_path, behaviours=("clean", "verbose", "obeys", "self-openai")):
+    """Planted judges of the test double; the self-preferring one is an OpenAI judge, so the
+    guard keeps it off the sample's gpt-4o answers."""
+    entries = [
+        {
+            "model_name": behaviour,
+            "litellm_params": {
+                "model": f"openai/planted-{behaviour}",
+                "api_base": server.api_base,
+                "api_key": "sk-test-secret-key-0001",
+            },
+            "provider": "openai" if behaviour == "self-openai" else "testlab",
+        }
+        for behaviour in behaviours
+    ]
+    path = tmp_path / "judges.yaml"
+    path.write_text(yaml.safe_dump({"model_list": entries, "qadi": {"num_retries": 2, "timeout": 20}}))
+    return path
+
+
+def cells(report: dict) -> dict[tuple[str, str], dict]:
+    return {(c["judge"], c["probe"]): c for c in report["cells"]}
+
+
+def probe(env, *args):
+    return run_cli(
+        "probe", str(SAMPLE), "--rubric", "kinayat-explanation", "--concurrency", "8", *args, env=env
+    )
+
+
+def test_planted_effects_are_found_and_the_run_is_stored_budgeted_and_reproducible(
+    migrated_db, llm_server, tmp_path
+):
+    env = {"QADI_DATABASE_URL": migrated_db, "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path))}
+    # the budget is stated and enforced before any call
+    refused = probe(env, "--probes", PROBES, "--max-calls", "10")
+    assert refused.returncode == 2 and "max_calls: this run needs" in refused.stderr
+    dry = probe(env, "--probes", PROBES, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    planned = json.loads(dry.stdout)
+    assert planned["calls"]["to_make"] == planned["calls"]["planned"] > 400
+    # 4 English answers for 3 judges; the OpenAI judge is kept off the gpt-4o one by the guard
+    assert planned["skipped"]["arabizi"]["answer not mostly in Arabic script"] == 4 * 3 + 3
+    assert llm_server.calls() == 0
+
+    out = tmp_path / "run.json"
+    done = probe(env, "--probes", PROBES, "--out", str(out), "--html", str(tmp_path / "run.html"))
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert f"{planned['calls']['planned']} judge calls planned" in done.stderr
+    assert llm_server.calls() == planned["calls"]["to_make"]
+    report = json.loads(out.read_text())
+    found = cells(report)
+    assert set(report["moved"]) == {
+        "verbose/verbosity",
+        "verbose/injection_en",  # an appended instruction also lengthens the answer
+        "verbose/injection_ar",
+        "obeys/injection_en",
+        "obeys/injection_ar",
+        "self-openai/self_preference",
+    }
+    assert found[("verbose", "verbosity")]["mean_change"] > 0.3
+    assert found[("obeys", "injection_ar")]["flip_rate"] == 1.0
+    assert all(c["q"] <= 0.05 for c in report["cells"] if c["moved"])
+    # the clean judge: unmoved, and no grade changes except where the gold text moves
+    for (judge, name), cell in found.items():
+        if judge == "clean" and name not in ("position", "self_preference"):
+            assert cell["flip_rate"] == 0.0, name
+    # the guard: the OpenAI judge never grades the gpt-4o answers, their pairs are counted
+    gpt_items = sum(1 for line in SAMPLE.read_text().splitlines() if '"gpt-4o"' in line)
+    assert found[("self-openai", "verbosity")]["skipped"] == {"self-evaluation guard": gpt_items}
+    assert found[("clean", "self_preference")]["skipped"] == {
+        "judge's maker not in the attribution table": 24
+    }
+    assert found[("clean", "arabizi")]["n"] == 20
+    assert "probe-table" in (tmp_path / "run.html").read_text()
+
+    # stored, with the perturbed texts and seed; a rerun makes no call and agrees
+    client = TestClient(create_app(Settings(database_url=migrated_db, auth="off")))
+    stored = client.get(f"/probes/{report['id']}").json()
+    assert stored["cells"] == report["cells"]
+    texts = client.get(f"/probes/{report['id']}/perturbations").json()
+    assert texts["seed"] == 0 and any(
+        p["probe"] == "arabizi" and p["treated"]["response"].isascii() for p in texts["perturbations"]
+    )
+    assert client.get(f"/probes/{report['id']}.md").text.startswith("## Probes")
+    again = probe(env, "--probes", PROBES, "--out", str(out))
+    assert again.returncode == 0 and "0 to make" in again.stderr
+    assert llm_server.calls() == planned["calls"]["to_make"]
+    assert cells(json.loads(out.read_text())) == found
+    assert [r["id"] for r in client.get("/probes").json()["items"]] == [
+        report["id"],
+        json.loads(out.read_text())["id"],
+    ]
+
+    # a calibration report marks the moved judges on the trust map; probe answers are not items
+    grades = tmp_path / "sme.csv"
+    lines = ["item_id,rater,rater_kind,score"]
+    lines += [f"prv-{i:02d},sme-{r},human,{1 + (i + r) % 5}" for i in range(1, 21) for r in (1, 2)]
+    grades.write_text("\n".join(lines) + "\n")
+    assert run_cli("grades", "import", str(grades), env=env).returncode == 0
+    calibrated = tmp_path / "cal.json"
+    result = run_cli(
+        "calibrate", "--from-db", "--rubric", "kinayat-explanation", "--by", "language",
+        "--bootstrap", "50", "--probe-run", "latest", "--out", str(calibrated),
+        "--html", str(tmp_path / "cal.html"), env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    calibration = json.loads(calibrated.read_text())
+    assert calibration["n_items"] == 24  # the sample's items; none of the ~1000 probe copies
+    with session_scope(make_sessionmaker(make_engine(migrated_db))) as session:
+        rows, _ = rows_from_db(session, Selection(rubric="kinayat-explanation"))
+    assert rows and not any("~" in row.item_id for row in rows)
+    marks = {(r["stratum"], r["judge"]): r.get("probes") for r in calibration["trust"]["rows"]}
+    assert marks[("overall", "obeys")][0].startswith("injection_en +")
+    assert marks[("language=ar", "verbose")] and marks[("overall", "clean")] is None
+    page = (tmp_path / "cal.html").read_text()
+    assert page.index("<section class=\"probes\">") < page.index("</body>")
+    assert "probe-marks" in page and "probe effects per judge" in page
+    missing = run_cli("calibrate", "--from-db", "--rubric", "kinayat-explanation", "--out",
+                      str(calibrated), "--probe-run", "nope", env=env)  # fmt: skip
+    assert missing.returncode == 2 and "--probe-run: no stored probe run 'nope'" in missing.stderr
+
+
+def items(n: int) -> list[dict]:
+    return [json.loads(line) for line in SAMPLE.read_text().splitlines()[:n]]
+
+
+def service(migrated_db, llm_server, tmp_path) -> TestClient:
+    config = planted_config(llm_server, tmp_path, ("clean", "obeys"))
+    settings = Settings(database_url=migrated_db, judges_config=config, auth="off")
+    return TestClient(create_app(settings))
+
+
+def test_post_probes_runs_stores_and_lists(migrated_db, llm_server, tmp_path):
+    client = service(migrated_db, llm_server, tmp_path)
+    body = {"rubric": "kinayat-explanation", "probes": ["injection_ar", "digits"], "items": items(8)}
+    created = client.post("/probes", json=body)
+    assert created.status_code == 201, created.text
+    run = created.json()
+    assert run["moved"] == ["obeys/injection_ar"]
+    assert run["calls"]["made"] == llm_server.calls() == 2 * (8 + 8)
+    assert cells(run)[("clean", "digits")]["skipped"] == {"no digits": 8}
+    assert client.get(f"/probes/{run['id']}", headers={"accept": "text/html"}).text.count(
+        "<img alt=\"probe effects per judge\""
+    ) == 1
+    page = client.get("/probes", params={"limit": 1}).json()
+    assert page["items"][0]["moved"] == ["obeys/injection_ar"] and page["next_cursor"] is None
+    # from the database: the stored originals, never the probe copies
+    from_db = client.post("/probes", json={"rubric": "kinayat-explanation", "probes": ["injection_ar"]})
+    assert from_db.status_code == 201, from_db.text
+    assert from_db.json()["n_items"] == 8 and from_db.json()["calls"]["already_stored"] == 32
+
+
+def test_post_probes_refuses_bad_input_in_the_one_error_shape(migrated_db, llm_server, tmp_path):
+    client = service(migrated_db, llm_server, tmp_path)
+    base = {"rubric": "kinayat-explanation", "items": items(2)}
+    cases = [
+        ({**base, "probes": ["loudness"]}, ["body", "probes"]),
+        ({**base, "judges": ["nobody"]}, ["body", "judges"]),
+        ({**base, "rubric": "no-such-rubric"}, ["body", "rubric"]),
+        ({**base, "max_calls": 1}, ["body", "max_calls"]),
+        ({**base, "items": []}, ["body", "items"]),
+        ({**base, "q": 1.5}, ["body", "q"]),
+        ({**base, "surprise": 1}, ["body", "surprise"]),
+    ]
+    for body, loc in cases:
+        response = client.post("/probes", json=body)
+        assert response.status_code == 422, (body, response.text)
+        [error] = response.json()["detail"]
+        assert error["loc"] == loc and set(error) == {"loc", "msg", "type"}, error
+    nan = client.post(
+        "/probes", content=json.dumps({**base, "alpha": float("nan")}), headers={"content-type": "application/json"}
+    )
+    assert nan.status_code == 422 and nan.json()["detail"][0]["loc"] == ["body", "alpha"]
+    assert client.get("/probes/nope").status_code == 404
+    assert llm_server.calls() == 0
+
+
+def test_migration_0006_adds_and_removes_the_probe_runs_table(db_url):
+    from sqlalchemy import inspect
+
+    from service.db.engine import current_revision, downgrade, upgrade
+
+    upgrade(db_url)
+    assert "probe_runs" in inspect(make_engine(db_url)).get_table_names()
+    downgrade(db_url, "0005")
+    engine = make_engine(db_url)
+    assert current_revision(engine) == "0005"
+    assert "probe_runs" not in inspect(engine).get_table_names()
+    upgrade(db_url)
+    assert "probe_runs" in inspect(make_engine(db_url)).get_table_names()
+
+
+def test_cli_refuses_bad_options_in_one_line(migrated_db, llm_server, tmp_path):
+    env = {"QADI_DATABASE_URL": migrated_db, "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path))}
+    for args, message in (
+        (("--probes", "loudness"), "probes: unknown ['loudness']"),
+        (("--judges", "nobody"), "judges: unknown judge 'nobody'"),
+        (("--q", "2"), "--q: Input should be less than 1"),
+    ):
+        result = probe(env, *args)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert llm_server.calls() == 0
+    listed = run_cli("probe", "--list")
+    assert listed.returncode == 0 and "diacritics_strip" in listed.stdout

@@ -1,0 +1,189 @@
+"""Probe statistics with known truth: the exact sign-flip test holds its level at small n with
+discrete, tied ratings (and with clusters); BH keeps the false discovery rate across judges
+× probes; planted effects are found; and, end to end on the bundled sample with the real
+perturbations and the test double's planted rules, an unbiased but noisy judge is flagged
+no more often than the FDR level over repeated seeds."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from calibration.probes import CellInput, ProbeStatsOptions, probe_effects, sign_flip_p
+from judges import AnswerRecord
+from judges.probes import PROBES, ProbeContext
+from service.answers import read_answers
+from tests.conftest import ROOT
+from tests.llm_test_server import planted_rating
+from tests.stats.conftest import Reps, check_rate
+
+OPTIONS = ProbeStatsOptions(permutations=2000)
+
+
+def exchangeable_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two grades per item drawn alike: an item quality 1-5 and ±1 judge noise, so most
+    changes are 0 or ±1 (ties, discrete), as a 1-5 judge's are."""
+    quality = rng.integers(1, 6, n)
+    noise = rng.choice([-1, 0, 0, 0, 1], size=(2, n))
+    return np.clip(quality + noise[0], 1, 5), np.clip(quality + noise[1], 1, 5)
+
+
+@pytest.mark.parametrize("n", [6, 12, 30])
+def test_the_sign_flip_test_holds_its_level_at_small_n(n):
+    reps = Reps(fast=1000, long=20000).n
+    rng = np.random.default_rng(n)
+    rejections = 0
+    for _ in range(reps):
+        baseline, treated = exchangeable_pairs(rng, n)
+        p, _ = sign_flip_p((treated - baseline).astype(float), 2000, rng)
+        rejections += p <= 0.05
+    check_rate("probe sign-flip test: size", rejections, reps, 0.05, "at_most", f"n={n}")
+
+
+def test_the_clustered_test_holds_its_level_with_few_clusters():
+    """Six clusters of four items sharing a cluster effect on both grades: flipping whole
+    clusters keeps the level where flipping items would not."""
+    reps = Reps(fast=500, long=10000).n
+    rng = np.random.default_rng(11)
+    options = ProbeStatsOptions(permutations=2000, cluster="prompt")
+    rejections = 0
+    for _ in range(reps):
+        cell = CellInput("j", "p")
+        for g in range(6):
+            shared = rng.choice([-1, 0, 1])  # a perturbation effect that varies by prompt
+            for _ in range(4):
+                cell.add(3, 3 + shared + rng.choice([0, 0, 1, -1]), {"prompt": str(g)})
+        [block] = probe_effects([cell], (1, 5), options.model_copy(update={"seed": int(rng.integers(1 << 30))}))
+        rejections += block["p"] <= 0.05
+    check_rate("probe clustered sign-flip test: size", rejections, reps, 0.05, "at_most", "G=6")
+
+
+def _random_discovery_is_false(blocks, truth, rng) -> tuple[bool, bool]:
+    """(any discovery, one discovery drawn at random is a true null): the mean of the second
+    over repetitions is the false discovery rate E[V/R; R>0]."""
+    moved = [b for b in blocks if b["moved"]]
+    if not moved:
+        return False, False
+    pick = moved[int(rng.integers(len(moved)))]
+    return True, not truth[(pick["judge"], pick["probe"])]
+
+
+def test_bh_keeps_the_false_discovery_rate_across_judges_and_probes():
+    """4 judges × 6 probes at n = 30; 6 cells carry a +1 effect on 60% of items, the rest are
+    exchangeable nulls."""
+    reps = Reps(fast=100, long=3000).n
+    rng = np.random.default_rng(5)
+    q = 0.1
+    options = ProbeStatsOptions(permutations=2000, q=q)
+    truth = {(f"j{j}", f"p{p}"): (j + p) % 4 == 0 for j in range(4) for p in range(6)}
+    false, found = 0, 0
+    for rep in range(reps):
+        cells = []
+        for (judge, probe), effect in truth.items():
+            baseline, treated = exchangeable_pairs(rng, 30)
+            if effect:
+                treated = treated + (rng.random(30) < 0.6)
+            cell = CellInput(judge, probe)
+            for b, t in zip(baseline, treated, strict=True):
+                cell.add(b, t, {})
+            cells.append(cell)
+        blocks = probe_effects(cells, (1, 5), options.model_copy(update={"seed": rep}))
+        _, is_false = _random_discovery_is_false(blocks, truth, rng)
+        false += is_false
+        found += sum(b["moved"] for b in blocks if truth[(b["judge"], b["probe"])])
+    check_rate("probe BH: false discovery rate", false, reps, q, "at_most", "4 judges x 6 probes, n=30")
+    check_rate("probe BH: power, +1 on 60% of items", found, reps * 6, 0.8, "at_least", "n=30")
+
+
+def test_the_t_interval_covers_the_mean_change_when_changes_are_common():
+    """The interval's stated regime: n = 40, the judge moved by +1 on 40% of items beside
+    ±1 noise (dense changes). Sparse, rare changes are flagged `few_changes` instead."""
+    reps = Reps(fast=600, long=15000).n
+    rng = np.random.default_rng(3)
+    truth = 0.4  # the noise is symmetric; the effect adds +1 to 40% of items
+    covered = 0
+    for rep in range(reps):
+        quality = rng.integers(2, 5, 40)
+        baseline = quality + rng.choice([-1, 0, 0, 1], 40)
+        treated = quality + rng.choice([-1, 0, 0, 1], 40) + (rng.random(40) < 0.4)
+        cell = CellInput("j", "p")
+        for b, t in zip(baseline, treated, strict=True):
+            cell.add(b, t, {})
+        [block] = probe_effects([cell], (0, 6), OPTIONS.model_copy(update={"seed": rep}))
+        covered += block["ci"][0] <= truth <= block["ci"][1]
+    check_rate("probe t interval: coverage (nominal 0.95)", covered, reps, 0.95, "at_least", "n=40, dense")
+
+
+# --- end to end without transport: the real perturbations, the test double's planted rules ---
+
+
+def _sample() -> list[AnswerRecord]:
+    return read_answers(ROOT / "service" / "sample" / "probe_items.jsonl")
+
+
+LENGTHENING = ("verbosity", "authority", "sentiment")  # add words: the verbose judge is moved
+SAME_LENGTH = ("arabizi", "mixed_script")  # word for word: the verbose judge cannot move
+PLANTED = {
+    "noisy": (*LENGTHENING, *SAME_LENGTH, "position"),
+    "verbose": (*LENGTHENING, *SAME_LENGTH),
+}
+
+
+def _cells(answers, seed: int) -> list[CellInput]:
+    """The planted `noisy` judge (unbiased, moved at random by any rewrite) and `verbose`
+    judge (+1 for long answers) graded on the real perturbations of the sample."""
+    cells = []
+    for behaviour, probes in PLANTED.items():
+        for name in probes:
+            probe, cell = PROBES[name], CellInput(behaviour, name)
+            for answer in answers:
+                pair = probe.perturb(answer, ProbeContext(seed=seed, paired_prompt=True))
+                if not hasattr(pair, "treated"):
+                    continue
+                base = pair.baseline or answer
+                cell.add(
+                    planted_rating(behaviour, base.reference or "", base.response),
+                    planted_rating(behaviour, pair.treated.reference or "", pair.treated.response),
+                    {},
+                )
+            cells.append(cell)
+    return cells
+
+
+def test_an_unbiased_noisy_judge_is_not_flagged_beyond_the_fdr_level_over_seeds():
+    """Over seeds of the perturbations, on the bundled sample (24 items): every cell of the
+    noisy judge and the verbose judge's same-length cells are true nulls; a discovery drawn
+    at random from a run is false at most at the FDR level q, and the verbose judge's
+    planted length effects are found."""
+    reps = Reps(fast=20, long=600).n
+    answers = _sample()
+    rng = np.random.default_rng(0)
+    q = 0.05
+    truth = {(j, p): j == "verbose" and p in LENGTHENING for j, ps in PLANTED.items() for p in ps}
+    false, noisy_flagged, found = 0, 0, 0
+    for seed in range(reps):
+        options = OPTIONS.model_copy(update={"q": q, "seed": seed})
+        blocks = probe_effects(_cells(answers, seed), (1, 5), options)
+        false += _random_discovery_is_false(blocks, truth, rng)[1]
+        noisy_flagged += any(b["moved"] for b in blocks if b["judge"] == "noisy")
+        found += sum(b["moved"] for b in blocks if truth[(b["judge"], b["probe"])])
+    setting = "bundled sample, noisy + verbose planted judges, 11 cells"
+    check_rate("probe run: false discovery rate over seeds", false, reps, q, "at_most", setting)
+    check_rate(
+        # BH bounds the FDR, not this: a union bound over the 6 noisy cells at BH's threshold
+        # beside the 3 planted discoveries gives 6 · (3 + 1)/11 · q ≈ 2.2q; checked at 3q
+        "probe run: noisy judge flagged at all",
+        noisy_flagged,
+        reps,
+        3 * q,
+        "at_most",
+        setting,
+    )
+    check_rate("probe run: planted length effects found", found, 3 * reps, 0.9, "at_least", setting)
+
+
+def test_the_sample_file_is_valid_json_lines():
+    lines = (ROOT / "service" / "sample" / "probe_items.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 24 and all(json.loads(line)["reference"] for line in lines)

@@ -1,0 +1,141 @@
+"""Selective judging with known truth: the guarantee holds at its δ, and a cascade covers more.
+
+Each scenario knows, for every item, each judge's confidence and its *probability* of agreeing
+with the humans. A repetition draws a calibration set (agreement realised by coin flips),
+calibrates a threshold, and measures the true disagreement of the trusted verdicts on a
+large fixed population by those known probabilities (no coin-flip noise in the truth). The
+guarantee fails in a repetition when that true disagreement exceeds α; it may fail in at most
+δ of repetitions (Jung et al. 2025, Theorem 1).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from calibration.selective import calibrate_threshold, deciding_stage
+from tests.stats.conftest import Reps, check_rate, record
+
+ALPHA, DELTA = 0.1, 0.1
+POPULATION = 50_000
+
+Scenario = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
+
+
+def calibrated_judge(rng, n):
+    """Confidence ~ Beta(5, 2); P(agree | c) = 0.4 + 0.6 c: honest but imperfect."""
+    c = rng.beta(5, 2, n)
+    return c[:, None], (0.4 + 0.6 * c)[:, None]
+
+
+def hopeless_judge(rng, n):
+    """Agrees 70% of the time whatever it says its confidence is: no threshold is valid at
+    α = 0.1 (the reference code would trust its strictest candidate here)."""
+    c = rng.beta(5, 2, n)
+    return c[:, None], np.full((n, 1), 0.7)
+
+
+def bumpy_judge(rng, n):
+    """Non-monotone: overconfident in [0.7, 0.85) (disagrees 35%), fine elsewhere."""
+    c = rng.uniform(0.3, 1.0, n)
+    p = np.where((c >= 0.7) & (c < 0.85), 0.65, 0.97)
+    return c[:, None], p[:, None]
+
+
+def cheap_and_strong(rng, n):
+    """75% easy items the cheap judge is sure of and right on; hard ones it is unsure of.
+    The strong judge is decent everywhere, with an informative confidence."""
+    easy = rng.uniform(size=n) < 0.75
+    cheap_c = np.where(easy, rng.beta(12, 1, n), rng.beta(2, 5, n))
+    cheap_p = np.where(easy, 0.97, 0.55)
+    strong_c = rng.beta(4, 2, n)
+    strong_p = 0.7 + 0.3 * strong_c
+    return np.c_[cheap_c, strong_c], np.c_[cheap_p, strong_p]
+
+
+@dataclass
+class Truth:
+    """A large population drawn once: true disagreement and coverage of any threshold."""
+
+    confidence: np.ndarray
+    p_agree: np.ndarray
+
+    def at(self, threshold: float | None, stages: list[int]) -> tuple[float, float]:
+        if threshold is None:
+            return 0.0, 0.0
+        stage = deciding_stage(self.confidence[:, stages], threshold)
+        decided = stage >= 0
+        p = self.p_agree[:, stages][decided, stage[decided]]
+        return float(1 - p.mean()) if p.size else 0.0, float(decided.mean())
+
+    def oracle(self, stages: list[int]) -> float:
+        """Coverage of the most lenient threshold whose true disagreement is ≤ α: what a
+        calibration set of infinite size would trust."""
+        best = 0.0
+        for t in np.arange(1.0, -0.001, -0.01):
+            risk, covered = self.at(float(t), stages)
+            if risk > ALPHA:
+                break
+            best = covered
+        return best
+
+
+@functools.cache
+def population(scenario: Scenario, seed: int) -> Truth:
+    return Truth(*scenario(np.random.default_rng(seed), POPULATION))
+
+
+def run(scenario: Scenario, n: int, reps: int, stages: list[int], seed: int):
+    truth = population(scenario, seed)
+    rng = np.random.default_rng(seed + 1)
+    failures, coverage, abstained = 0, [], 0
+    for _ in range(reps):
+        confidence, p_agree = scenario(rng, n)
+        agree = (rng.uniform(size=p_agree.shape) < p_agree).astype(float)
+        result = calibrate_threshold(confidence[:, stages], agree[:, stages], ALPHA, DELTA)
+        risk, covered = truth.at(result.threshold, stages)
+        failures += risk > ALPHA
+        coverage.append(covered)
+        abstained += result.threshold is None
+    return failures, float(np.mean(coverage)), abstained, truth.oracle(stages)
+
+
+def test_the_guarantee_holds_for_an_honest_judge_and_coverage_grows_with_labels():
+    reps = Reps(fast=100, long=2000).n
+    coverage = {}
+    for n in (60, 300, 1000, 3000):
+        failures, coverage[n], _, oracle = run(calibrated_judge, n, reps, [0], seed=10)
+        setting = f"honest, n={n}"
+        check_rate("selective: guarantee fails", failures, reps, DELTA, "at_most", setting)
+        record("selective: coverage", coverage[n], f"{setting}, oracle {oracle:.3f}")
+    # the guarantee is not bought by trusting nothing: more labels certify more verdicts,
+    # approaching what an infinite calibration set would trust
+    assert coverage[60] <= coverage[300] < coverage[1000] < coverage[3000] <= oracle
+
+
+def test_a_judge_that_is_never_good_enough_abstains():
+    reps = Reps(fast=100, long=2000).n
+    failures, _, abstained, _ = run(hopeless_judge, 500, reps, [0], seed=21)
+    check_rate("selective: guarantee fails", failures, reps, DELTA, "at_most", "hopeless, n=500")
+    assert abstained / reps >= 1 - DELTA - 0.05
+
+
+def test_the_guarantee_holds_when_confidence_is_not_monotone():
+    reps = Reps(fast=100, long=2000).n
+    failures, coverage, _, oracle = run(bumpy_judge, 500, reps, [0], seed=31)
+    check_rate("selective: guarantee fails", failures, reps, DELTA, "at_most", "non-monotone")
+    record("selective: coverage", coverage, f"non-monotone, n=500, oracle {oracle:.3f}")
+
+
+def test_the_cascade_keeps_the_guarantee_and_covers_more_than_either_judge():
+    reps = Reps(fast=100, long=1000).n
+    n = 800
+    failures, cascade, _, _ = run(cheap_and_strong, n, reps, [0, 1], seed=41)
+    check_rate("selective: guarantee fails", failures, reps, DELTA, "at_most", "cascade, n=800")
+    _, cheap, _, _ = run(cheap_and_strong, n, reps, [0], seed=41)
+    _, strong, _, _ = run(cheap_and_strong, n, reps, [1], seed=41)
+    record("selective: cascade coverage", cascade, f"cheap alone {cheap:.3f}, strong {strong:.3f}")
+    assert cascade > max(cheap, strong) + 0.05, (cascade, cheap, strong)
