@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from judges.logprobs import Token, read_probabilities, tokens_of
 from judges.models import CallStatus, GradeRequest, JudgeResult
 from judges.templates import PromptTemplate
 from judges.verdicts import ParseFailure, parse_reply
@@ -31,6 +32,7 @@ class Completion:
     raw: str
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    tokens: list[Token] | None = None  # token logprobs, when the judge sent them
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -53,14 +55,14 @@ def read_completion(payload: Any, allow_truncated: bool = False) -> Completion:
     """Find the judge's answer in a chat-completion payload, strictly (a reply cut off at
     max_tokens is refused unless `allow_truncated`)."""
     usage = _get(payload, "usage")
-    tokens = {
+    counts = {
         "prompt_tokens": _get(usage, "prompt_tokens"),
         "completion_tokens": _get(usage, "completion_tokens"),
     }
     choices = _get(payload, "choices")
     if not choices:
         return Completion(
-            None, "backend_error", "provider payload has no choices", _dump(payload), **tokens
+            None, "backend_error", "provider payload has no choices", _dump(payload), **counts
         )
     choice = choices[0]
     message = _get(choice, "message") or {}
@@ -70,20 +72,20 @@ def read_completion(payload: Any, allow_truncated: bool = False) -> Completion:
     tool_calls = _get(message, "tool_calls")
     finish = _get(choice, "finish_reason")
     if refusal:
-        return Completion(None, "parse_error", "the judge refused to grade", str(refusal), **tokens)
+        return Completion(None, "parse_error", "the judge refused to grade", str(refusal), **counts)
     if tool_calls:
         arguments = [_get(_get(call, "function"), "arguments") for call in tool_calls]
         raw = "\n".join(str(a) for a in arguments if a is not None) or _dump(payload)
         return Completion(
-            None, "parse_error", "the judge answered with a tool call, not a verdict", raw, **tokens
+            None, "parse_error", "the judge answered with a tool call, not a verdict", raw, **counts
         )
     if not isinstance(content, str) or not content.strip():
-        return Completion(None, "parse_error", "the reply has no text", _dump(payload), **tokens)
+        return Completion(None, "parse_error", "the reply has no text", _dump(payload), **counts)
     if finish == "length" and not allow_truncated:
         return Completion(
-            None, "parse_error", "the reply was cut off (finish_reason=length)", content, **tokens
+            None, "parse_error", "the reply was cut off (finish_reason=length)", content, **counts
         )
-    return Completion(content, "ok", None, content, **tokens)
+    return Completion(content, "ok", None, content, **counts, tokens=tokens_of(payload))
 
 
 def judge_result(
@@ -114,4 +116,10 @@ def judge_result(
     verdict_fields["criteria"] = [
         c.model_copy(update={"evidence": redact(c.evidence)}) for c in verdict.criteria
     ]
+    probabilities = read_probabilities(
+        completion.tokens, completion.text, request.rubric, template.output, verdict
+    )
+    if probabilities is not None:
+        verdict_fields["probabilities"] = probabilities
+        verdict_fields["expected_score"] = probabilities.expected
     return base.model_copy(update={**update, "status": "ok", **verdict_fields})

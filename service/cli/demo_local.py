@@ -1,0 +1,107 @@
+"""`qadi demo --local-judge`: the bundled sample graded by a real model on this machine.
+
+The local judge (service/local_judge.py: vLLM serving SmolLM2-135M-Instruct) is started,
+every sample answer is graded through the one grading core (the same calls, cache and
+storage as `qadi regrade`), with token probabilities, and the real grades are calibrated
+against the sample's SME grades: a newcomer sees a model's grades, its expected scores, the
+calibration table and the trust map without any API key. SmolLM2-135M is a tiny model and a
+weak judge; the point is the pipeline, and the report says how weak.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import yaml
+from rich.table import Table
+
+from service.cli.app import console, fail, out
+
+
+def local_judge_demo(database_url: str, data_dir: Path, requests: list) -> Path:
+    """Start the local judge, grade `requests` (the sample's) with it, calibrate, print;
+    the judges file written for it (so `qadi serve` grades with it too)."""
+    from service import local_judge
+
+    console.print(
+        "[bold]local judge[/] starting vLLM with SmolLM2-135M-Instruct (the first "
+        "start installs it: several minutes)"
+    )
+    try:
+        url = local_judge.start()
+    except local_judge.LocalJudgeError as exc:
+        fail(str(exc))
+    config_path = data_dir / "local-judge.yaml"
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(yaml.safe_dump(local_judge.judges_config(url)), encoding="utf-8")
+    console.print(f"[bold]local judge[/] {url}  (judges file {config_path})")
+    stats = _grade(database_url, config_path, requests)
+    _calibrate(database_url)
+    console.print(
+        f"[bold]graded[/] {stats.calls['ok']} ok, {stats.calls['parse_error']} parse errors, "
+        f"{stats.reused} already stored; every call is kept in the database"
+    )
+    return config_path
+
+
+def _grade(database_url: str, config_path: Path, requests: list):
+    from judges import BatchGrader, BatchOptions, BatchStats, Grader, load_config
+    from service.db.engine import open_database
+    from service.stores.judgments import SqlJudgmentStore
+
+    grader = Grader(load_config(config_path))
+    store = SqlJudgmentStore(open_database(database_url))
+    batcher = BatchGrader(grader, store, BatchOptions(concurrency=4, record_reused=False))
+    graded = []
+    stats = asyncio.run(batcher.run(requests, graded.append, BatchStats()))
+    table = Table(
+        "item",
+        "judge",
+        "status",
+        "score",
+        "expected",
+        "criteria P(met)",
+        title="the local judge's grades",
+    )
+    for item in graded:
+        for result in item.result.results if item.result else []:
+            probabilities = result.probabilities
+            marks = ", ".join(
+                f"{cid} {d.probs['true'] / d.mass:.2f}"
+                for cid, d in (probabilities.criteria if probabilities else {}).items()
+            )
+            table.add_row(
+                item.request.metadata.get("item_id", ""),
+                result.judge,
+                result.status,
+                "–" if result.score is None else f"{result.score:.1f}",
+                "–" if result.expected_score is None else f"{result.expected_score:.1f}",
+                marks or (result.error or "")[:60],
+            )
+    out.print(table)
+    return stats
+
+
+def _calibrate(database_url: str) -> None:
+    """The sample's rubrics are 0-100: one report over them, stored like `qadi calibrate
+    --from-db --scale 0-100 --score both`, summarised with the trust map."""
+    from calibration.calibrate import CalibrationOptions
+    from service.calibration_store import (
+        Selection,
+        build_report,
+        rows_from_db,
+        store_report,
+    )
+    from service.cli.calibrate import print_summary
+    from service.db.engine import open_database, session_scope
+
+    with session_scope(open_database(database_url)) as session:
+        rows, inputs = rows_from_db(session, Selection(scale=(0.0, 100.0), score="both"))
+        options = CalibrationOptions(
+            scale_min=0.0, scale_max=100.0, by=["dialect"], bootstrap=500, seed=0
+        )
+        rendered = build_report(rows, options, inputs)
+        stored = store_report(session, "adhoc", "", rendered)
+    console.print(f"[bold]calibration[/] stored report {stored.id} (GET /calibration/reports)")
+    print_summary(rendered[0])
