@@ -128,9 +128,15 @@ serve() {
   state "starting the server"
   local started=$SECONDS
   say "starting vLLM on 127.0.0.1:$PORT (log: $RUN_DIR/server.log)"
+  # Threads: vLLM's CPU default pins one OpenMP thread per core left after a core reserved
+  # for its scheduler; on a small machine shared with the test suite (CI: 2 cores) a pinned
+  # thread waits whenever its core is busy, so the threads are left to the OS scheduler
+  # (nobind) and number the cores less one.
+  local threads=$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))
   # its own process group (setsid), so `stop` ends the API server and its engine process
   VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}" VLLM_NO_USAGE_STATS=1 \
-    DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 \
+    VLLM_CPU_OMP_THREADS_BIND="${VLLM_CPU_OMP_THREADS_BIND:-nobind}" \
+    OMP_NUM_THREADS="${OMP_NUM_THREADS:-$threads}" DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 \
     setsid "$ENV_DIR/bin/python" -m vllm.entrypoints.openai.api_server \
     --model "$MODEL_DIR" --served-model-name smollm2 --host 127.0.0.1 --port "$PORT" \
     --dtype bfloat16 --enforce-eager --max-model-len 2048 \
@@ -157,6 +163,7 @@ start() {
   exec 9>"$HOME_DIR/lock"
   flock 9
   if ! (running && ready); then
+    state "starting"
     trap 'case "$(cat "$RUN_DIR/state" 2>/dev/null)" in failed*|ready) ;;
           *) state "failed: vllm.sh start stopped early; see its output" ;; esac' EXIT
     stop_server

@@ -17,6 +17,8 @@ PAIRS: dict[type[BaseModel], tuple[str, ...]] = {
     models.Aggregate: ("Aggregate",),
     models.RubricInfo: ("RubricInfo",),
     models.CriterionVerdict: ("CriterionVerdict",),
+    models.TokenProbabilities: ("TokenProbabilities",),
+    models.Distribution: ("Distribution",),
     models.SkippedJudge: ("SkippedJudge",),
     models.UnavailableJudge: ("UnavailableJudge",),
     models.BatchResponse: ("BatchResponse",),

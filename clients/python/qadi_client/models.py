@@ -62,6 +62,26 @@ class CriterionVerdict(_Response):
     evidence: str = ""
 
 
+class Distribution(_Response):
+    """One value of a verdict and the probabilities the judge gave its alternatives."""
+
+    probs: dict[str, float]  # allowed value -> probability as given (sum = mass <= 1)
+    mass: float
+    chosen: str
+    confidence: float  # probs[chosen] / mass
+
+
+class TokenProbabilities(_Response):
+    """A verdict's token probabilities, when the judge returned logprobs."""
+
+    method: str
+    top_logprobs: int
+    rating: Distribution | None = None
+    criteria: dict[str, Distribution] = Field(default_factory=dict)
+    expected: float | None = None
+    unavailable: str | None = None
+
+
 class JudgeResult(_Response):
     """One judge's outcome: a score, or a status saying why there is none."""
 
@@ -76,6 +96,8 @@ class JudgeResult(_Response):
     dimensions: dict[str, float] = Field(default_factory=dict)
     criteria: list[CriterionVerdict] = Field(default_factory=list)
     rationale: str | None = None
+    probabilities: TokenProbabilities | None = None
+    expected_score: float | None = None  # probability-weighted expected score
     raw_reply: str | None = None
     error: str | None = None
     latency_ms: float = 0.0
