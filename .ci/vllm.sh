@@ -10,6 +10,7 @@
 #                    (default ${XDG_CACHE_HOME:-~/.cache}/qadi-vllm)
 #   QADI_VLLM_PORT   port on 127.0.0.1 (default 8844)
 #   QADI_VLLM_DEVICE cpu | gpu (default: gpu when `nvidia-smi -L` lists one)
+#   QADI_VLLM_DTYPE  bfloat16 | float32 (default: bfloat16 where the hardware has it)
 #   QADI_VLLM_START_TIMEOUT  seconds to wait for readiness (default 900)
 #   VLLM_CPU_KVCACHE_SPACE   GiB of KV cache on the CPU (default 1)
 #
@@ -45,6 +46,16 @@ device() {
   if [ -n "${QADI_VLLM_DEVICE:-}" ]; then echo "$QADI_VLLM_DEVICE"
   elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then echo gpu
   else echo cpu; fi
+}
+
+# bfloat16 where the hardware computes it (a GPU, or a CPU with AVX512-BF16 or AMX); on other
+# CPUs PyTorch emulates bf16 matrix products, about 10x slower than float32 there (measured on
+# the AVX2-only CI machines: see the README), so they serve in float32 (QADI_VLLM_DTYPE overrides)
+dtype() {
+  if [ -n "${QADI_VLLM_DTYPE:-}" ]; then echo "$QADI_VLLM_DTYPE"
+  elif [ "$(device)" = gpu ] || grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo; then
+    echo bfloat16
+  else echo float32; fi
 }
 
 say() { echo "vllm.sh: $*" >&2; }
@@ -133,14 +144,15 @@ serve() {
   # thread waits whenever its core is busy, so the threads are left to the OS scheduler
   # (nobind) and number the cores less one.
   local threads=$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))
-  # its own process group (setsid), so `stop` ends the API server and its engine process
+  # its own process group (setsid), so `stop` ends the API server and its engine process;
+  # without the start lock (fd 9), which it would otherwise hold for as long as it runs
   VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}" VLLM_NO_USAGE_STATS=1 \
     VLLM_CPU_OMP_THREADS_BIND="${VLLM_CPU_OMP_THREADS_BIND:-nobind}" \
     OMP_NUM_THREADS="${OMP_NUM_THREADS:-$threads}" DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 \
     setsid "$ENV_DIR/bin/python" -m vllm.entrypoints.openai.api_server \
     --model "$MODEL_DIR" --served-model-name smollm2 --host 127.0.0.1 --port "$PORT" \
-    --dtype bfloat16 --enforce-eager --max-model-len 2048 \
-    >"$RUN_DIR/server.log" 2>&1 < /dev/null &
+    --dtype "$(dtype)" --enforce-eager --max-model-len 2048 \
+    >"$RUN_DIR/server.log" 2>&1 </dev/null 9>&- &
   echo $! > "$RUN_DIR/pid"
   local deadline=$((SECONDS + ${QADI_VLLM_START_TIMEOUT:-900}))
   until ready; do

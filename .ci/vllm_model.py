@@ -42,9 +42,8 @@ def prepare(source: Path, out: Path) -> None:
         gguf = gguf_from(source, Path(scratch))
         folder, name = str(gguf.parent), gguf.name
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-        model = AutoModelForCausalLM.from_pretrained(
-            folder, gguf_file=name, torch_dtype=torch.bfloat16
-        )
+        # float32: transformers dequantizes GGUF blocks fastest in it; saved as bf16 below
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
     out.mkdir(parents=True, exist_ok=True)
     tied = bool(getattr(model.config, "tie_word_embeddings", False))
     state = {

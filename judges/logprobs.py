@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from judges.payloads import field_of
 from rubrics import PenaltyWeightedRubric, RubricError, ScaleRubric, score
 
 DEFAULT_TOP_LOGPROBS = 10  # alternatives per token: the 5 ratings and room for the rest
@@ -75,33 +76,26 @@ def request_params(top_logprobs: int | None) -> dict[str, Any]:
     return {"logprobs": True, "top_logprobs": top_logprobs}
 
 
-def _get(obj: Any, name: str) -> Any:
-    if obj is None:
-        return None
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
 Token = tuple[str, float, list[tuple[str, float]]]
 
 
 def tokens_of(payload: Any) -> list[Token] | None:
     """(token, logprob, [(alternative, logprob), ...]) for each generated token, from a
     LiteLLM response or a batch-file dict; None when the reply carries no logprobs."""
-    choices = _get(payload, "choices")
+    choices = field_of(payload, "choices")
     if not choices:
         return None
-    content = _get(_get(choices[0], "logprobs"), "content")
+    content = field_of(field_of(choices[0], "logprobs"), "content")
     if not content:
         return None
     out: list[Token] = []
     for entry in content:
-        token, logprob = _get(entry, "token"), _get(entry, "logprob")
+        token, logprob = field_of(entry, "token"), field_of(entry, "logprob")
         if not isinstance(token, str) or not isinstance(logprob, int | float):
             return None
         top = [
-            (_get(alt, "token"), _get(alt, "logprob")) for alt in _get(entry, "top_logprobs") or []
+            (field_of(alt, "token"), field_of(alt, "logprob"))
+            for alt in field_of(entry, "top_logprobs") or []
         ]
         out.append((token, float(logprob), [(t, float(p)) for t, p in top if isinstance(t, str)]))
     return out

@@ -18,6 +18,7 @@ from typing import Any
 
 from judges.logprobs import Token, read_probabilities, tokens_of
 from judges.models import CallStatus, GradeRequest, JudgeResult
+from judges.payloads import field_of
 from judges.templates import PromptTemplate
 from judges.verdicts import ParseFailure, parse_reply
 
@@ -35,15 +36,6 @@ class Completion:
     tokens: list[Token] | None = None  # token logprobs, when the judge sent them
 
 
-def _get(obj: Any, name: str) -> Any:
-    """Attribute or key access: LiteLLM objects and batch-file dicts alike."""
-    if obj is None:
-        return None
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
 def _dump(payload: Any) -> str:
     if isinstance(payload, Mapping):
         return json.dumps(payload, ensure_ascii=False, default=str, separators=(",", ":"))
@@ -54,27 +46,29 @@ def _dump(payload: Any) -> str:
 def read_completion(payload: Any, allow_truncated: bool = False) -> Completion:
     """Find the judge's answer in a chat-completion payload, strictly (a reply cut off at
     max_tokens is refused unless `allow_truncated`)."""
-    usage = _get(payload, "usage")
+    usage = field_of(payload, "usage")
     counts = {
-        "prompt_tokens": _get(usage, "prompt_tokens"),
-        "completion_tokens": _get(usage, "completion_tokens"),
+        "prompt_tokens": field_of(usage, "prompt_tokens"),
+        "completion_tokens": field_of(usage, "completion_tokens"),
     }
-    choices = _get(payload, "choices")
+    choices = field_of(payload, "choices")
     if not choices:
         return Completion(
             None, "backend_error", "provider payload has no choices", _dump(payload), **counts
         )
     choice = choices[0]
-    message = _get(choice, "message") or {}
-    content = _get(message, "content")
+    message = field_of(choice, "message") or {}
+    content = field_of(message, "content")
     # LiteLLM moves OpenAI's `refusal` into provider_specific_fields; batch files keep it
-    refusal = _get(message, "refusal") or _get(_get(message, "provider_specific_fields"), "refusal")
-    tool_calls = _get(message, "tool_calls")
-    finish = _get(choice, "finish_reason")
+    refusal = field_of(message, "refusal") or field_of(
+        field_of(message, "provider_specific_fields"), "refusal"
+    )
+    tool_calls = field_of(message, "tool_calls")
+    finish = field_of(choice, "finish_reason")
     if refusal:
         return Completion(None, "parse_error", "the judge refused to grade", str(refusal), **counts)
     if tool_calls:
-        arguments = [_get(_get(call, "function"), "arguments") for call in tool_calls]
+        arguments = [field_of(field_of(call, "function"), "arguments") for call in tool_calls]
         raw = "\n".join(str(a) for a in arguments if a is not None) or _dump(payload)
         return Completion(
             None, "parse_error", "the judge answered with a tool call, not a verdict", raw, **counts

@@ -140,3 +140,20 @@ def test_a_scale_whose_values_share_prefixes_has_no_distribution():
     body = rating_payload("1", {"1": 0.6, "10": 0.4})
     found = read(RATING, ten, body)
     assert found.rating is None and found.expected is None
+
+
+def test_the_judge_config_names_a_bad_mode_or_logprobs_count():
+    from judges import JudgeConfigError, parse_config
+
+    def entry(**fields):
+        return {
+            "model_list": [{"model_name": "j", "litellm_params": {"model": "openai/x"}, **fields}]
+        }
+
+    with pytest.raises(JudgeConfigError, match="structured_output"):
+        parse_config(entry(structured_output="xml"))
+    with pytest.raises(JudgeConfigError, match="logprobs: 50 alternatives; give 1-20"):
+        parse_config(entry(logprobs=50))
+    config = parse_config(entry(logprobs=3, structured_output="none"))
+    assert (config.judge("j").top_logprobs, config.judge("j").output_mode) == (3, "none")
+    assert parse_config(entry(logprobs=False)).judge("j").top_logprobs is None
