@@ -22,38 +22,33 @@ from service.stores.rubrics import save_rubric
 SAMPLE = Path(__file__).resolve().parent.parent / "sample"
 
 
-def sample_requests() -> list[GradeRequest]:
-    """The sample answers, each with the library rubric it is graded against."""
+def load_sample(url: str) -> dict[str, int]:
+    """Store the library rubrics, the sample answers and the sample grades (idempotent)."""
+    sessions = open_database(url)
     answers = [
         json.loads(line)
         for line in (SAMPLE / "answers.jsonl").read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
-    return [
-        GradeRequest.from_answer(
-            library_rubric(answer["rubric_id"]),
-            AnswerRecord(
-                item_id=answer["item_id"],
-                prompt=answer["prompt"],
-                response=answer["response"],
-                candidate_model=answer["candidate_model"],
-                metadata={k: answer[k] for k in ("dialect", "category")},
-            ),
-        )
-        for answer in answers
-    ]
-
-
-def load_sample(url: str) -> dict[str, int]:
-    """Store the library rubrics, the sample answers and the sample grades (idempotent)."""
-    sessions = open_database(url)
-    requests = sample_requests()
     with session_scope(sessions) as session:
         for rubric in library_rubrics():
             save_rubric(session, rubric)
+        requests = [
+            GradeRequest.from_answer(
+                library_rubric(answer["rubric_id"]),
+                AnswerRecord(
+                    item_id=answer["item_id"],
+                    prompt=answer["prompt"],
+                    response=answer["response"],
+                    candidate_model=answer["candidate_model"],
+                    metadata={k: answer[k] for k in ("dialect", "category")},
+                ),
+            )
+            for answer in answers
+        ]
         ensure_responses(session, requests)
         counts = upsert_grades(session, read_grades(SAMPLE / "grades.csv"))
-    return {"answers": len(requests), **counts}
+    return {"answers": len(answers), **counts}
 
 
 @app.command()
@@ -64,7 +59,7 @@ def demo(
         False,
         "--local-judge",
         help="start a real judge on this machine (vLLM + SmolLM2-135M, no API key; the first "
-        "start installs it) and grade and calibrate the sample with it",
+        "start installs it) and grade and calibrate the sample's explanation set with it",
     ),
 ) -> None:
     """Migrate the local database, load the bundled sample, and serve on 127.0.0.1."""
@@ -80,7 +75,7 @@ def demo(
     if local_judge:
         from service.cli.demo_local import local_judge_demo
 
-        judges_config = local_judge_demo(url, get_settings().data_dir, sample_requests())
+        judges_config = local_judge_demo(url, get_settings().data_dir)
     else:
         console.print(
             "[bold]judges[/]  none configured: copy examples/judges.yaml, put provider keys in "

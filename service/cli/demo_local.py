@@ -1,11 +1,18 @@
 """`qadi demo --local-judge`: the bundled sample graded by a real model on this machine.
 
-The local judge (service/local_judge.py: vLLM serving SmolLM2-135M-Instruct) is started,
-every sample answer is graded through the one grading core (the same calls, cache and
-storage as `qadi regrade`), with token probabilities, and the real grades are calibrated
-against the sample's SME grades: a newcomer sees a model's grades, its expected scores, the
-calibration table and the trust map without any API key. SmolLM2-135M is a tiny model and a
-weak judge; the point is the pipeline, and the report says how weak.
+The local judge (service/local_judge.py: vLLM serving SmolLM2-135M-Instruct) is started, the
+sample's explanation set (service/sample/explanations.jsonl: 24 idiom explanations, 1-5, with
+two stand-in SME ratings each) is stored and graded through the one grading core (the same
+calls, cache and storage as `qadi regrade`), with token probabilities, and the real grades are
+calibrated against the SME ratings, the discrete and the expected score side by side: a
+newcomer sees a model's grades, its confidences, the calibration table and the trust map
+without any API key. SmolLM2-135M is a tiny model and a weak judge; the point is the
+pipeline, and the report says how weak.
+
+The explanation set, not the rubric answers of the sample: a rubric judge writes one JSON
+verdict with evidence per criterion, and SmolLM2-135M loops inside the evidence strings
+("1.1.1.1...") until max_tokens, so every such reply would be a parse error (measured: 512
+tokens, finish_reason length, also with a frequency penalty). A 1-5 rating is ten tokens.
 """
 
 from __future__ import annotations
@@ -18,9 +25,11 @@ from rich.table import Table
 
 from service.cli.app import console, fail, out
 
+RUBRIC = "kinayat-explanation"
 
-def local_judge_demo(database_url: str, data_dir: Path, requests: list) -> Path:
-    """Start the local judge, grade `requests` (the sample's) with it, calibrate, print;
+
+def local_judge_demo(database_url: str, data_dir: Path) -> Path:
+    """Start the local judge, store and grade the explanation set with it, calibrate, print;
     the judges file written for it (so `qadi serve` grades with it too)."""
     from service import local_judge
 
@@ -36,13 +45,33 @@ def local_judge_demo(database_url: str, data_dir: Path, requests: list) -> Path:
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(yaml.safe_dump(local_judge.judges_config(url)), encoding="utf-8")
     console.print(f"[bold]local judge[/] {url}  (judges file {config_path})")
-    stats = _grade(database_url, config_path, requests)
+    stats = _grade(database_url, config_path, load_explanations(database_url))
     _calibrate(database_url)
     console.print(
         f"[bold]graded[/] {stats.calls['ok']} ok, {stats.calls['parse_error']} parse errors, "
         f"{stats.reused} already stored; every call is kept in the database"
     )
     return config_path
+
+
+def load_explanations(database_url: str) -> list:
+    """Store the explanation set and its SME ratings (idempotent); its grade requests."""
+    from calibration.interchange import read_grades
+    from judges import GradeRequest
+    from rubrics import library_rubric
+    from service.answers import read_answers
+    from service.cli.demo import SAMPLE
+    from service.db.engine import open_database, session_scope
+    from service.grade_store import upsert_grades
+    from service.stores.answers import ensure_responses
+
+    rubric = library_rubric(RUBRIC)
+    answers = read_answers(SAMPLE / "explanations.jsonl")
+    requests = [GradeRequest.from_answer(rubric, answer) for answer in answers]
+    with session_scope(open_database(database_url)) as session:
+        ensure_responses(session, requests)
+        upsert_grades(session, read_grades(SAMPLE / "explanation-grades.csv"))
+    return requests
 
 
 def _grade(database_url: str, config_path: Path, requests: list):
@@ -52,7 +81,7 @@ def _grade(database_url: str, config_path: Path, requests: list):
 
     grader = Grader(load_config(config_path))
     store = SqlJudgmentStore(open_database(database_url))
-    batcher = BatchGrader(grader, store, BatchOptions(concurrency=4, record_reused=False))
+    batcher = BatchGrader(grader, store, BatchOptions(concurrency=6, record_reused=False))
     graded = []
     stats = asyncio.run(batcher.run(requests, graded.append, BatchStats()))
     table = Table(
@@ -84,8 +113,9 @@ def _grade(database_url: str, config_path: Path, requests: list):
 
 
 def _calibrate(database_url: str) -> None:
-    """The sample's rubrics are 0-100: one report over them, stored like `qadi calibrate
-    --from-db --scale 0-100 --score both`, summarised with the trust map."""
+    """One report, stored as `qadi calibrate --from-db --rubric kinayat-explanation --score
+    both` stores it (interval level: expected scores lie between the ratings), summarised
+    with the trust map."""
     from calibration.calibrate import CalibrationOptions
     from service.calibration_store import (
         Selection,

@@ -1,5 +1,5 @@
-"""`qadi demo --local-judge`: the bundled sample graded and calibrated by the real local judge
-(started through the same script as the other real-judge tests; already running here)."""
+"""`qadi demo --local-judge`: the sample's explanation set graded and calibrated by the real
+local judge (started through the same script as the other real-judge tests; running here)."""
 
 from __future__ import annotations
 
@@ -25,22 +25,23 @@ def test_the_demo_grades_and_calibrates_the_sample_with_a_real_model(local_judge
     with session_scope(make_sessionmaker(make_engine(database_url))) as session:
         rows = session.scalars(select(JudgmentRow)).all()
         report = session.scalars(select(CalibrationReportRow)).one().report
-        # every sample answer graded once by the local judge, ok or recorded as a failure
-        assert len(rows) == 6 and {r.judge for r in rows} == {"smollm2"}
+        # every explanation graded once by the local judge, ok or recorded as a parse error
+        assert len(rows) == 24 and {r.judge for r in rows} == {"smollm2"}
         for row in rows:
             assert row.status in ("ok", "parse_error"), row.error
             if row.status == "ok":
-                assert row.probabilities is not None and row.probabilities["criteria"]
-                for dist in row.probabilities["criteria"].values():
-                    assert set(dist["probs"]) == {"true", "false"}
-                    assert sum(dist["probs"].values()) <= 1.0 + 1e-6
+                rating = row.probabilities["rating"]
+                assert rating["chosen"] == str(int(row.score))
+                assert sum(rating["probs"].values()) <= 1.0 + 1e-6
+                assert 1.0 <= row.expected_score <= 5.0
             else:
                 assert row.score is None and row.expected_score is None and row.raw_reply
-        assert any(r.status == "ok" for r in rows)
-    # the real judge beside the sample's SMEs and its illustrative judge rows
-    assert "smollm2" in report["judges"]
+        ok = sum(r.status == "ok" for r in rows)
+    # the real judge's discrete and expected scores, each against the two SMEs
+    assert set(report["judges"]) == {"smollm2", "smollm2~expected"}
+    assert report["judges"]["smollm2"]["overall"]["n"] == ok >= 20
     assert report["inputs"]["judge_scores"] == "both"
-    assert report["n_items"] == 6
-    assert "trust" in report and report["trust"]["rows"]
+    assert report["humans"]["n_raters"] == 2
+    assert {row["judge"] for row in report["trust"]["rows"]} == set(report["judges"])
     printed = done.stdout + done.stderr
     assert "the local judge's grades" in printed and "calibration (overall)" in printed

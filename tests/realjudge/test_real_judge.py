@@ -1,7 +1,7 @@
 """A real judge end to end: vLLM serving SmolLM2-135M-Instruct, no test double in the path.
 
-24 Arabic idiom explanations (tests/realjudge/data, written for qadi with two stand-in SME
-ratings each) are graded through `POST /judge` of a running qadi service (judge `smol`,
+24 Arabic idiom explanations (service/sample/explanations.jsonl, written for qadi with two
+stand-in SME ratings each in explanation-grades.csv) are graded through `POST /judge` of a running qadi service (judge `smol`,
 json_schema structured output) and through `qadi regrade` (judge `smol-object`, the same
 model asked in json_object mode, the schema in the prompt), both with token probabilities;
 then `qadi calibrate --from-db --score both` and `qadi estimate` run on those real grades
@@ -32,11 +32,13 @@ import pytest
 import yaml
 from sqlalchemy import select
 
+from service.cli.demo import SAMPLE
 from tests.conftest import POSTGRES_URL, ROOT, free_port, reset_postgres, run_cli, wait_for_http
 
-DATA = Path(__file__).parent / "data"
+EXPLANATIONS = SAMPLE / "explanations.jsonl"
+SME_GRADES = SAMPLE / "explanation-grades.csv"
 RUBRIC = "kinayat-explanation"
-ITEMS = [json.loads(line) for line in (DATA / "explanations.jsonl").read_text().splitlines()]
+ITEMS = [json.loads(line) for line in EXPLANATIONS.read_text().splitlines()]
 RATINGS = {str(v) for v in range(1, 6)}
 # the first test also waits for the server (its install, in CI) and grades everything
 pytestmark = pytest.mark.timeout(3600)
@@ -133,7 +135,7 @@ def run(local_judge_url, tmp_path_factory) -> Run:
             service.wait()
 
     answers = folder / "answers.jsonl"
-    answers.write_text((DATA / "explanations.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    answers.write_text(EXPLANATIONS.read_text(encoding="utf-8"), encoding="utf-8")
     result.regrade_out = folder / "regrade.jsonl"
     started = time.perf_counter()
     result.regrade = run_cli(
@@ -145,7 +147,7 @@ def run(local_judge_url, tmp_path_factory) -> Run:
     result.again = run_cli(
         *("regrade", str(answers), "--rubric", RUBRIC, "--judges", "smol-object"), env=env
     )
-    imported = run_cli("grades", "import", str(DATA / "grades.csv"), env=env)
+    imported = run_cli("grades", "import", str(SME_GRADES), env=env)
     assert imported.returncode == 0, imported.stdout + imported.stderr
     return result
 
@@ -282,7 +284,7 @@ def test_estimate_on_the_real_grades(run, tmp_path):
     ]
     judged = len(rows)
     labelled = {r["item_id"] for r in rows[:12]}  # 12 of the judged items carry SME labels
-    with (DATA / "grades.csv").open(encoding="utf-8") as handle:
+    with SME_GRADES.open(encoding="utf-8") as handle:
         rows += [
             {**row, "score": float(row["score"])}
             for row in csv.DictReader(handle)
