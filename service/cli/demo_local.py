@@ -86,27 +86,24 @@ def _grade(database_url: str, config_path: Path, requests: list):
     stats = asyncio.run(batcher.run(requests, graded.append, BatchStats()))
     table = Table(
         "item",
-        "judge",
         "status",
-        "score",
+        "rating",
         "expected",
-        "criteria P(met)",
+        "P(rating)",
+        "P(1..5)",
         title="the local judge's grades",
     )
     for item in graded:
         for result in item.result.results if item.result else []:
-            probabilities = result.probabilities
-            marks = ", ".join(
-                f"{cid} {d.probs['true'] / d.mass:.2f}"
-                for cid, d in (probabilities.criteria if probabilities else {}).items()
-            )
+            rating = result.probabilities.rating if result.probabilities else None
+            spread = " ".join(f"{p:.2f}" for p in rating.probs.values()) if rating else None
             table.add_row(
                 item.request.metadata.get("item_id", ""),
-                result.judge,
                 result.status,
-                "–" if result.score is None else f"{result.score:.1f}",
-                "–" if result.expected_score is None else f"{result.expected_score:.1f}",
-                marks or (result.error or "")[:60],
+                "–" if result.score is None else f"{result.score:.0f}",
+                "–" if result.expected_score is None else f"{result.expected_score:.2f}",
+                "–" if rating is None else f"{rating.confidence:.2f}",
+                spread or (result.error or "")[:60],
             )
     out.print(table)
     return stats
@@ -127,11 +124,11 @@ def _calibrate(database_url: str) -> None:
     from service.db.engine import open_database, session_scope
 
     with session_scope(open_database(database_url)) as session:
-        rows, inputs = rows_from_db(session, Selection(scale=(0.0, 100.0), score="both"))
+        rows, inputs = rows_from_db(session, Selection(rubric=RUBRIC, score="both"))
         options = CalibrationOptions(
-            scale_min=0.0, scale_max=100.0, by=["dialect"], bootstrap=500, seed=0
+            scale_min=1.0, scale_max=5.0, level="interval", bootstrap=500, seed=0
         )
         rendered = build_report(rows, options, inputs)
-        stored = store_report(session, "adhoc", "", rendered)
+        stored = store_report(session, "adhoc", RUBRIC, rendered)
     console.print(f"[bold]calibration[/] stored report {stored.id} (GET /calibration/reports)")
     print_summary(rendered[0])
