@@ -2,8 +2,9 @@
 
 24 Arabic idiom explanations (service/sample/explanations.jsonl, written for qadi with two
 stand-in SME ratings each in explanation-grades.csv) are graded through `POST /judge` of a running qadi service (judge `smol`,
-json_schema structured output) and through `qadi regrade` (judge `smol-object`, the same
-model asked in json_object mode, the schema in the prompt), both with token probabilities;
+json_schema structured output, 10 alternatives per token) and through `qadi regrade` (judge
+`smol-regrade`: the same model with 5 alternatives per token and a tighter max_tokens, so its
+calls are its own, not answers reused from the cache), both with token probabilities;
 then `qadi calibrate --from-db --score both` and `qadi estimate` run on those real grades
 against the SME ratings.
 
@@ -57,6 +58,19 @@ class Run:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
+def regrade_entry(url: str) -> dict:
+    """The regrade's judge: other token-probability and max_tokens settings than `smol`, so
+    another cache key (a rating reply is about ten tokens; a longer one is cut short and
+    recorded as a parse error). The json_object and none modes are tested against the test
+    double's server rules: SmolLM2-135M, unconstrained by a schema, loops inside strings
+    until max_tokens."""
+    from service.local_judge import judge_entry
+
+    entry = judge_entry(url, name="smol-regrade", logprobs=5)
+    entry["litellm_params"]["max_tokens"] = 64
+    return entry
+
+
 def judges_file(folder: Path, url: str) -> Path:
     from service.local_judge import judge_entry
 
@@ -64,7 +78,7 @@ def judges_file(folder: Path, url: str) -> Path:
     data = {
         "model_list": [
             judge_entry(url, name="smol"),
-            judge_entry(url, name="smol-object", structured_output="json_object"),
+            regrade_entry(url),
         ],
         "qadi": {"timeout": 300, "num_retries": 0},
     }
@@ -139,13 +153,13 @@ def run(local_judge_url, tmp_path_factory) -> Run:
     result.regrade_out = folder / "regrade.jsonl"
     started = time.perf_counter()
     result.regrade = run_cli(
-        *("regrade", str(answers), "--rubric", RUBRIC, "--judges", "smol-object"),
+        *("regrade", str(answers), "--rubric", RUBRIC, "--judges", "smol-regrade"),
         *("--concurrency", "6", "--out", str(result.regrade_out)),
         env=env,
     )
     result.seconds["regrade"] = time.perf_counter() - started
     result.again = run_cli(
-        *("regrade", str(answers), "--rubric", RUBRIC, "--judges", "smol-object"), env=env
+        *("regrade", str(answers), "--rubric", RUBRIC, "--judges", "smol-regrade"), env=env
     )
     imported = run_cli("grades", "import", str(SME_GRADES), env=env)
     assert imported.returncode == 0, imported.stdout + imported.stderr
@@ -162,7 +176,7 @@ def judgments(database_url: str) -> list:
         return rows
 
 
-def check_rating_probabilities(result: dict) -> None:
+def check_rating_probabilities(result: dict, top_logprobs: int) -> None:
     """The contract of one judged item: ok with a rating and its distribution, or a parse
     error with no score at all."""
     if result["status"] != "ok":
@@ -173,7 +187,7 @@ def check_rating_probabilities(result: dict) -> None:
     assert str(int(result["score"])) in RATINGS
     probabilities = result["probabilities"]
     assert probabilities is not None, "the judge was asked for logprobs and vLLM returns them"
-    assert probabilities["top_logprobs"] == 10
+    assert probabilities["top_logprobs"] == top_logprobs
     rating = probabilities["rating"]
     assert rating is not None, probabilities["unavailable"]
     assert set(rating["probs"]) == RATINGS
@@ -196,7 +210,7 @@ def test_post_judge_grades_every_item_with_its_rating_distribution(run):
     for body, result in zip(run.responses, results, strict=True):
         assert result["judge"] == "smol" and result["cached"] is False
         assert body["status"] == ("ok" if result["status"] == "ok" else "failed")
-        check_rating_probabilities(result)
+        check_rating_probabilities(result, 10)
     ok = [r for r in results if r["status"] == "ok"]
     assert len(ok) >= 20, [r["error"] for r in results if r["status"] != "ok"]
     latencies = [r["latency_ms"] for r in ok]
@@ -222,16 +236,16 @@ def test_every_call_is_stored_with_its_probabilities(run):
     for row in rows.values():
         by_judge.setdefault(row.judge, []).append(row)
     assert len(by_judge["smol"]) == len(ITEMS)
-    assert len(by_judge["smol-object"]) == len(ITEMS)  # the regrade, each item once
+    assert len(by_judge["smol-regrade"]) == len(ITEMS)  # the regrade, each item once
 
 
-def test_regrade_in_json_object_mode_writes_distributions_and_resumes(run):
+def test_regrade_writes_distributions_and_resumes(run):
     assert run.regrade.returncode in (0, 1), run.regrade.stdout + run.regrade.stderr
     lines = [json.loads(line) for line in run.regrade_out.read_text().splitlines()]
     assert sorted(line["item_id"] for line in lines) == sorted(i["item_id"] for i in ITEMS)
     for line in lines:
-        assert line["judge"] == "smol-object"
-        check_rating_probabilities(line)
+        assert line["judge"] == "smol-regrade"
+        check_rating_probabilities(line, 5)
     ok = [line for line in lines if line["status"] == "ok"]
     assert len(ok) >= 20, [line["error"] for line in lines if line["status"] != "ok"]
     # exit 1 only for failed calls, which are listed; a rerun calls nothing again
@@ -257,7 +271,12 @@ def test_calibrate_compares_discrete_and_expected_scores_with_the_smes(run, tmp_
     report = json.loads(report_path.read_text())
     assert report["scale"]["level"] == "interval"  # expected scores lie between ratings
     assert report["inputs"]["judge_scores"] == "both"
-    assert set(report["judges"]) == {"smol", "smol~expected", "smol-object", "smol-object~expected"}
+    assert set(report["judges"]) == {
+        "smol",
+        "smol~expected",
+        "smol-regrade",
+        "smol-regrade~expected",
+    }
     for name, data in report["judges"].items():
         overall = data["overall"]
         assert overall["n"] >= 20, name
@@ -295,7 +314,7 @@ def test_estimate_on_the_real_grades(run, tmp_path):
     done = run_cli("estimate", str(grades), "--scale", "1-5", "--out", str(out), env=run.env)
     assert done.returncode == 0, done.stdout + done.stderr
     estimate = json.loads(out.read_text())
-    overall = estimate["judges"]["smol-object"]["overall"]
+    overall = estimate["judges"]["smol-regrade"]["overall"]
     for key in ("estimate", "ci", "n_labelled", "n_unlabelled", "lambda", "judge_only"):
         assert key in overall, key
     assert (overall["n_labelled"], overall["n_unlabelled"]) == (12, judged - 12)
