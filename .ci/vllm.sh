@@ -49,8 +49,9 @@ device() {
 }
 
 # bfloat16 where the hardware computes it (a GPU, or a CPU with AVX512-BF16 or AMX); on other
-# CPUs PyTorch emulates bf16 matrix products, about 10x slower than float32 there (measured on
-# the AVX2-only CI machines: see the README), so they serve in float32 (QADI_VLLM_DTYPE overrides)
+# CPUs PyTorch emulates bf16 matrix products (vLLM's oneDNN path needs AVX-512): on the
+# AVX2-only machines here a short call took 4.1 s in bf16 and 2.1 s in float32 (README), so
+# they serve in float32 (QADI_VLLM_DTYPE overrides)
 dtype() {
   if [ -n "${QADI_VLLM_DTYPE:-}" ]; then echo "$QADI_VLLM_DTYPE"
   elif [ "$(device)" = gpu ] || grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo; then
