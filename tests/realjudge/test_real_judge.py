@@ -136,7 +136,7 @@ def run(local_judge_url, tmp_path_factory) -> Run:
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_for_http(f"{base}/healthz", timeout=120, process=service)
+        wait_for_http(f"{base}/healthz", timeout=600, process=service)  # a loaded CI machine
         started = time.perf_counter()
         result.responses = asyncio.run(post_all(base, key))
         result.seconds["post_judge"] = time.perf_counter() - started
