@@ -77,9 +77,14 @@ def check(
         ok_as_configured = probe.working == configured
         failures += not reachable or (probe.working is not None and not ok_as_configured)
         if probe.working is not None and not ok_as_configured:
+            why = (
+                f"its server does not take `{configured}`"
+                if probe.first.refused
+                else f"in `{configured}` mode its reply was not the requested JSON"
+            )
             advice.append(
-                f"judge '{name}': its server does not take `{configured}`; write "
-                f"`structured_output: {probe.working}` under it in the judges file"
+                f"judge '{name}': {why}; write `structured_output: {probe.working}` under it "
+                "in the judges file"
             )
         table.add_row(
             name,
