@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint venv clean docs docs-serve
+.PHONY: run test lint venv clean docs docs-serve judge judge-stop
 
 venv: $(STAMP)
 
@@ -16,6 +16,13 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 
 run: $(STAMP)
 	$(VENV)/bin/qadi demo
+
+# the real local judge (vLLM + SmolLM2-135M on 127.0.0.1; the first start installs it)
+judge:
+	bash .ci/vllm.sh start
+
+judge-stop:
+	bash .ci/vllm.sh stop
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -55,6 +55,12 @@ def load_sample(url: str) -> dict[str, int]:
 def demo(
     port: int = typer.Option(8000, help="port on 127.0.0.1"),
     no_serve: bool = typer.Option(False, "--no-serve", help="load the sample and stop"),
+    local_judge: bool = typer.Option(
+        False,
+        "--local-judge",
+        help="start a real judge on this machine (vLLM + SmolLM2-135M, no API key; the first "
+        "start installs it) and grade and calibrate the sample's explanation set with it",
+    ),
 ) -> None:
     """Migrate the local database, load the bundled sample, and serve on 127.0.0.1."""
     url = get_settings().database_url
@@ -65,12 +71,21 @@ def demo(
     console.print(f"[bold]database[/] {url}  sample loaded: {counts}")
     console.print(f"[bold]API key[/] (all scopes; kept in {key_file}): {key}")
     console.print(f"[bold]docs[/]    http://127.0.0.1:{port}/docs")
-    console.print(
-        "[bold]judges[/]  none configured: copy examples/judges.yaml, put provider keys in the "
-        "environment, then `QADI_JUDGES_CONFIG=judges.yaml make run`"
-    )
+    judges_config = None
+    if local_judge:
+        from service.cli.demo_local import local_judge_demo
+
+        judges_config = local_judge_demo(url, get_settings().data_dir)
+    else:
+        console.print(
+            "[bold]judges[/]  none configured: copy examples/judges.yaml, put provider keys in "
+            "the environment, then `QADI_JUDGES_CONFIG=judges.yaml make run` (or `qadi demo "
+            "--local-judge` for a real judge on this machine)"
+        )
     if not no_serve:
-        serve(host="127.0.0.1", port=port, workers=1, judges_config=None, database_url=None)
+        serve(
+            host="127.0.0.1", port=port, workers=1, judges_config=judges_config, database_url=None
+        )
 
 
 def demo_key(url: str, key_file: Path) -> str:
