@@ -10,7 +10,7 @@ DEPS    := $(shell cat pyproject.toml clients/python/pyproject.toml | sha256sum 
 RUNTIME := $(VENV)/.runtime-$(DEPS)
 FULL    := $(VENV)/.full-$(DEPS)
 
-.PHONY: run test lint venv clean docs docs-serve
+.PHONY: run test lint venv clean docs docs-serve judge judge-stop
 
 venv: $(FULL)
 
@@ -28,6 +28,13 @@ $(FULL):
 
 run: $(RUNTIME)
 	$(VENV)/bin/qadi demo
+
+# the real local judge (vLLM + SmolLM2-135M on 127.0.0.1; the first start installs it)
+judge:
+	bash .ci/vllm.sh start
+
+judge-stop:
+	bash .ci/vllm.sh stop
 
 lint: $(FULL)
 	$(VENV)/bin/ruff check .

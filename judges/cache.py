@@ -26,22 +26,25 @@ def cache_key(
     """Everything that can change a verdict, canonically hashed (dict order cannot matter).
 
     The rendered messages are included because some templates send more than the answer
-    (Fann or Flop sends the item id and title). The judge's name is left out on purpose:
-    two names for the same model and parameters give the same answer.
+    (Fann or Flop sends the item id and title); they and the response_format are those of
+    the judge's structured-output mode. The judge's name is left out on purpose: two names
+    for the same model and parameters give the same answer.
     """
-    return content_hash(
-        {
-            "model": entry.model,
-            "sampling": entry.sampling,
-            "template_hash": template.hash,
-            "rubric_hash": rubric_hash,
-            "prompt": request.prompt,
-            "reference": request.reference,
-            "response": request.response,
-            "messages": call.messages,
-            "response_format": call.response_format,
-        }
-    )
+    fields: dict = {
+        "model": entry.model,
+        "sampling": entry.sampling,
+        "template_hash": template.hash,
+        "rubric_hash": rubric_hash,
+        "prompt": request.prompt,
+        "reference": request.reference,
+        "response": request.response,
+        "messages": call.messages,
+        "response_format": call.response_format,
+    }
+    if entry.top_logprobs:
+        # a result stored without token probabilities does not answer a call that asks for them
+        fields["top_logprobs"] = entry.top_logprobs
+    return content_hash(fields)
 
 
 class JudgmentStore(Protocol):

@@ -40,6 +40,7 @@ from judges.config import (  # noqa: E402
     JudgesConfig,
     QadiOptions,
 )
+from judges.logprobs import request_params  # noqa: E402
 from judges.makers import model_name  # noqa: E402
 from judges.replies import read_completion  # noqa: E402
 
@@ -182,6 +183,7 @@ class CallOutcome:
     error: str | None = None
     cost_usd: float | None = None
     attempts: int = 1  # calls made, retries included (0: none, e.g. cooling down)
+    refused: bool = False  # the server refused the request itself (not retried)
 
     @property
     def text(self) -> str | None:
@@ -273,6 +275,9 @@ class JudgeClient:
             name: _router(config, name) for name in config.names if name not in self._params
         }
         self._call_settings = config.call_settings
+        self._logprobs = {
+            name: request_params(config.judge(name).top_logprobs) for name in config.names
+        }
         self._priced = {
             name
             for name in config.names
@@ -322,7 +327,7 @@ class JudgeClient:
             )
         if judge in self._unset:  # a missing key is not a provider failure: nothing to retry
             return CallOutcome("backend_error", 0.0, attempts=0, error=self._unset[judge])
-        kwargs: dict[str, Any] = {**entry.sampling, **overrides}
+        kwargs: dict[str, Any] = {**entry.sampling, **self._logprobs[judge], **overrides}
         if response_format is not None:
             kwargs["response_format"] = response_format
         options = self.config.qadi
@@ -335,8 +340,13 @@ class JudgeClient:
                 missing = credentials.missing_key(
                     entry.model, "api_key" in entry.litellm_params, exc
                 )
-                if missing is not None:
+                if missing is not None:  # no key: the same call would fail the same way
                     return self._failure(judge, "backend_error", exc, started, attempt, missing)
+                refused = refusal(judge, exc, kwargs)
+                if refused is not None:  # the same request would be refused again
+                    failure = self._failure(judge, "backend_error", exc, started, attempt, refused)
+                    failure.refused = True
+                    return failure
                 wait = _retry_wait(exc, attempt, options) if _transient(exc) else None
                 if wait is not None:
                     attempt += 1
@@ -384,19 +394,75 @@ class JudgeClient:
         exc: Exception,
         started: float,
         retries: int,
-        reason: str | None = None,
+        message: str | None = None,
     ) -> CallOutcome:
         if not _rate_limited(exc):  # a 429 is the provider's pacing, not its failure
             self.cooldown.record(judge, ok=False)
-        first_line = str(exc).splitlines()[0] if str(exc) else ""
-        after = f" (after {retries} retr{'y' if retries == 1 else 'ies'})" if retries else ""
-        error = reason or f"{type(exc).__name__}: {first_line}{after}"
+        if message is None:
+            first_line = str(exc).splitlines()[0] if str(exc) else ""
+            after = f" (after {retries} retr{'y' if retries == 1 else 'ies'})" if retries else ""
+            message = f"{type(exc).__name__}: {first_line}{after}"
         return CallOutcome(
             status,
             (time.perf_counter() - started) * 1000,
-            error=self.redact(error),
+            error=self.redact(message),
             attempts=retries + 1,
         )
+
+
+# A server that refuses the request itself: retrying sends the same request to the same rules.
+REFUSAL_STATUSES = frozenset({400, 404, 405, 413, 415, 422})
+# llama-cpp-python answers a request its pydantic models reject with HTTP 500 and the
+# validation error as the message (its RouteErrorHandler wraps every exception so)
+_VALIDATION_ERROR = re.compile(r"\b\d+ validation errors?\b")
+_PROVIDER_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Exception\s*-\s*)?")
+MAX_SERVER_MESSAGE = 400
+
+
+def refusal(judge: str, exc: Exception, sent: dict[str, Any]) -> str | None:
+    """When a server refused the request as such (4xx, or a request validation error
+    however it is wrapped): one line naming the judge, the server's own message and the fix
+    (which option of the judges file to change); None for any other failure."""
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        return None
+    said = server_message(exc)
+    if status not in REFUSAL_STATUSES and not (status >= 500 and _VALIDATION_ERROR.search(said)):
+        return None
+    return (
+        f"judge '{judge}': the server refused the request (HTTP {status}): {said} "
+        f"-- fix: {refusal_fix(judge, said, sent)}"
+    )
+
+
+def server_message(exc: Exception) -> str:
+    """The server's own words, without LiteLLM's prefixes, on one line."""
+    text = str(getattr(exc, "message", None) or exc)
+    text = _PROVIDER_PREFIX.sub("", text.strip())
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_SERVER_MESSAGE else text[:MAX_SERVER_MESSAGE] + "…"
+
+
+def refusal_fix(judge: str, said: str, sent: dict[str, Any]) -> str:
+    """Which setting of the judge to change, by what the request carried and what the
+    server named."""
+    lowered = said.lower()
+    fmt = sent.get("response_format")
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if sent.get("logprobs") and "logprob" in lowered:
+        return f"set `logprobs: false` on judge '{judge}' in the judges file"
+    about_format = any(word in lowered for word in ("response_format", "schema", "json"))
+    if kind == "json_schema" and about_format:
+        return (
+            f"set `structured_output: json_object` (or `none`) on judge '{judge}' in the "
+            "judges file; `qadi judges check` finds the mode this server takes"
+        )
+    if kind == "json_object" and about_format:
+        return (
+            f"set `structured_output: none` on judge '{judge}' in the judges file; "
+            "`qadi judges check` finds the mode this server takes"
+        )
+    return f"check judge '{judge}' (model, api_base, parameters); `qadi judges check` tests it"
 
 
 def _transient(exc: Exception) -> bool:

@@ -29,10 +29,19 @@ from pydantic import (
     model_validator,
 )
 
+from judges.logprobs import DEFAULT_TOP_LOGPROBS
 from judges.makers import maker_from_table, model_name
 from rubrics.errors import describe_validation_error
 
 GuardLevel = Literal["provider", "model", "off"]
+# How a judge is asked for its verdict's JSON: `json_schema` (OpenAI structured outputs,
+# vLLM), `json_object` (JSON mode, the schema in the prompt and in a `schema` field, which
+# llama-cpp-python and llama.cpp's server read), `none` (the schema in the prompt only, for
+# servers that take no response_format; the reply is parsed as strictly either way).
+StructuredOutput = Literal["json_schema", "json_object", "none"]
+# routes whose servers always return token logprobs, so qadi asks for them by default
+LOGPROB_ROUTES = ("hosted_vllm/",)
+MAX_TOP_LOGPROBS = 20  # OpenAI's and vLLM's default ceiling
 
 # litellm_params that choose where and how to connect, not what the judge model computes.
 TRANSPORT_PARAMS = frozenset(
@@ -108,12 +117,38 @@ class JudgeEntry(BaseModel):
     provider: str | None = None
     substitute: str | None = None
     rpm: int | None = Field(default=None, gt=0)
+    structured_output: StructuredOutput | None = Field(
+        default=None, description="json_schema (default) | json_object | none"
+    )
+    logprobs: bool | int | None = Field(
+        default=None,
+        description="ask for token probabilities: true, false or the number of alternatives "
+        f"per token (1-{MAX_TOP_LOGPROBS}); default on for hosted_vllm/ routes",
+    )
 
     @model_validator(mode="after")
     def _has_model(self) -> JudgeEntry:
         if not isinstance(self.litellm_params.get("model"), str):
             raise ValueError("litellm_params.model: required (e.g. 'openai/gpt-4.1')")
+        if not isinstance(self.logprobs, bool | None) and not (
+            1 <= self.logprobs <= MAX_TOP_LOGPROBS
+        ):
+            raise ValueError(f"logprobs: {self.logprobs} alternatives; give 1-{MAX_TOP_LOGPROBS}")
         return self
+
+    @property
+    def output_mode(self) -> StructuredOutput:
+        return self.structured_output or "json_schema"
+
+    @property
+    def top_logprobs(self) -> int | None:
+        """Alternatives per token to ask for, or None when token probabilities are off."""
+        wanted = self.logprobs
+        if wanted is None:
+            wanted = self.model.startswith(LOGPROB_ROUTES)
+        if wanted is False:
+            return None
+        return DEFAULT_TOP_LOGPROBS if wanted is True else wanted
 
     @property
     def name(self) -> str:
@@ -209,7 +244,7 @@ class JudgesConfig(BaseModel):
         group = self.deployments(name)
         if len(group) == 1:
             return
-        for field in ("provider", "substitute", "rpm"):
+        for field in ("provider", "substitute", "rpm", "structured_output", "logprobs"):
             values = {getattr(e, field) for e in group} - {None}
             if len(values) > 1:
                 raise ValueError(

@@ -23,7 +23,7 @@ from judges.config import JudgesConfig
 from judges.flights import Flights
 from judges.guard import PanelChoice, choose_panel, substitute_for
 from judges.models import Aggregate, GradeRequest, GradeResult, JudgeResult, UnavailableJudge
-from judges.prompts import JudgeCall, build_call
+from judges.prompts import JudgeCall, build_call, for_mode
 from judges.replies import judge_result, read_completion
 from judges.templates import PromptTemplate, load_template
 from rubrics import rubric_hash
@@ -44,6 +44,14 @@ class PlannedGrade:
     rubric_hash: str
     panel: PanelChoice
     keys: dict[str, str] = field(default_factory=dict)  # judge -> cache key
+    modes: dict[str, JudgeCall] = field(default_factory=dict)  # structured-output mode -> call
+
+    def call_for(self, mode: str) -> JudgeCall:
+        """The call as a judge of this structured-output mode receives it."""
+        found = self.modes.get(mode)
+        if found is None:
+            found = self.modes[mode] = for_mode(self.call, mode)
+        return found
 
     @property
     def rubric_ref(self) -> str:
@@ -70,8 +78,9 @@ class Grader:
         call = build_call(template, request)
         plan = PlannedGrade(request, template, call, rhash or rubric_hash(request.rubric), panel)
         for name in self._may_answer(panel.judges):
+            entry = self.config.judge(name)
             plan.keys[name] = cache_key(
-                self.config.judge(name), template, plan.rubric_hash, request, call
+                entry, template, plan.rubric_hash, request, plan.call_for(entry.output_mode)
             )
         return plan
 
@@ -174,9 +183,7 @@ class Grader:
         key = plan.keys[name]
         stored = known.get(key)
         if stored is None:
-            result, shared = await self.flights.share(
-                key, lambda: self._call(name, plan, slots)
-            )
+            result, shared = await self.flights.share(key, lambda: self._call(name, plan, slots))
             if not shared:
                 return result
             stored = result
@@ -193,10 +200,9 @@ class Grader:
     async def _call(
         self, name: str, plan: PlannedGrade, slots: asyncio.Semaphore | None
     ) -> JudgeResult:
+        call = plan.call_for(self.config.judge(name).output_mode)
         async with slots if slots is not None else nullcontext():
-            outcome = await self.client.complete(
-                name, plan.call.messages, plan.call.response_format
-            )
+            outcome = await self.client.complete(name, call.messages, call.response_format)
         base = self.unanswered(
             name,
             plan,

@@ -9,6 +9,7 @@ from uuid import uuid4
 from pydantic import BaseModel, ConfigDict, Field
 
 from judges.guard import SkippedJudge
+from judges.logprobs import TokenProbabilities
 from rubrics import Rubric
 
 CallStatus = Literal["ok", "parse_error", "backend_error", "timeout"]
@@ -93,6 +94,14 @@ class JudgeResult(BaseModel):
     dimensions: dict[str, float] = Field(default_factory=dict)
     criteria: list[CriterionVerdict] = Field(default_factory=list)
     rationale: str | None = None
+    probabilities: TokenProbabilities | None = Field(
+        default=None,
+        description="the verdict's token probabilities, when the judge returned logprobs",
+    )
+    expected_score: float | None = Field(
+        default=None,
+        description="probability-weighted expected score (distributional), beside `score`",
+    )
     raw_reply: str | None = None
     error: str | None = None
     latency_ms: float = 0.0

@@ -7,6 +7,7 @@ whose boundary the value cannot contain (judges/fencing.py).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel
@@ -17,7 +18,17 @@ from judges.models import GradeRequest
 from judges.templates import PromptTemplate, render
 from rubrics import PenaltyWeightedRubric, Rubric, ScaleRubric
 
-__all__ = ["JudgeCall", "RequestError", "build_call", "criteria_schema", "scores_schema"]
+__all__ = [
+    "JudgeCall",
+    "RequestError",
+    "build_call",
+    "criteria_schema",
+    "for_mode",
+    "scores_schema",
+]
+SCHEMA_INSTRUCTION = (
+    "\n\nRespond with one JSON object that matches this JSON schema, and nothing else:\n"
+)
 
 
 class JudgeCall(BaseModel):
@@ -30,6 +41,25 @@ def build_call(template: PromptTemplate, request: GradeRequest) -> JudgeCall:
     messages = [{"role": "system", "content": template.system}] if template.system else []
     messages.append({"role": "user", "content": user})
     return JudgeCall(messages=messages, response_format=_schema(template, request.rubric))
+
+
+def for_mode(call: JudgeCall, mode: str) -> JudgeCall:
+    """The same call for a judge whose server takes another kind of structured output
+    (`judges.config.StructuredOutput`): the schema goes into the prompt for `json_object`
+    and `none`, and for `json_object` also into the `schema` field of a JSON-mode
+    response_format, which llama-cpp-python and llama.cpp's server enforce and OpenAI-style
+    servers ignore. A call with no schema (free-text judges) is the same in every mode."""
+    if mode == "json_schema" or call.response_format is None:
+        return call
+    schema = call.response_format["json_schema"]["schema"]
+    text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+    last = call.messages[-1]
+    messages = [
+        *call.messages[:-1],
+        {**last, "content": last["content"] + SCHEMA_INSTRUCTION + text},
+    ]
+    response_format = {"type": "json_object", "schema": schema} if mode == "json_object" else None
+    return JudgeCall(messages=messages, response_format=response_format)
 
 
 def _schema(template: PromptTemplate, rubric: Rubric) -> dict[str, Any] | None:

@@ -17,7 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from judges.logprobs import Token, read_probabilities, tokens_of
 from judges.models import CallStatus, GradeRequest, JudgeResult
+from judges.payloads import field_of
 from judges.templates import PromptTemplate
 from judges.verdicts import ParseFailure, parse_reply
 
@@ -32,15 +34,7 @@ class Completion:
     raw: str
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
-
-
-def _get(obj: Any, name: str) -> Any:
-    """Attribute or key access: LiteLLM objects and batch-file dicts alike."""
-    if obj is None:
-        return None
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
+    tokens: list[Token] | None = None  # token logprobs, when the judge sent them
 
 
 def _dump(payload: Any) -> str:
@@ -53,37 +47,39 @@ def _dump(payload: Any) -> str:
 def read_completion(payload: Any, allow_truncated: bool = False) -> Completion:
     """Find the judge's answer in a chat-completion payload, strictly (a reply cut off at
     max_tokens is refused unless `allow_truncated`)."""
-    usage = _get(payload, "usage")
-    tokens = {
-        "prompt_tokens": _get(usage, "prompt_tokens"),
-        "completion_tokens": _get(usage, "completion_tokens"),
+    usage = field_of(payload, "usage")
+    counts = {
+        "prompt_tokens": field_of(usage, "prompt_tokens"),
+        "completion_tokens": field_of(usage, "completion_tokens"),
     }
-    choices = _get(payload, "choices")
+    choices = field_of(payload, "choices")
     if not choices:
         return Completion(
-            None, "backend_error", "provider payload has no choices", _dump(payload), **tokens
+            None, "backend_error", "provider payload has no choices", _dump(payload), **counts
         )
     choice = choices[0]
-    message = _get(choice, "message") or {}
-    content = _get(message, "content")
+    message = field_of(choice, "message") or {}
+    content = field_of(message, "content")
     # LiteLLM moves OpenAI's `refusal` into provider_specific_fields; batch files keep it
-    refusal = _get(message, "refusal") or _get(_get(message, "provider_specific_fields"), "refusal")
-    tool_calls = _get(message, "tool_calls")
-    finish = _get(choice, "finish_reason")
+    refusal = field_of(message, "refusal") or field_of(
+        field_of(message, "provider_specific_fields"), "refusal"
+    )
+    tool_calls = field_of(message, "tool_calls")
+    finish = field_of(choice, "finish_reason")
     if refusal:
-        return Completion(None, "parse_error", "the judge refused to grade", str(refusal), **tokens)
+        return Completion(None, "parse_error", "the judge refused to grade", str(refusal), **counts)
     if tool_calls:
-        arguments = [_get(_get(call, "function"), "arguments") for call in tool_calls]
+        arguments = [field_of(field_of(call, "function"), "arguments") for call in tool_calls]
         raw = "\n".join(str(a) for a in arguments if a is not None) or _dump(payload)
         return Completion(
-            None, "parse_error", "the judge answered with a tool call, not a verdict", raw, **tokens
+            None, "parse_error", "the judge answered with a tool call, not a verdict", raw, **counts
         )
     if not isinstance(content, str) or not content.strip():
-        return Completion(None, "parse_error", "the reply has no text", _dump(payload), **tokens)
+        return Completion(None, "parse_error", "the reply has no text", _dump(payload), **counts)
     if finish in _UNFINISHED and not allow_truncated:
         problem = f"{_UNFINISHED[finish]} (finish_reason={finish})"
-        return Completion(None, "parse_error", problem, content, **tokens)
-    return Completion(content, "ok", None, content, **tokens)
+        return Completion(None, "parse_error", problem, content, **counts)
+    return Completion(content, "ok", None, content, **counts, tokens=tokens_of(payload))
 
 
 # Why a reply that stopped for these reasons is not a verdict, even when its text parses: it
@@ -122,4 +118,10 @@ def judge_result(
     verdict_fields["criteria"] = [
         c.model_copy(update={"evidence": redact(c.evidence)}) for c in verdict.criteria
     ]
+    probabilities = read_probabilities(
+        completion.tokens, completion.text, request.rubric, template.output, verdict
+    )
+    if probabilities is not None:
+        verdict_fields["probabilities"] = probabilities
+        verdict_fields["expected_score"] = probabilities.expected
     return base.model_copy(update={**update, "status": "ok", **verdict_fields})

@@ -35,7 +35,7 @@ def parse_reply(template: PromptTemplate, rubric: Rubric, reply: str) -> Verdict
         return _first_integer(rubric, reply)
     if template.output == "rating_json":
         return _rating(rubric, reply)
-    data = _json_object(reply)
+    data = json_object(reply)
     if template.output == "criteria_json":
         if not isinstance(rubric, PenaltyWeightedRubric):
             raise ParseFailure("criteria verdict for a rubric that has no criteria")
@@ -45,7 +45,7 @@ def parse_reply(template: PromptTemplate, rubric: Rubric, reply: str) -> Verdict
     return _scores(rubric, data)
 
 
-def _json_object(reply: str) -> dict[str, Any]:
+def json_object(reply: str) -> dict[str, Any]:
     """A JSON object, alone or in one markdown code fence; nothing else is accepted."""
     match = _FENCED.match(reply)
     text = match.group(1) if match else reply
@@ -128,7 +128,7 @@ def _rating(rubric: Rubric, reply: str) -> Verdict:
     if _BARE_INTEGER.fullmatch(text):
         value: object = int(text)
     else:
-        data = _json_object(reply)
+        data = json_object(reply)
         if set(data) != {"rating"}:
             raise ParseFailure(f'reply must be exactly {{"rating": <integer>}}, has {sorted(data)}')
         value = data["rating"]

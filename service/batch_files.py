@@ -14,6 +14,7 @@ from typing import Any
 
 from judges import Graded, Grader, JudgeResult, PlannedGrade
 from judges.client import price
+from judges.logprobs import request_params
 from judges.makers import model_name
 from judges.replies import judge_result, read_completion
 
@@ -29,13 +30,15 @@ def write_batch(grader: Grader, pending: list[tuple[PlannedGrade, str]], path: P
     with path.open("w", encoding="utf-8") as handle:
         for plan, judge in pending:
             entry = grader.config.judge(judge)
+            call = plan.call_for(entry.output_mode)
             body: dict[str, Any] = {
                 "model": model_name(entry.model),
-                "messages": plan.call.messages,
+                "messages": call.messages,
                 **entry.sampling,
+                **request_params(entry.top_logprobs),
             }
-            if plan.call.response_format is not None:
-                body["response_format"] = plan.call.response_format
+            if call.response_format is not None:
+                body["response_format"] = call.response_format
             line = {
                 "custom_id": custom_id(plan, judge),
                 "method": "POST",

@@ -4,7 +4,7 @@ stored reports (ad hoc and nightly); drift itself is computed by `calibration.dr
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from sqlalchemy import select
@@ -20,6 +20,8 @@ from service.db.schema import CalibrationReportRow, HumanGradeRow, JudgmentRow, 
 from service.grade_store import grade_from_row
 from service.stores.rubrics import RubricNotFound, get_rubric
 
+EXPECTED_SUFFIX = "~expected"  # the rater name of a judge's expected score
+
 
 class Selection(BaseModel):
     """Which judgments take part: judges, rubric, metadata filters, time window."""
@@ -33,6 +35,22 @@ class Selection(BaseModel):
         default=None,
         description="without a rubric: only judgments under rubrics of this declared scale",
     )
+    score: Literal["discrete", "expected", "both"] = Field(
+        default="discrete",
+        description="each judge's discrete grade, its expected (distributional) score as "
+        f"rater 'JUDGE{EXPECTED_SUFFIX}', or both side by side",
+    )
+
+
+def judge_rows(judge: str, judgment: JudgmentRow, score: str) -> list[tuple[str, float]]:
+    """(rater, score) pairs a judgment contributes: its grade, and/or its expected score
+    as a second rater (none when the judge gave no token probabilities)."""
+    pairs = []
+    if score in ("discrete", "both"):
+        pairs.append((judge, judgment.score))
+    if score in ("expected", "both") and judgment.expected_score is not None:
+        pairs.append((f"{judge}{EXPECTED_SUFFIX}", judgment.expected_score))
+    return pairs
 
 
 def scale_of_rubric(session: Session, rubric: str) -> tuple[float, float, str]:
@@ -93,15 +111,16 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
         attributes = {k: v for k, v in (response.attributes or {}).items() if k != "item_id"}
         attributes["candidate_model"] = response.candidate_model
         marks = {c["id"]: bool(c["met"]) for c in judgment.criteria or [] if "id" in c}
-        rows.append(
+        rows.extend(
             GradeRow(
                 item_id=item,
-                rater=judge,
+                rater=rater,
                 rater_kind="judge",
-                score=judgment.score,
-                criteria=marks or None,
+                score=value,
+                criteria=(marks or None) if rater == judge else None,
                 attributes=attributes,
             )
+            for rater, value in judge_rows(judge, judgment, selection.score)
         )
     narrowed = bool(
         selection.judges
@@ -136,6 +155,7 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
             "until": selection.until.isoformat() if selection.until else None,
         },
         "failed_judgments_excluded": failures,
+        "judge_scores": selection.score,
         "items_on_other_scales_excluded": len(off_scale),
     }
     if imported_judges:

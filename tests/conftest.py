@@ -60,6 +60,10 @@ class LLMServer:
     def faults(self, **faults) -> None:
         httpx.post(f"{self.base}/_control/faults", json=faults).raise_for_status()
 
+    def server(self, flavour: str) -> None:
+        """Follow the request rules of `flavour` (vllm, openai, llama-cpp-python, plain)."""
+        httpx.post(f"{self.base}/_control/server", json={"flavour": flavour}).raise_for_status()
+
     def calls(self) -> int:
         return httpx.get(f"{self.base}/_control/calls").json()["count"]
 

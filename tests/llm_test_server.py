@@ -5,7 +5,10 @@ as a real process on 127.0.0.1 and point LiteLLM at it (`openai/...`, `hosted_vl
 with `api_base`). Everything between qadi and this socket is the real code path.
 
 Control endpoints (under /_control) let a test script the next replies, add rules that
-answer by a substring of the prompt, inject faults, and count the calls received.
+answer by a substring of the prompt, inject faults, count the calls received, and choose
+which server's request rules it follows (`/_control/server`: vLLM, OpenAI,
+llama-cpp-python, or one that takes no response_format). Asked for `logprobs`, it returns
+them in OpenAI's format (`top_logprobs` per token; a reply's `top_logprobs` scripts them).
 Without a script or rule it answers from the request's JSON schema: every rubric criterion
 met, every scale dimension at the scale's middle, or "3" for a free-text judge.
 
@@ -18,11 +21,12 @@ import argparse
 import asyncio
 import hashlib
 import json
+import math
 import random
 import re
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 from fastapi import FastAPI, Request
@@ -37,6 +41,9 @@ class Reply(BaseModel):
     malformed: bool = False
     echo_auth: bool = False  # repeat the caller's Authorization header in the reply
     logprobs: dict[str, float] | None = None
+    # chat logprobs: a token's text (whitespace aside) -> {alternative: probability}; any
+    # other token, or any token without this, is certain (probability 1)
+    top_logprobs: dict[str, dict[str, float]] | None = None
     payload: dict[str, Any] | None = None  # sent verbatim with HTTP 200: not a usual completion
     retry_after: str | None = None  # the Retry-After header of an error reply (e.g. a 429)
 
@@ -62,6 +69,16 @@ class Faults(BaseModel):
     seed: int | None = None
 
 
+class ServerRules(BaseModel):
+    """Which server's rules the double follows: `any` takes every request (the default);
+    `vllm` and `openai` take json_schema, `openai` refuses json_object with a `schema`
+    field (400); `llama-cpp-python` refuses json_schema as that server does (a request
+    validation error it wraps into HTTP 500); `plain` takes no response_format and no
+    logprobs (400)."""
+
+    flavour: Literal["any", "vllm", "openai", "llama-cpp-python", "plain"] = "any"
+
+
 class State:
     def __init__(self) -> None:
         self.reset()
@@ -75,6 +92,7 @@ class State:
         self.models: dict[str, int] = {}
         self.statuses: dict[str, int] = {}
         self.requests: deque[dict[str, Any]] = deque(maxlen=200)
+        self.server = ServerRules()
 
 
 state = State()
@@ -82,9 +100,11 @@ app = FastAPI(title="qadi LLM test double")
 
 
 def default_content(body: dict[str, Any]) -> str:
-    """Answer from the requested schema so un-scripted calls still get a valid verdict."""
+    """Answer from the requested schema (in response_format, or in the prompt as a model
+    would read it) so un-scripted calls still get a valid verdict."""
     fmt = body.get("response_format") or {}
-    schema = (fmt.get("json_schema") or {}).get("schema") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or fmt.get("schema")
+    schema = schema or schema_in_prompt(body) or {}
     props = schema.get("properties", {})
     if "criteria" in props:
         ids = props["criteria"]["items"]["properties"]["id"]["enum"]
@@ -174,12 +194,98 @@ def completion_body(body: dict[str, Any], content: str) -> dict[str, Any]:
     }
 
 
+# --- each server's request rules, and chat logprobs in OpenAI's format -----------------------
+
+SCHEMA_LEAD = "matches this JSON schema, and nothing else:\n"
+
+
+def schema_in_prompt(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a prompt spells out (structured_output json_object / none)."""
+    for message in reversed(body.get("messages") or []):
+        content = str(message.get("content") or "")
+        at = content.rfind(SCHEMA_LEAD)
+        if at >= 0:
+            try:
+                found, _ = json.JSONDecoder().raw_decode(content, at + len(SCHEMA_LEAD))
+            except json.JSONDecodeError:
+                return None
+            return found if isinstance(found, dict) else None
+    return None
+
+
+def _server_error(status: int, message: str, kind: str, param: str | None) -> JSONResponse:
+    error = {"message": message, "type": kind, "param": param, "code": None}
+    return JSONResponse({"error": error}, status_code=status)
+
+
+def refused_by_server(body: dict[str, Any]) -> JSONResponse | None:
+    """The refusal the chosen server sends for this request, or None when it takes it."""
+    flavour = state.server.flavour
+    fmt = body.get("response_format")
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if flavour == "llama-cpp-python" and kind not in (None, "text", "json_object"):
+        detail = (
+            "{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+            f"'msg': \"Input should be 'text' or 'json_object'\", 'input': '{kind}'}}"
+        )
+        return _server_error(500, f"1 validation error:\n  {detail}", "internal_server_error", None)
+    if flavour == "openai" and kind == "json_object" and "schema" in fmt:
+        message = "Additional properties are not allowed ('schema' was unexpected)"
+        return _server_error(400, message, "invalid_request_error", "response_format")
+    if flavour == "plain" and fmt is not None:
+        message = "response_format is not supported by this model"
+        return _server_error(400, message, "invalid_request_error", "response_format")
+    if flavour == "plain" and body.get("logprobs"):
+        message = "logprobs are not supported by this model"
+        return _server_error(400, message, "invalid_request_error", "logprobs")
+    return None
+
+
+_TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])|\s+")
+
+
+def chat_logprobs(body: dict[str, Any], content: str, reply: Reply) -> dict[str, Any] | None:
+    """`choices[0].logprobs` as OpenAI sends it, when the request asks for logprobs: the
+    content split into word and punctuation tokens, each with its logprob and up to
+    `top_logprobs` alternatives (a scripted token's alternatives keep its leading space)."""
+    if not body.get("logprobs"):
+        return None
+    top_n = int(body.get("top_logprobs") or 0)
+    scripted = reply.top_logprobs or {}
+    entries = []
+    for token in _TOKEN.findall(content):
+        lead = token[: len(token) - len(token.lstrip())]
+        alternatives = scripted.get(token.strip()) or {token.strip(): 1.0}
+        ranked = sorted(alternatives.items(), key=lambda kv: -kv[1])
+        top = [
+            {"token": lead + alt, "logprob": math.log(p), "bytes": list((lead + alt).encode())}
+            for alt, p in ranked[:top_n]
+            if p > 0
+        ]
+        chosen = alternatives.get(token.strip(), 1.0)
+        entries.append(
+            {
+                "token": token,
+                "logprob": math.log(chosen),
+                "bytes": list(token.encode()),
+                "top_logprobs": top,
+            }
+        )
+    return {"content": entries}
+
+
 async def answer(request: Request) -> JSONResponse:
     body = await request.json()
     state.calls += 1
     model = str(body.get("model"))
     state.models[model] = state.models.get(model, 0) + 1
     state.requests.append(body)
+    refusal = refused_by_server(body)
+    if refusal is not None:
+        state.statuses[str(refusal.status_code)] = (
+            state.statuses.get(str(refusal.status_code), 0) + 1
+        )
+        return refusal
     reply = choose(body)
     if reply.delay:
         await asyncio.sleep(reply.delay)
@@ -201,7 +307,11 @@ async def answer(request: Request) -> JSONResponse:
         content = '{"criteria": [{"id": '
     if reply.echo_auth:
         content += f" (Authorization: {request.headers.get('authorization')})"
-    return JSONResponse(completion_body(body, content))
+    completion = completion_body(body, content)
+    logprobs = chat_logprobs(body, content, reply)
+    if logprobs is not None:
+        completion["choices"][0]["logprobs"] = logprobs
+    return JSONResponse(completion)
 
 
 async def text_completion(request: Request) -> JSONResponse:
@@ -356,6 +466,12 @@ async def faults(new_faults: Faults) -> dict[str, str]:
     state.faults = new_faults
     state.rng = random.Random(new_faults.seed)
     return {"status": "ok"}
+
+
+@app.post("/_control/server")
+async def server(rules: ServerRules) -> dict[str, str]:
+    state.server = rules
+    return {"flavour": rules.flavour}
 
 
 @app.post("/_control/reset")

@@ -26,6 +26,7 @@ def parse_scale(text: str) -> tuple[float, float]:
 
 
 LEVELS = ("nominal", "ordinal", "interval")
+SCORES = ("discrete", "expected", "both")
 SCORINGS = ("accuracy", "neg_rmse")
 
 
@@ -124,6 +125,12 @@ def calibrate(
         "with a file, its criterion weights give the points at stake",
     ),
     judges: str | None = typer.Option(None, help="with --from-db: only these judges"),
+    score: str = typer.Option(
+        "discrete",
+        help="with --from-db: discrete (each judge's grade) | expected (its probability-"
+        "weighted expected score, as rater JUDGE~expected) | both, to compare them; "
+        "expected scores default the level to interval",
+    ),
     scale: str | None = typer.Option(None, help="MIN-MAX of the scale, e.g. 1-5 or 0-100"),
     level: str | None = typer.Option(
         None, help="nominal | ordinal | interval (default from the scale); nominal: labels"
@@ -168,6 +175,9 @@ def calibrate(
     if (grades_file is None) == (not from_db):
         fail("give a GRADES_FILE or --from-db (one of them)")
     check_choice("--level", level, LEVELS)
+    check_choice("--score", score, SCORES)
+    if score != "discrete" and not from_db:
+        fail("--score: expected scores come from stored judgments; add --from-db")
     check_choice("--alt-scoring", alt_scoring, SCORINGS)
     fields = {
         "reference": reference,
@@ -198,10 +208,13 @@ def calibrate(
     else:
         sessions = open_database(get_settings().database_url)
         with session_scope(sessions) as session:
+            explicit_level = level
             bounds, level, weights = scale_for(session, scale, rubric, level)
+            if score != "discrete" and explicit_level is None:
+                level = "interval"  # expected scores lie between the ratings
             options = cli_options(bounds, level, by, criterion_weights=weights, **fields)
             selection = Selection(
-                judges=split_names(judges), rubric=rubric, since=since, scale=bounds
+                judges=split_names(judges), rubric=rubric, since=since, scale=bounds, score=score
             )
             rows, inputs = rows_from_db(session, selection)
             options = with_stored_rubric_weights(session, options, inputs)

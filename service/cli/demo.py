@@ -1,9 +1,10 @@
 """`qadi demo` (what `make run` runs): migrate, load the bundled sample, serve locally with
 judges that grade out of the box.
 
-The judges are, in order: the judges file of QADI_JUDGES_CONFIG when it is set, else the
-bundled stand-in judges (service/sample/judges.yaml: deterministic, no model behind them,
-labelled as stand-ins wherever they appear). `demo_judges` is the one place that chooses.
+The judges are: with --local-judge, the real local judge (service/cli/demo_local.py); else
+the judges file of QADI_JUDGES_CONFIG when it is set; else the bundled stand-in judges
+(service/sample/judges.yaml: deterministic, no model behind them, labelled as stand-ins
+wherever they appear).
 """
 
 from __future__ import annotations
@@ -61,10 +62,17 @@ def describe_judges(config: JudgesConfig) -> str:
 def demo(
     port: int = typer.Option(8000, envvar="QADI_PORT", help="port on 127.0.0.1"),
     no_serve: bool = typer.Option(False, "--no-serve", help="load the sample and stop"),
+    local_judge: bool = typer.Option(
+        False,
+        "--local-judge",
+        help="start a real judge on this machine (vLLM + SmolLM2-135M, no API key; the first "
+        "start installs it) and grade and calibrate the sample's explanation set with it",
+    ),
 ) -> None:
     """Migrate the local database, load the bundled sample, and serve on 127.0.0.1 with the
-    judges of QADI_JUDGES_CONFIG, or else the bundled stand-in judges (no API key needed)."""
-    judges_path, config = demo_judges()
+    judges of QADI_JUDGES_CONFIG, or else the bundled stand-in judges (no API key needed);
+    with --local-judge, a real small model on this machine."""
+    judges_path, config = demo_judges()  # a bad judges file stops here, before any work
     url = get_settings().database_url
     upgrade(url)
     counts = load_sample(url)
@@ -73,12 +81,18 @@ def demo(
     console.print(f"[bold]database[/] {url}  sample loaded: {counts}", highlight=False)
     console.print(f"[bold]API key[/]  (all scopes; kept in {key_file}): {key}", highlight=False)
     console.print(f"[bold]docs[/]     http://127.0.0.1:{port}/docs", highlight=False)
+    if local_judge:
+        from service.cli.demo_local import local_judge_demo
+
+        judges_path = local_judge_demo(url, get_settings().data_dir)
+        config = load_config(judges_path)
     judges = f"{describe_judges(config)} from {judges_path}"
     console.print(f"[bold]judges[/]   {judges}", highlight=False)
     if any(is_stand_in(e.model) for e in config.model_list):
         console.print(
             "[bold yellow]STAND-INS[/] grade deterministically with no model behind them; "
-            "for real grades set QADI_JUDGES_CONFIG to your judges file (examples/judges.yaml)",
+            "for real grades set QADI_JUDGES_CONFIG to your judges file (examples/judges.yaml), "
+            "or run `qadi demo --local-judge` for a real judge on this machine",
             highlight=False,
         )
     console.print(

@@ -28,6 +28,7 @@ _RESULT_COLUMNS = {
     "clipped": "clipped",
     "dimensions": "dimensions",
     "rationale": "rationale",
+    "expected_score": "expected_score",
     "raw_reply": "raw_reply",
     "error": "error",
     "latency_ms": "latency_ms",
@@ -51,6 +52,9 @@ def row_values(result: JudgeResult, request_id: str | None, response_id: int) ->
         request_id=request_id,
         response_id=response_id,
         criteria=[c.model_dump() for c in result.criteria],
+        probabilities=(
+            result.probabilities.model_dump(mode="json") if result.probabilities else None
+        ),
         created_at=utcnow(),
     )
     return values
@@ -60,6 +64,7 @@ def result_from_row(row: JudgmentRow) -> JudgeResult:
     values = {name: getattr(row, column) for name, column in _RESULT_COLUMNS.items()}
     values["dimensions"] = values["dimensions"] or {}
     values["criteria"] = [CriterionVerdict(**c) for c in row.criteria or []]
+    values["probabilities"] = row.probabilities
     return JudgeResult(**values)
 
 

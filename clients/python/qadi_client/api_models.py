@@ -66,6 +66,33 @@ class CriterionVerdict(BaseModel):
     evidence: Annotated[str, Field(title="Evidence")] = ""
 
 
+class Distribution(BaseModel):
+    """
+    One value of a verdict and the probabilities the judge gave its alternatives.
+    """
+
+    probs: Annotated[
+        dict[str, float],
+        Field(
+            description="allowed value -> probability as the judge gave it (raw, sum = mass)",
+            title="Probs",
+        ),
+    ]
+    mass: Annotated[
+        float,
+        Field(
+            description="sum of probs: the judge's probability on allowed values",
+            title="Mass",
+        ),
+    ]
+    chosen: Annotated[
+        str, Field(description="the value the reply holds", title="Chosen")
+    ]
+    confidence: Annotated[
+        float, Field(description="probs[chosen] / mass", title="Confidence")
+    ]
+
+
 class DuplicateRow(BaseModel):
     """
     A row of an upload that repeats the (item_id, rater) pair of an earlier row: the
@@ -274,92 +301,6 @@ class JudgeInfo(BaseModel):
     detail: Annotated[str, Field(title="Detail")]
 
 
-class JudgeResult(BaseModel):
-    """
-    One judge call, successful or not. A failed call has no score, ever.
-    """
-
-    id: Annotated[str | None, Field(title="Id")] = None
-    judge: Annotated[str, Field(title="Judge")]
-    model: Annotated[str, Field(title="Model")]
-    maker: Annotated[str | None, Field(title="Maker")] = None
-    status: Annotated[
-        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
-    ]
-    score: Annotated[float | None, Field(title="Score")] = None
-    raw_score: Annotated[float | None, Field(title="Raw Score")] = None
-    clipped: Annotated[bool | None, Field(title="Clipped")] = None
-    dimensions: Annotated[dict[str, float] | None, Field(title="Dimensions")] = None
-    criteria: Annotated[list[CriterionVerdict] | None, Field(title="Criteria")] = None
-    rationale: Annotated[str | None, Field(title="Rationale")] = None
-    raw_reply: Annotated[str | None, Field(title="Raw Reply")] = None
-    error: Annotated[str | None, Field(title="Error")] = None
-    latency_ms: Annotated[float, Field(title="Latency Ms")] = 0.0
-    prompt_tokens: Annotated[int | None, Field(title="Prompt Tokens")] = None
-    completion_tokens: Annotated[int | None, Field(title="Completion Tokens")] = None
-    cost_usd: Annotated[float | None, Field(title="Cost Usd")] = None
-    cached: Annotated[bool, Field(title="Cached")] = False
-    attempts: Annotated[
-        int,
-        Field(
-            description="calls made (retries included); 0 cached",
-            ge=0,
-            title="Attempts",
-        ),
-    ] = 1
-    cache_key: Annotated[str, Field(title="Cache Key")]
-    template: Annotated[str, Field(title="Template")]
-    template_hash: Annotated[str, Field(title="Template Hash")]
-    rubric_ref: Annotated[str, Field(title="Rubric Ref")]
-    rubric_hash: Annotated[str, Field(title="Rubric Hash")]
-
-
-class JudgmentOut(BaseModel):
-    id: Annotated[str | None, Field(title="Id")] = None
-    judge: Annotated[str, Field(title="Judge")]
-    model: Annotated[str, Field(title="Model")]
-    maker: Annotated[str | None, Field(title="Maker")] = None
-    status: Annotated[
-        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
-    ]
-    score: Annotated[float | None, Field(title="Score")] = None
-    raw_score: Annotated[float | None, Field(title="Raw Score")] = None
-    clipped: Annotated[bool | None, Field(title="Clipped")] = None
-    dimensions: Annotated[dict[str, float] | None, Field(title="Dimensions")] = None
-    criteria: Annotated[list[CriterionVerdict] | None, Field(title="Criteria")] = None
-    rationale: Annotated[str | None, Field(title="Rationale")] = None
-    raw_reply: Annotated[str | None, Field(title="Raw Reply")] = None
-    error: Annotated[str | None, Field(title="Error")] = None
-    latency_ms: Annotated[float, Field(title="Latency Ms")] = 0.0
-    prompt_tokens: Annotated[int | None, Field(title="Prompt Tokens")] = None
-    completion_tokens: Annotated[int | None, Field(title="Completion Tokens")] = None
-    cost_usd: Annotated[float | None, Field(title="Cost Usd")] = None
-    cached: Annotated[bool, Field(title="Cached")] = False
-    attempts: Annotated[
-        int,
-        Field(
-            description="calls made (retries included); 0 cached",
-            ge=0,
-            title="Attempts",
-        ),
-    ] = 1
-    cache_key: Annotated[str, Field(title="Cache Key")]
-    template: Annotated[str, Field(title="Template")]
-    template_hash: Annotated[str, Field(title="Template Hash")]
-    rubric_ref: Annotated[str, Field(title="Rubric Ref")]
-    rubric_hash: Annotated[str, Field(title="Rubric Hash")]
-    request_id: Annotated[str | None, Field(title="Request Id")]
-    item_id: Annotated[str, Field(title="Item Id")]
-    candidate_model: Annotated[str, Field(title="Candidate Model")]
-    metadata: Annotated[dict[str, Any], Field(title="Metadata")]
-    created_at: Annotated[datetime, Field(title="Created At")]
-
-
-class JudgmentPage(BaseModel):
-    items: Annotated[list[JudgmentOut], Field(title="Items")]
-    next_cursor: Annotated[str | None, Field(title="Next Cursor")]
-
-
 class LinkRequest(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -562,6 +503,42 @@ class SkippedJudge(BaseModel):
     substitute: Annotated[str | None, Field(title="Substitute")] = None
 
 
+class TokenProbabilities(BaseModel):
+    """
+    What the token probabilities of one reply say about its verdict.
+    """
+
+    method: Annotated[
+        str,
+        Field(
+            description="how the distribution was read, and its assumptions",
+            title="Method",
+        ),
+    ]
+    top_logprobs: Annotated[
+        int,
+        Field(
+            description="alternatives the judge listed per token", title="Top Logprobs"
+        ),
+    ]
+    rating: Distribution | None = None
+    criteria: Annotated[dict[str, Distribution] | None, Field(title="Criteria")] = None
+    expected: Annotated[
+        float | None,
+        Field(
+            description="probability-weighted expected score (distributional)",
+            title="Expected",
+        ),
+    ] = None
+    unavailable: Annotated[
+        str | None,
+        Field(
+            description="why part of the verdict has no distribution",
+            title="Unavailable",
+        ),
+    ] = None
+
+
 class UnavailableJudge(BaseModel):
     """
     A judge whose provider failed (error or timeout) on this request.
@@ -600,6 +577,118 @@ class ErrorBody(BaseModel):
     """
 
     detail: Annotated[list[ErrorItem], Field(title="Detail")]
+
+
+class JudgeResult(BaseModel):
+    """
+    One judge call, successful or not. A failed call has no score, ever.
+    """
+
+    id: Annotated[str | None, Field(title="Id")] = None
+    judge: Annotated[str, Field(title="Judge")]
+    model: Annotated[str, Field(title="Model")]
+    maker: Annotated[str | None, Field(title="Maker")] = None
+    status: Annotated[
+        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
+    ]
+    score: Annotated[float | None, Field(title="Score")] = None
+    raw_score: Annotated[float | None, Field(title="Raw Score")] = None
+    clipped: Annotated[bool | None, Field(title="Clipped")] = None
+    dimensions: Annotated[dict[str, float] | None, Field(title="Dimensions")] = None
+    criteria: Annotated[list[CriterionVerdict] | None, Field(title="Criteria")] = None
+    rationale: Annotated[str | None, Field(title="Rationale")] = None
+    probabilities: Annotated[
+        TokenProbabilities | None,
+        Field(
+            description="the verdict's token probabilities, when the judge returned logprobs"
+        ),
+    ] = None
+    expected_score: Annotated[
+        float | None,
+        Field(
+            description="probability-weighted expected score (distributional), beside `score`",
+            title="Expected Score",
+        ),
+    ] = None
+    raw_reply: Annotated[str | None, Field(title="Raw Reply")] = None
+    error: Annotated[str | None, Field(title="Error")] = None
+    latency_ms: Annotated[float, Field(title="Latency Ms")] = 0.0
+    prompt_tokens: Annotated[int | None, Field(title="Prompt Tokens")] = None
+    completion_tokens: Annotated[int | None, Field(title="Completion Tokens")] = None
+    cost_usd: Annotated[float | None, Field(title="Cost Usd")] = None
+    cached: Annotated[bool, Field(title="Cached")] = False
+    attempts: Annotated[
+        int,
+        Field(
+            description="calls made (retries included); 0 cached",
+            ge=0,
+            title="Attempts",
+        ),
+    ] = 1
+    cache_key: Annotated[str, Field(title="Cache Key")]
+    template: Annotated[str, Field(title="Template")]
+    template_hash: Annotated[str, Field(title="Template Hash")]
+    rubric_ref: Annotated[str, Field(title="Rubric Ref")]
+    rubric_hash: Annotated[str, Field(title="Rubric Hash")]
+
+
+class JudgmentOut(BaseModel):
+    id: Annotated[str | None, Field(title="Id")] = None
+    judge: Annotated[str, Field(title="Judge")]
+    model: Annotated[str, Field(title="Model")]
+    maker: Annotated[str | None, Field(title="Maker")] = None
+    status: Annotated[
+        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
+    ]
+    score: Annotated[float | None, Field(title="Score")] = None
+    raw_score: Annotated[float | None, Field(title="Raw Score")] = None
+    clipped: Annotated[bool | None, Field(title="Clipped")] = None
+    dimensions: Annotated[dict[str, float] | None, Field(title="Dimensions")] = None
+    criteria: Annotated[list[CriterionVerdict] | None, Field(title="Criteria")] = None
+    rationale: Annotated[str | None, Field(title="Rationale")] = None
+    probabilities: Annotated[
+        TokenProbabilities | None,
+        Field(
+            description="the verdict's token probabilities, when the judge returned logprobs"
+        ),
+    ] = None
+    expected_score: Annotated[
+        float | None,
+        Field(
+            description="probability-weighted expected score (distributional), beside `score`",
+            title="Expected Score",
+        ),
+    ] = None
+    raw_reply: Annotated[str | None, Field(title="Raw Reply")] = None
+    error: Annotated[str | None, Field(title="Error")] = None
+    latency_ms: Annotated[float, Field(title="Latency Ms")] = 0.0
+    prompt_tokens: Annotated[int | None, Field(title="Prompt Tokens")] = None
+    completion_tokens: Annotated[int | None, Field(title="Completion Tokens")] = None
+    cost_usd: Annotated[float | None, Field(title="Cost Usd")] = None
+    cached: Annotated[bool, Field(title="Cached")] = False
+    attempts: Annotated[
+        int,
+        Field(
+            description="calls made (retries included); 0 cached",
+            ge=0,
+            title="Attempts",
+        ),
+    ] = 1
+    cache_key: Annotated[str, Field(title="Cache Key")]
+    template: Annotated[str, Field(title="Template")]
+    template_hash: Annotated[str, Field(title="Template Hash")]
+    rubric_ref: Annotated[str, Field(title="Rubric Ref")]
+    rubric_hash: Annotated[str, Field(title="Rubric Hash")]
+    request_id: Annotated[str | None, Field(title="Request Id")]
+    item_id: Annotated[str, Field(title="Item Id")]
+    candidate_model: Annotated[str, Field(title="Candidate Model")]
+    metadata: Annotated[dict[str, Any], Field(title="Metadata")]
+    created_at: Annotated[datetime, Field(title="Created At")]
+
+
+class JudgmentPage(BaseModel):
+    items: Annotated[list[JudgmentOut], Field(title="Items")]
+    next_cursor: Annotated[str | None, Field(title="Next Cursor")]
 
 
 class FailedGradeBody(BaseModel):

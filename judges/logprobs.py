@@ -1,0 +1,270 @@
+"""Token probabilities of a verdict, read from the judge's `logprobs` / `top_logprobs`.
+
+A judge that returns token log-probabilities says more than its rating: how sure it was.
+For a rating judge (`{"rating": N}`) the token that spells N carries, in its top
+alternatives, the probability of every other rating; for a criteria judge each `"met":`
+value token carries P(true) and P(false). qadi keeps those probabilities as the server gave
+them (`probs`, raw: they sum to `mass` <= 1, since a constrained decoder's raw distribution
+also puts weight on tokens the schema forbids), and derives
+
+- `confidence`: P(chosen value) renormalised over the allowed values (probs[chosen] / mass),
+  the per-judgment confidence selective judging thresholds ("Trust or Escalate");
+- `expected`: the probability-weighted expected rating, sum_v v * probs[v] / mass, the
+  distributional score of G-Eval (Liu et al. 2023, section 2.3; also TrustJudge, 2025);
+  for a penalty-weighted rubric, the expected rubric score over the criterion verdicts,
+  taken as independent (stated in `method`).
+
+Nothing is invented: a value missing from the top alternatives counts as probability 0
+(its true probability is below the smallest listed one; `mass` shows how much is covered),
+and a reply whose tokens cannot be matched to its values gets `None` with the reason, never
+a guess. Only replies whose values are single tokens are read: a scale where one allowed
+value is a prefix of another (1 and 10) cannot be told apart from one token, so it has no
+distribution.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from judges.payloads import field_of
+from rubrics import PenaltyWeightedRubric, RubricError, ScaleRubric, score
+
+DEFAULT_TOP_LOGPROBS = 10  # alternatives per token: the 5 ratings and room for the rest
+MAX_EXACT_CRITERIA = 12  # 2**12 verdict combinations for the expected rubric score
+_RATING = re.compile(r'"rating"\s*:\s*(-?\d+)')
+_MET = re.compile(r'"met"\s*:\s*(true|false)')
+_BARE = re.compile(r"\s*(\d+)\s*")
+
+
+class Distribution(BaseModel):
+    """One value of a verdict and the probabilities the judge gave its alternatives."""
+
+    probs: dict[str, float] = Field(
+        description="allowed value -> probability as the judge gave it (raw, sum = mass)"
+    )
+    mass: float = Field(description="sum of probs: the judge's probability on allowed values")
+    chosen: str = Field(description="the value the reply holds")
+    confidence: float = Field(description="probs[chosen] / mass")
+
+
+class TokenProbabilities(BaseModel):
+    """What the token probabilities of one reply say about its verdict."""
+
+    method: str = Field(description="how the distribution was read, and its assumptions")
+    top_logprobs: int = Field(description="alternatives the judge listed per token")
+    rating: Distribution | None = None
+    criteria: dict[str, Distribution] = Field(default_factory=dict)
+    expected: float | None = Field(
+        default=None, description="probability-weighted expected score (distributional)"
+    )
+    unavailable: str | None = Field(
+        default=None, description="why part of the verdict has no distribution"
+    )
+
+
+def request_params(top_logprobs: int | None) -> dict[str, Any]:
+    """What a call adds to ask for token probabilities (OpenAI's parameters, which vLLM,
+    llama.cpp's servers and LiteLLM's `hosted_vllm/` route take as they are)."""
+    if not top_logprobs:
+        return {}
+    return {"logprobs": True, "top_logprobs": top_logprobs}
+
+
+Token = tuple[str, float, list[tuple[str, float]]]
+
+
+def tokens_of(payload: Any) -> list[Token] | None:
+    """(token, logprob, [(alternative, logprob), ...]) for each generated token, from a
+    LiteLLM response or a batch-file dict; None when the reply carries no logprobs."""
+    choices = field_of(payload, "choices")
+    if not choices:
+        return None
+    content = field_of(field_of(choices[0], "logprobs"), "content")
+    if not content:
+        return None
+    out: list[Token] = []
+    for entry in content:
+        token, logprob = field_of(entry, "token"), field_of(entry, "logprob")
+        if not isinstance(token, str) or not isinstance(logprob, int | float):
+            return None
+        top = [
+            (field_of(alt, "token"), field_of(alt, "logprob"))
+            for alt in field_of(entry, "top_logprobs") or []
+        ]
+        out.append((token, float(logprob), [(t, float(p)) for t, p in top if isinstance(t, str)]))
+    return out
+
+
+def read_probabilities(
+    tokens: list[Token] | None, text: str, rubric: Any, output: str, verdict: Any
+) -> TokenProbabilities | None:
+    """The distribution of a parsed verdict (`tokens` from `tokens_of`, `text` the reply
+    that parsed, `output` the template's kind, `verdict` its `judges.verdicts.Verdict`), or
+    None when the judge sent no logprobs."""
+    if tokens is None:
+        return None
+    top_k = max((len(top) for _, _, top in tokens), default=0)
+    spans = _TokenSpans(tokens, text)
+    if output == "rating_json" and isinstance(rubric, ScaleRubric):
+        return _rating(spans, rubric, top_k, verdict.dimensions)
+    if output == "criteria_json" and isinstance(rubric, PenaltyWeightedRubric):
+        return _criteria(spans, rubric, top_k, [c.id for c in verdict.criteria])
+    return TokenProbabilities(
+        method="none",
+        top_logprobs=top_k,
+        unavailable=f"no distribution is read for '{output}' replies",
+    )
+
+
+class _TokenSpans:
+    """The generated tokens laid over the reply text, to find the token of a value."""
+
+    def __init__(self, tokens: list[Token], text: str) -> None:
+        self.tokens = tokens
+        self.text = text
+        joined = "".join(t for t, _, _ in tokens)
+        # the reply may be the tokens' text with surrounding whitespace trimmed
+        self.offset = joined.find(text) if text else -1
+        self.starts = list(itertools.accumulate((len(t) for t, _, _ in tokens), initial=0))
+
+    @property
+    def aligned(self) -> bool:
+        return self.offset >= 0
+
+    def at(self, start: int, value: str) -> Token | None:
+        """The token that spells exactly `value` (whitespace aside) at text position `start`."""
+        position = start + self.offset
+        for index, token_start in enumerate(self.starts[:-1]):
+            token = self.tokens[index]
+            if token_start <= position < self.starts[index + 1]:
+                return token if token[0].strip() == value else None
+        return None
+
+
+def _distribution(token: Token, allowed: Sequence[str]) -> Distribution | None:
+    """Probabilities of the allowed values among the alternatives of one token (the chosen
+    token's own logprob included, as some servers leave it out of the list)."""
+    chosen_text, chosen_logprob, top = token
+    if any(a != b and b.startswith(a) for a in allowed for b in allowed):
+        return None  # "1" could begin "10": one token cannot tell them apart
+    probs = dict.fromkeys(allowed, 0.0)
+    seen: set[str] = set()
+    for alternative, logprob in [*top, (chosen_text, chosen_logprob)]:
+        if alternative in seen:
+            continue
+        seen.add(alternative)
+        value = alternative.strip()
+        if value in probs:
+            probs[value] += math.exp(logprob)
+    mass = sum(probs.values())
+    chosen = chosen_text.strip()
+    if mass <= 0 or chosen not in probs:
+        return None
+    mass = min(mass, 1.0)
+    return Distribution(
+        probs={k: round(v, 6) for k, v in probs.items()},
+        mass=round(mass, 6),
+        chosen=chosen,
+        confidence=round(min(probs[chosen] / mass, 1.0), 6),
+    )
+
+
+def _rating(
+    spans: _TokenSpans, rubric: ScaleRubric, top_k: int, dimensions: Mapping[str, float]
+) -> TokenProbabilities:
+    method = "top_logprobs of the rating token; expected = sum v * p(v) / mass"
+    unavailable = _unavailable_rating(spans, rubric)
+    if unavailable is not None:
+        return TokenProbabilities(method=method, top_logprobs=top_k, unavailable=unavailable)
+    match = _RATING.search(spans.text) or _BARE.fullmatch(spans.text)
+    allowed = [str(v) for v in range(int(rubric.scale.min), int(rubric.scale.max) + 1)]
+    token = spans.at(match.start(1), match.group(1)) if match else None
+    dist = _distribution(token, allowed) if token else None
+    if dist is None or float(dist.chosen) != dimensions.get(rubric.primary_dimension):
+        return TokenProbabilities(
+            method=method,
+            top_logprobs=top_k,
+            unavailable="the rating is not one token whose alternatives name the ratings",
+        )
+    expected = sum(int(v) * p for v, p in dist.probs.items()) / dist.mass
+    return TokenProbabilities(
+        method=method, top_logprobs=top_k, rating=dist, expected=round(expected, 6)
+    )
+
+
+def _unavailable_rating(spans: _TokenSpans, rubric: ScaleRubric) -> str | None:
+    if not spans.aligned:
+        return "the tokens do not spell the reply"
+    if not (float(rubric.scale.min).is_integer() and float(rubric.scale.max).is_integer()):
+        return "the scale has no integer ratings"
+    return None
+
+
+def _criteria(
+    spans: _TokenSpans, rubric: PenaltyWeightedRubric, top_k: int, ids: list[str]
+) -> TokenProbabilities:
+    method = (
+        "top_logprobs of each criterion's met token; expected = the rubric score averaged "
+        "over every combination of verdicts, criteria taken as independent"
+    )
+    if not spans.aligned:
+        return TokenProbabilities(
+            method=method, top_logprobs=top_k, unavailable="the tokens do not spell the reply"
+        )
+    matches = list(_MET.finditer(spans.text))
+    if len(matches) != len(ids):
+        return TokenProbabilities(
+            method=method,
+            top_logprobs=top_k,
+            unavailable="the met values cannot be matched to the criteria",
+        )
+    criteria: dict[str, Distribution] = {}
+    missing = []
+    for cid, match in zip(ids, matches, strict=True):
+        token = spans.at(match.start(1), match.group(1))
+        dist = _distribution(token, ["true", "false"]) if token else None
+        if dist is None:
+            missing.append(cid)
+        else:
+            criteria[cid] = dist
+    expected = None if missing else _expected_rubric_score(rubric, criteria)
+    unavailable = None
+    if missing:
+        unavailable = f"no distribution for criteria {', '.join(missing)} (not one token)"
+    elif expected is None:
+        unavailable = f"expected score: more than {MAX_EXACT_CRITERIA} criteria"
+    return TokenProbabilities(
+        method=method,
+        top_logprobs=top_k,
+        criteria=criteria,
+        expected=expected,
+        unavailable=unavailable,
+    )
+
+
+def _expected_rubric_score(
+    rubric: PenaltyWeightedRubric, criteria: Mapping[str, Distribution]
+) -> float | None:
+    """E[score] over all 2^n verdict combinations, each criterion met with its renormalised
+    P(true), independently; None past MAX_EXACT_CRITERIA criteria."""
+    ids = [c.id for c in rubric.criteria if c.id in criteria]
+    if len(ids) != len(rubric.criteria) or len(ids) > MAX_EXACT_CRITERIA:
+        return None
+    p_met = {cid: criteria[cid].probs["true"] / criteria[cid].mass for cid in ids}
+    total = 0.0
+    for marks in itertools.product((True, False), repeat=len(ids)):
+        weight = math.prod(
+            p_met[cid] if met else 1.0 - p_met[cid] for cid, met in zip(ids, marks, strict=True)
+        )
+        if weight:
+            try:
+                total += weight * score(rubric, dict(zip(ids, marks, strict=True))).score
+            except RubricError:
+                return None
+    return round(total, 6)

@@ -1,0 +1,134 @@
+"""`qadi demo --local-judge`: the bundled sample graded by a real model on this machine.
+
+The local judge (service/local_judge.py: vLLM serving SmolLM2-135M-Instruct) is started, the
+sample's explanation set (service/sample/explanations.jsonl: 24 idiom explanations, 1-5, with
+two stand-in SME ratings each) is stored and graded through the one grading core (the same
+calls, cache and storage as `qadi regrade`), with token probabilities, and the real grades are
+calibrated against the SME ratings, the discrete and the expected score side by side: a
+newcomer sees a model's grades, its confidences, the calibration table and the trust map
+without any API key. SmolLM2-135M is a tiny model and a weak judge; the point is the
+pipeline, and the report says how weak.
+
+The explanation set, not the rubric answers of the sample: a rubric judge writes one JSON
+verdict with evidence per criterion, and SmolLM2-135M loops inside the evidence strings
+("1.1.1.1...") until max_tokens, so every such reply would be a parse error (measured: 512
+tokens, finish_reason length, also with a frequency penalty). A 1-5 rating is ten tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import yaml
+from rich.table import Table
+
+from service.cli.app import console, fail, out
+
+RUBRIC = "kinayat-explanation"
+
+
+def local_judge_demo(database_url: str, data_dir: Path) -> Path:
+    """Start the local judge, store and grade the explanation set with it, calibrate, print;
+    the judges file written for it (so `qadi serve` grades with it too)."""
+    from service import local_judge
+
+    console.print(
+        "[bold]local judge[/] starting vLLM with SmolLM2-135M-Instruct (the first "
+        "start installs it: several minutes)"
+    )
+    try:
+        url = local_judge.start()
+    except local_judge.LocalJudgeError as exc:
+        fail(str(exc))
+    config_path = data_dir / "local-judge.yaml"
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(yaml.safe_dump(local_judge.judges_config(url)), encoding="utf-8")
+    console.print(f"[bold]local judge[/] {url}  (judges file {config_path})")
+    stats = _grade(database_url, config_path, load_explanations(database_url))
+    _calibrate(database_url)
+    console.print(
+        f"[bold]graded[/] {stats.calls['ok']} ok, {stats.calls['parse_error']} parse errors, "
+        f"{stats.reused} already stored; every call is kept in the database"
+    )
+    return config_path
+
+
+def load_explanations(database_url: str) -> list:
+    """Store the explanation set and its SME ratings (idempotent); its grade requests."""
+    from calibration.interchange import read_grades
+    from judges import GradeRequest
+    from rubrics import library_rubric
+    from service.answers import read_answers
+    from service.cli.demo import SAMPLE
+    from service.db.engine import open_database, session_scope
+    from service.grade_store import upsert_grades
+    from service.stores.answers import ensure_responses
+
+    rubric = library_rubric(RUBRIC)
+    answers = read_answers(SAMPLE / "explanations.jsonl")
+    requests = [GradeRequest.from_answer(rubric, answer) for answer in answers]
+    with session_scope(open_database(database_url)) as session:
+        ensure_responses(session, requests)
+        upsert_grades(session, read_grades(SAMPLE / "explanation-grades.csv"))
+    return requests
+
+
+def _grade(database_url: str, config_path: Path, requests: list):
+    from judges import BatchGrader, BatchOptions, BatchStats, Grader, load_config
+    from service.db.engine import open_database
+    from service.stores.judgments import SqlJudgmentStore
+
+    grader = Grader(load_config(config_path))
+    store = SqlJudgmentStore(open_database(database_url))
+    batcher = BatchGrader(grader, store, BatchOptions(concurrency=6, record_reused=False))
+    graded = []
+    stats = asyncio.run(batcher.run(requests, graded.append, BatchStats()))
+    table = Table(
+        "item",
+        "status",
+        "rating",
+        "expected",
+        "P(rating)",
+        "P(1..5)",
+        title="the local judge's grades",
+    )
+    for item in graded:
+        for result in item.result.results if item.result else []:
+            rating = result.probabilities.rating if result.probabilities else None
+            spread = " ".join(f"{p:.2f}" for p in rating.probs.values()) if rating else None
+            table.add_row(
+                item.request.metadata.get("item_id", ""),
+                result.status,
+                "–" if result.score is None else f"{result.score:.0f}",
+                "–" if result.expected_score is None else f"{result.expected_score:.2f}",
+                "–" if rating is None else f"{rating.confidence:.2f}",
+                spread or (result.error or "")[:60],
+            )
+    out.print(table)
+    return stats
+
+
+def _calibrate(database_url: str) -> None:
+    """One report, stored as `qadi calibrate --from-db --rubric kinayat-explanation --score
+    both` stores it (interval level: expected scores lie between the ratings), summarised
+    with the trust map."""
+    from calibration.calibrate import CalibrationOptions
+    from service.calibration_store import (
+        Selection,
+        build_report,
+        rows_from_db,
+        store_report,
+    )
+    from service.cli.calibrate import print_summary
+    from service.db.engine import open_database, session_scope
+
+    with session_scope(open_database(database_url)) as session:
+        rows, inputs = rows_from_db(session, Selection(rubric=RUBRIC, score="both"))
+        options = CalibrationOptions(
+            scale_min=1.0, scale_max=5.0, level="interval", bootstrap=500, seed=0
+        )
+        rendered = build_report(rows, options, inputs)
+        stored = store_report(session, "adhoc", RUBRIC, rendered)
+    console.print(f"[bold]calibration[/] stored report {stored.id} (GET /calibration/reports)")
+    print_summary(rendered[0])

@@ -1,0 +1,30 @@
+"""The real judge for these tests: vLLM serving SmolLM2-135M-Instruct on 127.0.0.1.
+
+`.ci/run` starts it in the background (`.ci/vllm.sh start`) before `make test` and sets
+QADI_LOCAL_JUDGE_URL, so its install and start overlap the rest of the suite; here the tests
+wait for it (QADI_LOCAL_JUDGE_TIMEOUT seconds, default 1800, failing early if the start
+failed). Without the variable (a developer's `make test`), the same script starts it here,
+and stops it at the end unless it was already running.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def local_judge_url():
+    from service import local_judge
+
+    url = local_judge.url_from_environment()
+    if url is not None:
+        local_judge.wait_ready(url, float(os.environ.get("QADI_LOCAL_JUDGE_TIMEOUT", "1800")))
+        yield url
+        return
+    already_running = local_judge.status().startswith("ready")
+    url = local_judge.start()
+    yield url
+    if not already_running:
+        local_judge.stop()

@@ -1,0 +1,47 @@
+"""`qadi demo --local-judge`: the sample's explanation set graded and calibrated by the real
+local judge (started through the same script as the other real-judge tests; running here)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.timeout(1800)
+
+
+def test_the_demo_grades_and_calibrates_the_sample_with_a_real_model(local_judge_url, tmp_path):
+    from service.db.engine import make_engine, make_sessionmaker, session_scope
+    from service.db.schema import CalibrationReportRow, JudgmentRow
+
+    database_url = f"sqlite:///{tmp_path / 'demo.db'}"
+    env = {"QADI_DATA_DIR": str(tmp_path), "QADI_DATABASE_URL": database_url}
+    done = run_cli("demo", "--local-judge", "--no-serve", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = (tmp_path / "local-judge.yaml").read_text()
+    assert "hosted_vllm/smollm2" in written and local_judge_url in written
+
+    with session_scope(make_sessionmaker(make_engine(database_url))) as session:
+        rows = session.scalars(select(JudgmentRow)).all()
+        report = session.scalars(select(CalibrationReportRow)).one().report
+        # every explanation graded once by the local judge, ok or recorded as a parse error
+        assert len(rows) == 24 and {r.judge for r in rows} == {"smollm2"}
+        for row in rows:
+            assert row.status in ("ok", "parse_error"), row.error
+            if row.status == "ok":
+                rating = row.probabilities["rating"]
+                assert rating["chosen"] == str(int(row.score))
+                assert sum(rating["probs"].values()) <= 1.0 + 1e-6
+                assert 1.0 <= row.expected_score <= 5.0
+            else:
+                assert row.score is None and row.expected_score is None and row.raw_reply
+        ok = sum(r.status == "ok" for r in rows)
+    # the real judge's discrete and expected scores, each against the two SMEs
+    assert set(report["judges"]) == {"smollm2", "smollm2~expected"}
+    assert report["judges"]["smollm2"]["overall"]["n"] == ok >= 20
+    assert report["inputs"]["judge_scores"] == "both"
+    assert report["humans"]["n_raters"] == 2
+    assert {row["judge"] for row in report["trust"]["rows"]} == set(report["judges"])
+    printed = done.stdout + done.stderr
+    assert "the local judge's grades" in printed and "calibration (overall)" in printed

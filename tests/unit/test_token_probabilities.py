@@ -1,0 +1,159 @@
+"""Token probabilities of a verdict (judges/logprobs.py), on payloads written by hand in
+OpenAI's `logprobs` format; expected numbers are worked out in the comments."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from judges.logprobs import read_probabilities, tokens_of
+from judges.templates import load_template
+from judges.verdicts import parse_reply
+from rubrics import library_rubric
+
+RATING = load_template("kinayat-explanation@2")
+CRITERIA = load_template("rubric-criteria@1")
+
+
+def entry(token: str, p: float, alternatives: dict[str, float] | None = None) -> dict:
+    top = alternatives if alternatives is not None else {token: p}
+    return {
+        "token": token,
+        "logprob": math.log(p),
+        "top_logprobs": [{"token": t, "logprob": math.log(q)} for t, q in top.items()],
+    }
+
+
+def payload(*entries: dict) -> dict:
+    content = "".join(e["token"] for e in entries)
+    return {
+        "choices": [
+            {
+                "message": {"role": "assistant", "content": content},
+                "logprobs": {"content": list(entries)},
+                "finish_reason": "stop",
+            }
+        ]
+    }
+
+
+def read(template, rubric, body: dict):
+    text = body["choices"][0]["message"]["content"]
+    verdict = parse_reply(template, rubric, text)
+    return read_probabilities(tokens_of(body), text, rubric, template.output, verdict)
+
+
+def rating_payload(chosen: str, alternatives: dict[str, float]) -> dict:
+    """`alternatives` by value; each listed with the chosen token's leading space."""
+    lead = chosen[: len(chosen) - len(chosen.lstrip())]
+    listed = {lead + value: p for value, p in alternatives.items()}
+    return payload(
+        entry('{"', 1.0),
+        entry("rating", 1.0),
+        entry('":', 1.0),
+        entry(chosen, alternatives[chosen.strip()], listed),
+        entry("}", 1.0),
+    )
+
+
+def test_rating_distribution_expected_score_and_confidence():
+    rubric = library_rubric("kinayat-explanation")
+    # top alternatives of the rating token: 4: .5, 3: .2, 5: .1, and 0.2 on '"' (not a rating)
+    body = rating_payload(" 4", {"4": 0.5, "3": 0.2, "5": 0.1, '"': 0.2})
+    found = read(RATING, rubric, body)
+    assert found.rating.chosen == "4"
+    assert found.rating.probs == pytest.approx({"1": 0, "2": 0, "3": 0.2, "4": 0.5, "5": 0.1})
+    assert found.rating.mass == pytest.approx(0.8)
+    assert found.rating.confidence == pytest.approx(0.5 / 0.8)
+    # (3*.2 + 4*.5 + 5*.1) / .8 = 3.1 / .8 = 3.875
+    assert found.expected == pytest.approx(3.875)
+    assert found.top_logprobs == 4 and found.unavailable is None
+
+
+def test_the_chosen_token_counts_even_when_the_list_leaves_it_out():
+    rubric = library_rubric("kinayat-explanation")
+    body = rating_payload("2", {"2": 0.3, "1": 0.6})
+    body["choices"][0]["logprobs"]["content"][3]["top_logprobs"] = [
+        {"token": "1", "logprob": math.log(0.6)}
+    ]
+    found = read(RATING, rubric, body)
+    assert found.rating.probs["2"] == pytest.approx(0.3)
+    assert found.rating.mass == pytest.approx(0.9)
+
+
+def test_no_logprobs_is_no_distribution():
+    rubric = library_rubric("kinayat-explanation")
+    body = rating_payload("4", {"4": 1.0})
+    del body["choices"][0]["logprobs"]
+    assert read(RATING, rubric, body) is None
+
+
+def test_tokens_that_do_not_spell_the_reply_give_a_reason_not_a_guess():
+    rubric = library_rubric("kinayat-explanation")
+    body = rating_payload("4", {"4": 0.9, "5": 0.1})
+    body["choices"][0]["message"]["content"] = '{"rating": 4}'  # tokens spell {"rating":4}
+    found = read(RATING, rubric, body)
+    assert found.rating is None and found.expected is None
+    assert found.unavailable == "the tokens do not spell the reply"
+
+
+def test_a_rating_sharing_its_token_with_punctuation_has_no_distribution():
+    rubric = library_rubric("kinayat-explanation")
+    body = payload(entry('{"rating": ', 1.0), entry("4}", 0.9, {"4}": 0.9, "5}": 0.1}))
+    found = read(RATING, rubric, body)
+    assert found.rating is None
+    assert "not one token" in found.unavailable
+
+
+def test_criteria_distributions_and_the_expected_rubric_score():
+    rubric = library_rubric("egyptian-cultural-sham-el-nessim")
+    ids = [c.id for c in rubric.criteria]
+    met = {ids[0]: 0.9}  # P(true) of the first criterion; the others are certain
+    entries = [entry('{"criteria": [', 1.0)]
+    for i, cid in enumerate(ids):
+        p_true = met.get(cid, 1.0 if rubric.criteria[i].kind == "positive" else 0.0)
+        chosen = " true" if p_true >= 0.5 else " false"
+        alternatives = {" true": p_true, " false": 1 - p_true}
+        alternatives = {k: v for k, v in alternatives.items() if v > 0}
+        entries += [
+            entry(("" if i == 0 else ", ") + '{"id": "' + cid + '", "met":', 1.0),
+            entry(chosen, alternatives[chosen], alternatives),
+            entry(', "evidence": ""}', 1.0),
+        ]
+    entries.append(entry("]}", 1.0))
+    found = read(CRITERIA, rubric, payload(*entries))
+    assert set(found.criteria) == set(ids)
+    first = found.criteria[ids[0]]
+    assert (first.chosen, first.probs["true"], first.probs["false"]) == ("true", 0.9, 0.1)
+    # all positives met, no negative triggered: 100 with P .9; the first positive unmet
+    # otherwise: 100 * (1 - w1 / sum of positive weights) with P .1
+    positive = sum(c.weight for c in rubric.criteria if c.kind == "positive")
+    w1 = rubric.criteria[0].weight
+    assert rubric.criteria[0].kind == "positive"
+    assert found.expected == pytest.approx(0.9 * 100 + 0.1 * 100 * (1 - w1 / positive))
+
+
+def test_a_scale_whose_values_share_prefixes_has_no_distribution():
+    base = library_rubric("kinayat-explanation")
+    ten = base.model_copy(update={"scale": base.scale.model_copy(update={"max": 10})})
+    body = rating_payload("1", {"1": 0.6, "10": 0.4})
+    found = read(RATING, ten, body)
+    assert found.rating is None and found.expected is None
+
+
+def test_the_judge_config_names_a_bad_mode_or_logprobs_count():
+    from judges import JudgeConfigError, parse_config
+
+    def entry(**fields):
+        return {
+            "model_list": [{"model_name": "j", "litellm_params": {"model": "openai/x"}, **fields}]
+        }
+
+    with pytest.raises(JudgeConfigError, match="structured_output"):
+        parse_config(entry(structured_output="xml"))
+    with pytest.raises(JudgeConfigError, match="logprobs: 50 alternatives; give 1-20"):
+        parse_config(entry(logprobs=50))
+    config = parse_config(entry(logprobs=3, structured_output="none"))
+    assert (config.judge("j").top_logprobs, config.judge("j").output_mode) == (3, "none")
+    assert parse_config(entry(logprobs=False)).judge("j").top_logprobs is None
