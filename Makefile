@@ -1,20 +1,32 @@
 # Two commands: `make run` and `make test`. Both create .venv/ when it is missing.
+# `make run` installs the runtime only; `make test` (and `make venv`) everything the tests use.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-stamp
+# One stamp per set of declared dependencies, named by a hash of the files that declare them:
+# a fresh clone reusing a .venv does not reinstall while they are unchanged (file times say
+# nothing after a clone), and any change to them installs again.
+DEPS    := $(shell cat pyproject.toml clients/python/pyproject.toml | sha256sum | cut -c1-12)
+RUNTIME := $(VENV)/.runtime-$(DEPS)
+FULL    := $(VENV)/.full-$(DEPS)
 
 .PHONY: run test lint venv clean docs docs-serve judge judge-stop
 
-venv: $(STAMP)
+venv: $(FULL)
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml
+$(RUNTIME):
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	@touch $@
+
+$(FULL):
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test,ray,docs]" -e "./clients/python[inspect]"
-	@touch $(STAMP)
+	@touch $@ $(RUNTIME)
 
-run: $(STAMP)
+run: $(RUNTIME)
 	$(VENV)/bin/qadi demo
 
 # the real local judge (vLLM + SmolLM2-135M on 127.0.0.1; the first start installs it)
@@ -24,20 +36,20 @@ judge:
 judge-stop:
 	bash .ci/vllm.sh stop
 
-lint: $(STAMP)
+lint: $(FULL)
 	$(VENV)/bin/ruff check .
 
-test: $(STAMP) lint
+test: $(FULL) lint
 	$(PY) -m pytest
 
 # The documentation site (mkdocs.yml, docs/): built strictly into site/, or served with live
 # reload on DOCS_ADDR (not 8000, where `qadi serve` listens). NO_MKDOCS_2_WARNING silences
 # Material's end-of-life notice printed on every build.
 DOCS_ADDR ?= 127.0.0.1:8008
-docs: $(STAMP)
+docs: $(FULL)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
-docs-serve: $(STAMP)
+docs-serve: $(FULL)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr $(DOCS_ADDR)
 
 clean:

@@ -74,7 +74,7 @@ def build_calibration(
     if options.alt_test:
         _require_alt_test(judges, options)
     return CalibrationReport(
-        trust=trust_map(judges, options.epsilon),
+        trust=trust_map(judges, options.epsilon, options.alt_min_items),
         scale={"min": options.scale_min, "max": options.scale_max, "level": level}
         | ({"labels": table.labels} if table.labels is not None else {}),
         reference=options.reference,

@@ -31,7 +31,8 @@ def interval_text(part: dict[str, Any] | None) -> str:
         return "—"
     ci = part.get("ci")
     text = _fmt(part["estimate"])
-    return f"{text} [{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else text
+    text = f"{text} [{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else text
+    return f"{text} (clipped to the scale)" if part.get("clipped_to_scale") else text
 
 
 _ENV.filters.update(fmt=_fmt, interval=interval_text)

@@ -134,12 +134,42 @@ def _row(record: dict[str, Any], model: type[Row] = GradeRow) -> Row:
     return model.model_validate({**data, "criteria": criteria, "attributes": attributes})
 
 
+# A spreadsheet saved as CSV in a locale whose decimal mark is a comma separates with ';'.
+SEMICOLON_HINT = (
+    "the header is separated by ';' (a spreadsheet's CSV in a locale with decimal commas): "
+    "save it as comma-separated CSV (Excel: CSV UTF-8 (Comma delimited)) and import that"
+)
+WORKBOOK_HINT = (
+    "a spreadsheet workbook, not text: save it as CSV (Excel: File > Save As > CSV UTF-8 "
+    "(Comma delimited)) and import the .csv"
+)
+WORKBOOK_SUFFIXES = (".xlsx", ".xls", ".xlsm", ".ods", ".numbers")
+# the first bytes of a zip (xlsx, ods) and of an OLE compound file (xls)
+WORKBOOK_MAGIC = (b"PK\x03\x04", b"\xd0\xcf\x11\xe0")
+
+
+def decode_text(data: bytes, source: str) -> str:
+    """A grades file's bytes as text: UTF-8 (a BOM allowed); a workbook or another
+    encoding is refused with what to do about it."""
+    if data.startswith(WORKBOOK_MAGIC):
+        raise GradeFormatError([f"{source}: {WORKBOOK_HINT}"])
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise GradeFormatError(
+            [f"{source}: not UTF-8 text (byte {exc.start}); save it as CSV UTF-8 or JSON"]
+        ) from None
+
+
 def parse_csv(text: str, level: str | None = None) -> list[Row]:
     try:
         reader = csv_reader(text)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        header = reader.fieldnames or []
+        missing = [c for c in REQUIRED if c not in header]
         if missing:
-            raise GradeFormatError([f"header: missing column(s) {missing}"])
+            semicolons = len(header) == 1 and header[0].count(";") >= len(REQUIRED) - 1
+            hint = f"; {SEMICOLON_HINT}" if semicolons else ""
+            raise GradeFormatError([f"header: missing column(s) {missing}{hint}"])
         return parse_records(list(reader), first_row=2, level=level)
     except csv.Error as exc:
         raise GradeFormatError([f"csv: {exc}"]) from None
@@ -149,15 +179,36 @@ def parse_jsonl(text: str, level: str | None = None) -> list[Row]:
     return _validate(*jsonl_records(text), level)
 
 
+def parse_json(text: str, level: str | None = None) -> list[Row]:
+    """A .json file: one JSON document, a list of rows or `{"grades": [...]}` as the API
+    takes it (POST /grades), or JSON Lines under a .json name."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return parse_jsonl(text, level)  # several values: one per line
+    except RecursionError:
+        raise GradeFormatError(["json: nested too deeply to read"]) from None
+    if isinstance(data, dict) and isinstance(data.get("grades"), list):
+        data = data["grades"]
+    if isinstance(data, list):
+        return parse_records(data, first_row=1, level=level)
+    return _validate([(1, data)], level=level)  # one row alone
+
+
 def read_grades(path: str | Path, level: str | None = None) -> list[Row]:
-    """Read a .csv or .jsonl/.json grades file; with level nominal `score` holds labels."""
+    """Read a .csv, .jsonl or .json grades file; with level nominal `score` holds labels."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8-sig")
-    if path.suffix.lower() == ".csv":
+    suffix = path.suffix.lower()
+    if suffix in WORKBOOK_SUFFIXES:
+        raise GradeFormatError([f"{path}: {WORKBOOK_HINT}"])
+    text = decode_text(path.read_bytes(), str(path))
+    if suffix == ".csv":
         return parse_csv(text, level)
-    if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
+    if suffix in (".jsonl", ".ndjson"):
         return parse_jsonl(text, level)
-    raise GradeFormatError([f"{path}: unknown format; use .csv or .jsonl"])
+    if suffix == ".json":
+        return parse_json(text, level)
+    raise GradeFormatError([f"{path}: unknown format; use .csv, .jsonl or .json"])
 
 
 def to_records(rows: Iterable[Row]) -> list[dict[str, Any]]:

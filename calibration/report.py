@@ -86,6 +86,9 @@ class TrustRow(BaseModel):
     rank: int
     tested: int
     small_n: bool = Field(description="fewest items of a tested annotator below SMALL_N")
+    missing: str | None = Field(
+        default=None, description="insufficient: what is missing, e.g. '2 of 3 annotators'"
+    )
 
 
 class TrustMap(BaseModel):

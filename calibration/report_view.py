@@ -67,6 +67,9 @@ def ranked_judges(report: dict[str, Any]) -> list[str]:
 
 def _trust_cell(row: dict[str, Any]) -> dict[str, str]:
     mark, meaning = VERDICTS[row["verdict"]]
+    if row.get("missing"):  # insufficient: say what is missing, not ω and ρ that are not there
+        text = f"{mark} {row['missing']}" + (f" {ARROWS[row['bias']]}" if row["bias"] else "")
+        return {"verdict": row["verdict"], "text": text, "title": meaning}
     text = f"{mark} ω {fmt(row['winning_rate'], 2)} ρ {fmt(row['advantage_probability'], 2)}"
     text += f" {ARROWS[row['bias']]}" if row["bias"] else ""
     text += " †" if row["small_n"] else ""

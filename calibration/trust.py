@@ -36,7 +36,19 @@ def _order(item: tuple[str, AltTestResult, MetricBlock]) -> tuple[float, float]:
     return (-(rho if rho is not None else -1.0), mad if mad is not None else float("inf"))
 
 
-def trust_map(judges: dict[str, JudgeReport], epsilon: float) -> TrustMap:
+def missing(result: AltTestResult, min_items: int) -> str | None:
+    """What an insufficient verdict lacks, in numbers ("1 of 3 annotators testable (the next
+    has 12 of 30 items)"); None when enough annotators were tested."""
+    if result.tested >= MIN_ANNOTATORS:
+        return None
+    text = f"{result.tested} of {MIN_ANNOTATORS} annotators testable"
+    if result.skipped:
+        closest = max(s.n for s in result.skipped)
+        text += f" (the next has {closest} of {min_items} items)"
+    return text
+
+
+def trust_map(judges: dict[str, JudgeReport], epsilon: float, min_items: int) -> TrustMap:
     strata = ["overall", *sorted({s for j in judges.values() for s in j.alt_test.strata})]
     rows: list[TrustRow] = []
     best: dict[str, str | None] = {}
@@ -64,6 +76,7 @@ def trust_map(judges: dict[str, JudgeReport], epsilon: float) -> TrustMap:
                     rank=rank,
                     tested=result.tested,
                     small_n=min((a.n for a in result.annotators), default=0) < SMALL_N,
+                    missing=missing(result, min_items),
                 )
             )
     return TrustMap(epsilon=epsilon, q=Q, rows=rows, best=best)

@@ -51,11 +51,20 @@ class BatchStats:
     failures: list[tuple[str, str, str, str]] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # of the priced calls
+    unpriced: int = 0  # answered calls whose model has no price: their cost is unknown
 
     @property
     def made(self) -> int:
         return sum(self.calls.values())
+
+    @property
+    def cost_text(self) -> str:
+        """The cost as a person should read it: an unknown price is never shown as zero."""
+        if not self.unpriced:
+            return f"${self.cost_usd:.4f}"
+        known = f"${self.cost_usd:.4f} + " if self.cost_usd else ""
+        return f"{known}unknown ({self.unpriced} call(s) of unpriced models)"
 
     def add(self, graded: Graded) -> None:
         self.requests += 1
@@ -73,6 +82,8 @@ class BatchStats:
             self.prompt_tokens += result.prompt_tokens or 0
             self.completion_tokens += result.completion_tokens or 0
             self.cost_usd += result.cost_usd or 0.0
+            if result.cost_usd is None and result.status in ("ok", "parse_error"):
+                self.unpriced += 1  # answered, so paid for, at a price LiteLLM does not know
             if result.status != "ok":
                 self.failures.append((item, result.judge, result.status, result.error or ""))
 

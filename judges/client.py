@@ -33,6 +33,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
 
+from judges import credentials, standin_provider, standins  # noqa: E402
 from judges.config import (  # noqa: E402
     ROUTER_ONLY_PARAMS,
     JudgeEntry,
@@ -46,9 +47,9 @@ from judges.replies import read_completion  # noqa: E402
 litellm.suppress_debug_info = True
 litellm.telemetry = False
 
-# LiteLLM's own price table as shipped, looked up by qadi so an unlisted model's price is
-# unknown (None), never zero.
-PRICE_TABLE = dict(litellm.model_cost)
+# LiteLLM's own price table as shipped (and the stand-ins, free), looked up by qadi so an
+# unlisted model's price is unknown (None), never zero.
+PRICE_TABLE = {**litellm.model_cost, **standin_provider.PRICES}
 
 # Parameter names whose values are credentials, whatever the provider.
 _SECRET_NAME = re.compile(r"key|secret|token|password|credential|authorization", re.IGNORECASE)
@@ -262,6 +263,8 @@ class JudgeClient:
 
     def __init__(self, config: JudgesConfig) -> None:
         self.config = config
+        if any(standins.is_stand_in(e.model) for e in config.model_list):
+            standin_provider.register()
         exported = export_environment(config)
         self._params = {
             name: _direct_params(config, config.judge(name))
@@ -279,6 +282,15 @@ class JudgeClient:
             name
             for name in config.names
             if all(price(e.model, 1, 1) is not None for e in config.deployments(name))
+        }
+        # judges every deployment of which reads a credential from an unset variable
+        self._unset = {
+            name: message
+            for name in config.names
+            if all(
+                (message := credentials.unset_message(name, e.litellm_params))
+                for e in config.deployments(name)
+            )
         }
         self.redact = Redactor(secret_values(config, exported))
         options = config.qadi
@@ -313,6 +325,8 @@ class JudgeClient:
                 error=f"judge '{judge}' is cooling down for {resting:.0f} s after repeated "
                 "provider failures",
             )
+        if judge in self._unset:  # a missing key is not a provider failure: nothing to retry
+            return CallOutcome("backend_error", 0.0, attempts=0, error=self._unset[judge])
         kwargs: dict[str, Any] = {**entry.sampling, **self._logprobs[judge], **overrides}
         if response_format is not None:
             kwargs["response_format"] = response_format
@@ -323,6 +337,11 @@ class JudgeClient:
                 response = await self._call(judge, messages, options.timeout, kwargs)
                 break
             except Exception as exc:  # noqa: BLE001 - any provider failure is recorded
+                missing = credentials.missing_key(
+                    entry.model, "api_key" in entry.litellm_params, exc
+                )
+                if missing is not None:  # no key: the same call would fail the same way
+                    return self._failure(judge, "backend_error", exc, started, attempt, missing)
                 refused = refusal(judge, exc, kwargs)
                 if refused is not None:  # the same request would be refused again
                     failure = self._failure(judge, "backend_error", exc, started, attempt, refused)

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from judges.logprobs import DEFAULT_TOP_LOGPROBS
 from judges.makers import maker_from_table, model_name
@@ -177,6 +184,17 @@ class QadiOptions(BaseModel):
     failure_window: float = Field(default=60.0, gt=0)
     # a 429's Retry-After is waited for up to this many seconds; a longer one fails the call
     max_retry_wait: float = Field(default=10.0, ge=0)
+
+    @field_validator("guard", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        """YAML 1.1 reads an unquoted `off` (and `no`) as false: `guard: off`, as written in
+        the README, means off. An unquoted `on`/`yes` (true) names no level."""
+        if value is False:
+            return "off"
+        if value is True:
+            raise ValueError("`on` is not a level: write provider, model or off")
+        return value
 
 
 class JudgesConfig(BaseModel):
@@ -339,5 +357,13 @@ def load_config(path: str | Path | None = None) -> JudgesConfig:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise JudgeConfigError(f"{path}: not valid YAML: {exc}") from None
+        raise JudgeConfigError(f"{path}: not valid YAML: {yaml_problem(exc)}") from None
     return parse_config(data, source=str(path))
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's several-line message as one line: the problem and where it is."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f"{problem}{where}"

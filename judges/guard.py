@@ -13,7 +13,12 @@ from judges.makers import model_name
 
 
 class GuardError(ValueError):
-    """The guard cannot decide (unknown maker) or leaves no judge; never an empty grade."""
+    """The guard cannot decide (unknown maker) or leaves no judge; never an empty grade.
+    `field` names the request field it is about (the candidate, or the judges)."""
+
+    def __init__(self, message: str, field: str = "candidate_model") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class SkippedJudge(BaseModel):
@@ -33,6 +38,16 @@ def _unknown_maker(what: str) -> GuardError:
     return GuardError(
         f"{what}: the maker is unknown, so the self-evaluation guard cannot clear it; "
         "pass candidate_provider or add the model under qadi.makers in the judges config"
+    )
+
+
+def unknown_judge_maker(name: str, model: str) -> str:
+    """What to do about a judge whose maker neither its entry nor the table names (the
+    operator's fix, in the judges file; `qadi judges check` warns with the same words)."""
+    return (
+        f"judge '{name}' ({model}): the maker is unknown, so the self-evaluation guard "
+        f"cannot clear it; set `provider:` on judge '{name}' in the judges config (or add "
+        f"'{model_name(model)}' under qadi.makers)"
     )
 
 
@@ -91,7 +106,7 @@ def forbidden_reason(
         return f"judge model {entry.model} is the candidate model" if same else None
     judge_maker = config.maker_of_judge(entry)
     if judge_maker is None:
-        raise _unknown_maker(f"judge '{name}' ({entry.model})")
+        raise GuardError(unknown_judge_maker(name, entry.model), field="judges")
     if judge_maker == candidate_maker:
         return f"judge maker '{judge_maker}' made the candidate '{candidate_model}'"
     return None

@@ -92,6 +92,7 @@ ORGS = {
     "xai-org": "xai",
     "silma-ai": "silma",
     "freedomintelligence": "freedomintelligence",
+    "qadi-stand-in": "qadi-stand-in",  # qadi's own stand-in judges (judges/standins.py)
 }
 
 

@@ -61,7 +61,8 @@ class GradeRequest(BaseModel):
 
 
 class AnswerRecord(BaseModel):
-    """A candidate's answer as files and the database hold it, before a rubric is chosen."""
+    """A candidate's answer as files and the database hold it, before a rubric is chosen
+    (`rubric_id`: the rubric its file line names, if any; `qadi regrade` honours it)."""
 
     item_id: str = Field(min_length=1, max_length=256)
     prompt: str = ""
@@ -69,6 +70,7 @@ class AnswerRecord(BaseModel):
     candidate_model: str = Field(min_length=1)
     reference: str | None = None
     candidate_provider: str | None = None
+    rubric_id: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
 
 

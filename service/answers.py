@@ -1,7 +1,8 @@
 """Answers to (re)grade, read from JSONL/CSV files (stored answers: service.stores.answers).
 
-File columns: item_id, prompt, response, candidate_model, optional reference and
-candidate_provider; every other column is metadata (a stratum). Errors name row and field.
+File columns: item_id, prompt, response, candidate_model, optional reference,
+candidate_provider and rubric_id (the rubric to grade the line with); every other column is
+metadata (a stratum). Errors name row and field.
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from pydantic import ValidationError
 from calibration.lines import csv_reader, jsonl_records
 from judges import AnswerRecord
 
-KNOWN = ("item_id", "prompt", "response", "candidate_model", "reference", "candidate_provider")
+KNOWN = (
+    "item_id",
+    "prompt",
+    "response",
+    "candidate_model",
+    "reference",
+    "candidate_provider",
+    "rubric_id",
+)
 
 
 class AnswerError(ValueError):

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from importlib.metadata import version
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
@@ -64,7 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # FastAPIOffline: /docs and /redoc load Swagger UI and ReDoc from files in the package,
     # not a CDN, so the docs work on a machine without internet access.
     app = FastAPIOffline(
-        title="qadi", version="0.1.0", description=DESCRIPTION, lifespan=lifespan
+        title="qadi", version=version("qadi"), description=DESCRIPTION, lifespan=lifespan
     )
     app.state.settings = settings
     app.state.engine = sessions.kw["bind"]

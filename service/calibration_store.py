@@ -131,10 +131,16 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
     )
     items = {item for item, _ in latest}
     off_scale -= items
+    imported_judges: set[str] = set()
     for grade in session.scalars(select(HumanGradeRow)):
         if (narrowed and grade.item_id not in items) or grade.item_id in off_scale:
             continue
         if grade.rater_kind == "judge" and selection.judges and grade.rater not in selection.judges:
+            continue
+        if grade.rater_kind == "judge" and selection.rubric:
+            # judge scores imported as grades (an Inspect scorer, lm-eval) carry no rubric:
+            # a rubric's report holds the judgments made under it, not copies of them
+            imported_judges.add(grade.rater)
             continue
         rows.append(grade_from_row(grade))
     inputs = {
@@ -152,6 +158,8 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
         "judge_scores": selection.score,
         "items_on_other_scales_excluded": len(off_scale),
     }
+    if imported_judges:
+        inputs["imported_judge_grades_excluded"] = sorted(imported_judges)
     return rows, inputs
 
 

@@ -15,11 +15,13 @@ class ServiceError(Exception):
 
 
 class Rejected(ServiceError):
-    """The input cannot be used; `field` names it (dotted path below the body)."""
+    """The input cannot be used; `field` names it (dotted path below the body); `kind` is
+    the error's `type` (`guard_refused` when the self-evaluation guard refuses to grade)."""
 
-    def __init__(self, field: str | None, message: str) -> None:
+    def __init__(self, field: str | None, message: str, kind: str = "value_error") -> None:
         super().__init__(message)
         self.field = field
+        self.kind = kind
 
 
 class Conflict(ServiceError):
@@ -43,7 +45,9 @@ class RateLimited(ServiceError):
 
 
 class NotConfigured(ServiceError):
-    """The service has no judges configured."""
+    """The service has no judges configured (a restart with a judges file fixes it)."""
+
+    retry_after = 60
 
 
 class StorageUnavailable(ServiceError):

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from calibration.estimate import EstimateOptions, estimate
 from calibration.estimate_render import to_html, to_markdown
 from calibration.interchange import GradeRow
+from calibration.on_scale import clip_estimate
 
 
 def options_error(exc: ValidationError) -> str:
@@ -20,14 +21,29 @@ def options_error(exc: ValidationError) -> str:
     return f"{field}: {message}" if field else message
 
 
+def corrected_means(
+    rows: list[GradeRow], options: EstimateOptions, inputs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The judges' corrected means (`estimate`), kept on the options' scale when it is given
+    (calibration/on_scale.py): every caller reports them through here."""
+    report = estimate(rows, options, inputs)
+    if options.scale_min is not None and options.scale_max is not None:
+        clip_estimate(report, options.scale_min, options.scale_max)
+    return report
+
+
 def with_estimate(
-    rendered: tuple[dict[str, Any], str, str], rows: list[GradeRow], by: list[str]
+    rendered: tuple[dict[str, Any], str, str],
+    rows: list[GradeRow],
+    by: list[str],
+    scale: tuple[float, float] | None = None,
 ) -> tuple[dict[str, Any], str, str]:
     """A calibration report plus its judges' corrected means: the JSON key `estimate`, a
     Markdown section and an HTML section. Data too thin for an estimate is said, not fatal."""
     report, markdown, html = rendered
+    low, high = scale or (None, None)
     try:
-        found = estimate(rows, EstimateOptions(by=by))
+        found = corrected_means(rows, EstimateOptions(by=by, scale_min=low, scale_max=high))
     except ValueError as exc:
         report["estimate"] = {"undefined": str(exc)}
         return report, markdown, html

@@ -242,7 +242,7 @@ class GradingService:
                     raise plan
             except REFUSED as exc:
                 refused = rejection(exc)
-                result = {"field": refused.field, "message": refused.message}
+                result = {"field": refused.field, "message": refused.message, "type": refused.kind}
                 requests.finish(session, claimed, requests.REJECTED, result)
                 outcomes[item.index] = refused
                 continue

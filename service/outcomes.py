@@ -3,11 +3,19 @@ the field), graded, or failed; and the same outcome again when a retry replays i
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from judges import GradeResult, GuardError, JudgeConfigError, RequestError, TemplateError
+from judges import (
+    GradeRequest,
+    GradeResult,
+    GuardError,
+    JudgeConfigError,
+    RequestError,
+    TemplateError,
+)
 from judges.batch import REFUSALS
 from rubrics import PenaltyWeightedRubric, Rubric, RubricError, parse_rubric
 from service.errors import NoJudgeAnswered, Rejected, ServiceError
@@ -34,13 +42,23 @@ _FIELD_OF = (
 )
 
 
+# A refusal whose message starts with a request field ("reference: ...") is about that field.
+_REQUEST_FIELDS = {*GradeRequest.model_fields, "rubric_id", "kind"}
+_LEADING_FIELD = re.compile(r"^(\w+): ")
+
+
 def rejection(exc: Exception) -> Rejected:
-    """A request the grading core refuses, with the field it is about."""
+    """A request the grading core refuses, with the field it is about: the one the error
+    names, else the one its message starts with, else the one its kind is about."""
     field = getattr(exc, "field", None)
+    leading = _LEADING_FIELD.match(str(exc))
+    if field is None and leading is not None and leading.group(1) in _REQUEST_FIELDS:
+        field = leading.group(1)
     if field is None:
         field = next((name for kind, name in _FIELD_OF if isinstance(exc, kind)), None)
     message = str(exc)
-    return Rejected(field, message.removeprefix(f"{field}: ") if field else message)
+    kind = "guard_refused" if isinstance(exc, GuardError) else "value_error"
+    return Rejected(field, message.removeprefix(f"{field}: ") if field else message, kind)
 
 
 REFUSED = (RubricNotFound, RubricError, RubricKindError, *REFUSALS)
@@ -96,7 +114,11 @@ def as_outcome(outcome: str, payload: dict[str, Any]) -> dict[str, Any] | Servic
     if outcome == requests.GRADED:
         return payload
     if outcome == requests.REJECTED:
-        return Rejected(payload.get("field"), str(payload.get("message", payload)))
+        return Rejected(
+            payload.get("field"),
+            str(payload.get("message", payload)),
+            payload.get("type", "value_error"),
+        )
     return NoJudgeAnswered(
         str(payload.get("detail", "no judge answered")), payload, outcome == requests.OUTAGE
     )

@@ -19,9 +19,34 @@ from rubrics import Rubric
 
 
 def requests_for(
-    answers: list[AnswerRecord], rubric: Rubric, judges: list[str] | None
+    answers: list[AnswerRecord], rubrics: dict[str | None, Rubric], judges: list[str] | None
 ) -> list[GradeRequest]:
-    return [GradeRequest.from_answer(rubric, answer, judges) for answer in answers]
+    """One request per answer, under the rubric of its `rubric_id` (`rubrics[None]`: the
+    one given for every answer, see `rubric_plan`)."""
+    return [
+        GradeRequest.from_answer(rubrics.get(None) or rubrics[answer.rubric_id], answer, judges)
+        for answer in answers
+    ]
+
+
+def rubric_plan(answers: list[AnswerRecord], given: str | None) -> tuple[set[str], list[str]]:
+    """The rubric references to resolve and what to tell the user about them. Given one
+    (`--rubric`), it grades every answer and the lines naming another are counted in a note;
+    otherwise each line's own `rubric_id` is used, and a line without one is an error."""
+    named = {a.rubric_id for a in answers if a.rubric_id}
+    if given is not None:
+        others = sum(1 for a in answers if a.rubric_id and a.rubric_id != given)
+        note = f"--rubric {given} grades {others} answer(s) whose line names another rubric_id"
+        return {given}, [note] if others else []
+    missing = [a.item_id for a in answers if not a.rubric_id]
+    if missing:
+        more = f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""
+        shown = ", ".join(missing[:5]) + more
+        raise ValueError(
+            f"--rubric: not given, and {len(missing)} answer(s) have no rubric_id ({shown}); "
+            "give --rubric or a rubric_id on every line"
+        )
+    return named, []
 
 
 def options(concurrency: int, force: bool, retry_failed: bool) -> BatchOptions:
@@ -80,9 +105,7 @@ def expected_completion_tokens(rubric: Rubric, template: PromptTemplate) -> int:
     return 5 if template.output == "first_integer" else 40
 
 
-def estimate_cost(
-    config: JudgesConfig, rubric: Rubric, pending: list[tuple[PlannedGrade, str]]
-) -> dict[str, Any]:
+def estimate_cost(config: JudgesConfig, pending: list[tuple[PlannedGrade, str]]) -> dict[str, Any]:
     """Calls and a price estimate from LiteLLM's own table, per judge. A judge whose model
     has no price is named and left out of the total, which is then marked partial."""
     import litellm
@@ -91,7 +114,7 @@ def estimate_cost(
     completion = 0
     for plan, judge in pending:
         model = config.judge(judge).model
-        completion = expected_completion_tokens(rubric, plan.template)
+        completion = expected_completion_tokens(plan.request.rubric, plan.template)
         entry = per_judge.setdefault(
             judge, {"model": model, "calls": 0, "prompt_tokens": 0, "cost_usd": 0.0}
         )

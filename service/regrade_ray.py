@@ -1,6 +1,7 @@
-"""`qadi regrade --engine ray`: the answers become a Ray dataset and are graded in a Ray Data
-actor pool, each actor holding one `BatchGrader` (the same batch core as the default engine,
-so the guard, substitutes, cache keys, parse-error accounting and resume cannot differ).
+"""`qadi regrade --engine ray`: the grade requests (each answer with its rubric) become a Ray
+dataset and are graded in a Ray Data actor pool, each actor holding one `BatchGrader` (the
+same batch core as the default engine, so the guard, substitutes, cache keys, parse-error
+accounting and resume cannot differ).
 
 Where results are written: **each actor saves its own outcomes directly**, through the batch
 core's bulk writer and its own connection pool, on SQLite as on PostgreSQL; only a compact
@@ -27,7 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from judges import (
-    AnswerRecord,
     BatchGrader,
     BatchOptions,
     BatchStats,
@@ -36,7 +36,6 @@ from judges import (
     GradeRequest,
     JudgesConfig,
 )
-from rubrics import Rubric
 from service.db.engine import make_engine, make_sessionmaker
 from service.stores.judgments import SqlJudgmentStore
 
@@ -59,26 +58,15 @@ class GraderActor:
     """One grader per actor: its own LiteLLM client, connection pool and semaphore of
     `options.concurrency` calls, all used on the one event loop Ray Data gives async UDFs."""
 
-    def __init__(
-        self,
-        config: JudgesConfig,
-        rubric: Rubric,
-        judges: list[str] | None,
-        options: BatchOptions,
-        database_url: str,
-    ) -> None:
-        self.rubric = rubric
-        self.judges = judges
+    def __init__(self, config: JudgesConfig, options: BatchOptions, database_url: str) -> None:
         store = SqlJudgmentStore(make_sessionmaker(make_engine(database_url)))
         self.batcher = BatchGrader(Grader(config), store, options)
 
     async def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Grade a batch of answers (JSON rows); return, per answer, its row index and its
-        pickled outcome without the request (the driver holds the requests)."""
-        requests = [
-            GradeRequest.from_answer(self.rubric, AnswerRecord.model_validate_json(a), self.judges)
-            for a in batch["answer"]
-        ]
+        """Grade a batch of requests (JSON rows, each with its own rubric); return, per
+        request, its row index and its pickled outcome without the request (the driver holds
+        the requests)."""
+        requests = [GradeRequest.model_validate_json(r) for r in batch["request"]]
         row_of = {id(r): int(i) for r, i in zip(requests, batch["index"], strict=True)}
         graded: list[Graded] = []
         await self.batcher.run(requests, graded.append)
@@ -98,17 +86,14 @@ def batch_size(answers: int, cluster: RayCluster, concurrency: int) -> int:
 
 def run_on_ray(
     config: JudgesConfig,
-    rubric: Rubric,
-    judges: list[str] | None,
     requests: list[GradeRequest],
-    answers: list[AnswerRecord],
     options: BatchOptions,
     cluster: RayCluster,
     database_url: str,
     stats: BatchStats,
     on_graded: Callable[[Graded], None],
 ) -> None:
-    """Grade `answers` (whose requests are `requests`, row for row) in an actor pool of
+    """Grade `requests` in an actor pool of
     `cluster.workers` actors at `options.concurrency` calls each; each outcome is counted in
     `stats` and handed to `on_graded` as it streams back."""
     started = _connect(cluster)
@@ -116,13 +101,13 @@ def run_on_ray(
 
     try:
         _check_shared_database(ray, database_url)
-        size = batch_size(len(answers), cluster, options.concurrency)
+        size = batch_size(len(requests), cluster, options.concurrency)
         dataset = ray.data.from_items(
-            [{"index": i, "answer": a.model_dump_json()} for i, a in enumerate(answers)],
-            override_num_blocks=max(1, math.ceil(len(answers) / (size * BATCHES_PER_BLOCK))),
+            [{"index": i, "request": r.model_dump_json()} for i, r in enumerate(requests)],
+            override_num_blocks=max(1, math.ceil(len(requests) / (size * BATCHES_PER_BLOCK))),
         ).map_batches(
             GraderActor,
-            fn_constructor_args=(config, rubric, judges, options, database_url),
+            fn_constructor_args=(config, options, database_url),
             batch_size=size,
             batch_format="numpy",
             compute=ray.data.ActorPoolStrategy(size=cluster.workers),

@@ -283,7 +283,7 @@ def qadi_server(llm_server_process: LLMServer, tmp_path_factory):
         stderr=(folder / "service.log").open("w"),
     )
     base = f"http://127.0.0.1:{port}"
-    wait_for_http(f"{base}/healthz", timeout=60, process=process)
+    wait_for_http(f"{base}/healthz", timeout=180, process=process)  # litellm imports slowly on a busy machine
     yield QadiServer(base, keys, database_url)
     process.terminate()
     process.wait(timeout=20)

@@ -134,7 +134,7 @@ def error_response(exc: ServiceError, loc_prefix: tuple[Any, ...] = ("body",)) -
     """The HTTP answer for a use-case error (`loc_prefix` places a batch item's fields)."""
     if isinstance(exc, Rejected):
         loc = [*loc_prefix, *exc.field.split(".")] if exc.field else list(loc_prefix)
-        return JSONResponse(field_error(loc, exc.message), 422)
+        return JSONResponse(field_error(loc, exc.message, exc.kind), 422)
     if isinstance(exc, NoJudgeAnswered):
         status = 503 if exc.outage else 502
         body = {**exc.payload, "detail": [problem([], exc.message, KIND[status])]}

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from pydantic import ConfigDict, Field
 
-from calibration.estimate import EstimateOptions, estimate
+from calibration.estimate import EstimateOptions
 from calibration.estimate_render import to_html, to_markdown
 from calibration.interchange import GradeFormatError, parse_records
 from service.api.deps import GradesKey
@@ -23,6 +23,7 @@ from service.api.errors import ErrorsWithoutInput
 from service.api.pagination import naive_utc
 from service.calibration_store import Selection, rows_from_db
 from service.db.engine import session_scope
+from service.estimates import corrected_means
 
 router = APIRouter(tags=["calibration"], route_class=ErrorsWithoutInput)
 
@@ -79,7 +80,7 @@ def create_estimate(
         with session_scope(request.app.state.sessions) as session:
             rows, inputs = rows_from_db(session, _selection(body))
     try:
-        report = estimate(rows, options, inputs)
+        report = corrected_means(rows, options, inputs)
     except ValueError as exc:
         field, _, message = str(exc).partition(": ")
         return _invalid(field if message else "grades", [message or str(exc)])

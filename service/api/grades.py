@@ -15,6 +15,8 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from calibration.interchange import (
+    WORKBOOK_HINT,
+    WORKBOOK_MAGIC,
     GradeFormatError,
     GradeRow,
     parse_csv,
@@ -36,6 +38,8 @@ router = APIRouter(tags=["grades"], responses=error_responses(401, 403, 413, 422
 
 
 def _text(data: bytes, field: str) -> str:
+    if data.startswith(WORKBOOK_MAGIC):
+        raise invalid(f"{field}: {WORKBOOK_HINT}")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -52,7 +56,11 @@ async def _rows_from_request(request: Request) -> tuple[list[GradeRow], int]:
             raise invalid("file: upload the grades as a form field named 'file'")
         text = _text(await upload.read(), "file")
         name = (upload.filename or "").lower()
-        content_type = "application/jsonl" if name.endswith((".jsonl", ".json")) else "text/csv"
+        content_type = "text/csv"
+        if name.endswith((".jsonl", ".ndjson")):
+            content_type = "application/jsonl"
+        elif name.endswith(".json"):  # a list of rows or {"grades": [...]}, as a JSON body
+            content_type = "application/json"
     else:
         text = _text(await request.body(), "body")
     first_row = 2 if content_type == "text/csv" else 1
@@ -78,6 +86,8 @@ def _decode_rows(content_type: str, raw: str) -> list[GradeRow]:
     except InputProblem as exc:
         raise http_error(422, ["body", *exc.path], str(exc)) from None
     except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # one JSON value per line: JSON Lines
+            return parse_jsonl(raw)
         raise http_error(422, ["body"], f"not valid JSON ({exc.msg})") from None
     records = data if isinstance(data, list) else None
     if records is None:

@@ -7,10 +7,11 @@ from contextlib import suppress
 
 import httpx
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 
+from judges.standins import is_stand_in
 from service.api.deps import JudgeKey
 from service.api.errors import error_responses, problem
 from service.api.schemas import JudgeInfo
@@ -20,6 +21,12 @@ from service.errors import StorageUnavailable
 from service.metrics import exposition as process_metrics
 
 router = APIRouter(tags=["operations"])
+
+
+@router.get("/", include_in_schema=False)
+def root() -> RedirectResponse:
+    """A browser pointed at the service lands on its docs."""
+    return RedirectResponse("/docs")
 
 
 @router.get("/healthz", summary="The process is up")
@@ -36,7 +43,11 @@ def readyz(request: Request) -> JSONResponse:
         name = type(exc).__name__
         message = f"the database does not answer ({name})"
         detail = [problem([], message, "unavailable")]
-        return JSONResponse({"status": "unavailable", "database": name, "detail": detail}, 503)
+        return JSONResponse(
+            {"status": "unavailable", "database": name, "detail": detail},
+            503,
+            headers={"Retry-After": str(StorageUnavailable.retry_after)},
+        )
     return JSONResponse({"status": "ready", "database": "ok"})
 
 
@@ -78,6 +89,8 @@ async def judges(request: Request, _: JudgeKey) -> list[JudgeInfo]:
 
 
 async def _probe(client: httpx.AsyncClient, entry) -> tuple[bool | None, str]:
+    if is_stand_in(entry.model):
+        return True, "stand-in judge: deterministic, no model behind it (judges/standins.py)"
     base = entry.litellm_params.get("api_base")
     if not base:
         return None, "provider endpoint; not probed (use `qadi judges check` for a real call)"

@@ -4,26 +4,28 @@ from __future__ import annotations
 
 import shutil
 import sys
+from importlib.metadata import version as package_version
 from typing import NoReturn
 
 import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
-from service.db.engine import NotMigratedError
+from service.db.engine import NotMigratedError, UnsupportedDatabase
 from service.errors import StorageUnavailable
 
 
 class QadiGroup(TyperGroup):
-    """The root command group. A database that is not migrated, or cannot be reached, ends
-    any command with the same one-line message as `qadi serve` (exit 2), not a traceback:
+    """The root command group. A database that is not migrated, cannot be reached, or is not
+    one qadi runs on, ends any command with the same one-line message as `qadi serve` (exit
+    2), not a traceback:
     the check is made once, here, around every subcommand (commands open the database
     with `service.db.engine.open_database`)."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except (NotMigratedError, StorageUnavailable) as exc:
+        except (NotMigratedError, StorageUnavailable, UnsupportedDatabase) as exc:
             fail(str(exc))
 
 
@@ -33,6 +35,10 @@ app = typer.Typer(
     help="qadi: LLM-as-judge grading, calibration against human experts, and benchmarks.",
     no_args_is_help=True,
     add_completion=False,
+    # Markdown: a docstring's paragraphs are reflowed to the terminal (rich mode keeps the
+    # source's line breaks after the first paragraph), and `id[@version]` is text, not a
+    # rich markup tag that vanishes.
+    rich_markup_mode="markdown",
 )
 # A terminal's own width; 160 columns when output goes to a file or a pipe, so tables that
 # scripts and logs read are not folded at 80.
@@ -53,8 +59,18 @@ def split_names(value: str | None) -> list[str] | None:
     return [n.strip() for n in value.split(",") if n.strip()]
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"qadi {package_version('qadi')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="print the version"
+    ),
+) -> None:
     """qadi: grade answers with LLM judges and measure the judges against human experts."""
 
 
@@ -62,16 +78,25 @@ def open_grading(rubric: str, config):
     """The database, the rubric (a file, or an id resolved in the database then the bundled
     library) and a grader for the judges config: what every grading command starts from;
     a bad rubric or config exits with one line."""
-    from judges import Grader, JudgeConfigError, load_config
-    from rubrics import RubricError
-    from service.db.engine import open_database, session_scope
+    from service.db.engine import open_database
     from service.settings import get_settings
-    from service.stores.rubrics import RubricNotFound, resolve_stored_rubric
 
     sessions = open_database(get_settings().database_url)
+    rubrics, grader = grading_for(sessions, [rubric], config)
+    return sessions, rubrics[rubric], grader
+
+
+def grading_for(sessions, references, config):
+    """Each rubric reference resolved as `open_grading` resolves one, and a grader for the
+    judges config (`qadi regrade`: each answer's own rubric_id); a bad one exits in one line."""
+    from judges import Grader, JudgeConfigError, load_config
+    from rubrics import RubricError
+    from service.db.engine import session_scope
+    from service.stores.rubrics import RubricNotFound, resolve_stored_rubric
+
     try:
         with session_scope(sessions) as session:
-            graded_rubric = resolve_stored_rubric(session, rubric)
-        return sessions, graded_rubric, Grader(load_config(config))
+            rubrics = {ref: resolve_stored_rubric(session, ref) for ref in references}
+        return rubrics, Grader(load_config(config))
     except (RubricError, RubricNotFound, JudgeConfigError) as exc:
         fail(str(exc))

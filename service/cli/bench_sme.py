@@ -65,10 +65,11 @@ def sme_report(factory, run_ids: list[str], bootstrap: int) -> SmeReport | None:
 def corrected_scores(rows) -> dict[str, Any]:
     """Each target model's score as the judges gave it and corrected by the SME-graded
     answers (PPI++, `qadi estimate`), per judge: what a leaderboard should print."""
-    from calibration.estimate import EstimateOptions, estimate
+    from calibration.estimate import EstimateOptions
+    from service.estimates import corrected_means
 
     options = EstimateOptions(by=["candidate"], scale_min=0, scale_max=100)
-    return estimate(rows, options)["judges"]
+    return corrected_means(rows, options)["judges"]
 
 
 def _print_corrected(judges: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from service.cli.app import app, console, fail, split_names
+from service.cli.app import app, console, fail, out, split_names
 from service.db.engine import open_database, session_scope
 from service.settings import get_settings
 
@@ -55,7 +55,9 @@ def check_choice(option: str, value: str | None, choices: tuple[str, ...]) -> No
         fail(f"{option}: expected {' or '.join(choices)}, got '{value}'")
 
 
-def print_summary(report: dict) -> None:
+def print_summary(report: dict, target=console) -> None:
+    """The overall numbers and verdicts per judge (stderr beside report files; stdout, with
+    the trust map of every stratum, when the table is the only output)."""
     table = Table(
         "judge",
         "n",
@@ -76,10 +78,27 @@ def print_summary(report: dict) -> None:
         trust = verdicts[judge]
         alt = f"{trust['verdict']} {_two(trust['winning_rate'])} / "
         alt += _two(trust["advantage_probability"])
+        if trust.get("missing"):
+            alt = f"insufficient: {trust['missing']}"
         table.add_row(judge, str(block["n"]), *[_two(v, 3) for v in cells], alt)
-    console.print(table)
+    target.print(table)
     best = report["trust"]["best"].get("overall")
-    console.print(f"best overall: {best or 'no judge replaces an SME here'}")
+    target.print(f"best overall: {best or 'no judge replaces an SME here'}")
+
+
+def print_trust_map(report: dict, target=out) -> None:
+    """The trust map of every stratum: a row per judge, a column per stratum."""
+    strata = [s for s in report["trust"]["best"] if s != "overall"]
+    if not strata:
+        return
+    cells = {
+        (r["judge"], r["stratum"]): r["verdict"] + (f": {r['missing']}" if r.get("missing") else "")
+        for r in report["trust"]["rows"]
+    }
+    table = Table("judge", *strata, title="trust map by stratum")
+    for judge in report["judges"]:
+        table.add_row(judge, *[cells.get((judge, s), "—") for s in strata])
+    target.print(table)
 
 
 def _two(value: float | None, digits: int = 2) -> str:
@@ -132,7 +151,7 @@ def calibrate(
     ),
     alt_min_items: int = typer.Option(30, help="items an annotator needs to be tested"),
     out_path: Path | None = typer.Option(
-        None, "--out", help="report JSON (optional when --html or --md is given)"
+        None, "--out", help="report JSON; without --out, --html or --md the table is printed"
     ),
     html: Path | None = typer.Option(None, help="also write a self-contained HTML report"),
     md: Path | None = typer.Option(None, help="also write a Markdown report"),
@@ -155,8 +174,6 @@ def calibrate(
 
     if (grades_file is None) == (not from_db):
         fail("give a GRADES_FILE or --from-db (one of them)")
-    if out_path is None and html is None and md is None:
-        fail("--out: give --out, --html or --md (where the report goes)")
     check_choice("--level", level, LEVELS)
     check_choice("--score", score, SCORES)
     if score != "discrete" and not from_db:
@@ -208,7 +225,11 @@ def calibrate(
     write_outputs(
         {out_path: json.dumps(report, indent=2, ensure_ascii=False), html: html_text, md: markdown}
     )
-    print_summary(report)
+    if out_path is None and html is None and md is None:
+        print_summary(report, target=out)
+        print_trust_map(report)
+    else:
+        print_summary(report)
 
 
 def attach_probe_run(session, rendered, probe_run: str | None):

@@ -1,59 +1,66 @@
-"""`qadi demo` (what `make run` runs): migrate, load the bundled sample, serve locally."""
+"""`qadi demo` (what `make run` runs): migrate, load the bundled sample, serve locally with
+judges that grade out of the box.
+
+The judges are: with --local-judge, the real local judge (service/cli/demo_local.py); else
+the judges file of QADI_JUDGES_CONFIG when it is set; else the bundled stand-in judges
+(service/sample/judges.yaml: deterministic, no model behind them, labelled as stand-ins
+wherever they appear).
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
-from calibration.interchange import read_grades
-from judges import AnswerRecord, GradeRequest
+from judges import AnswerRecord, GradeRequest, JudgeConfigError, JudgesConfig, load_config
+from judges.standins import is_stand_in
 from rubrics import library_rubric, library_rubrics
+from service.answers import read_answers
 from service.auth import SCOPES, create_key, verify_key
-from service.cli.app import app, console
+from service.cli.app import app, console, fail
 from service.cli.serve import serve
 from service.db.engine import open_database, session_scope, upgrade
-from service.grade_store import upsert_grades
 from service.settings import get_settings
 from service.stores.answers import ensure_responses
 from service.stores.rubrics import save_rubric
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample"
+STAND_INS = SAMPLE / "judges.yaml"
 
 
 def load_sample(url: str) -> dict[str, int]:
-    """Store the library rubrics, the sample answers and the sample grades (idempotent)."""
-    sessions = open_database(url)
-    answers = [
-        json.loads(line)
-        for line in (SAMPLE / "answers.jsonl").read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
-    with session_scope(sessions) as session:
+    """Store the library rubrics and the sample answers (idempotent). The sample's human
+    grades are not loaded: importing them is a step of the README's quick start."""
+    answers: list[AnswerRecord] = read_answers(SAMPLE / "answers.jsonl")
+    with session_scope(open_database(url)) as session:
         for rubric in library_rubrics():
             save_rubric(session, rubric)
-        requests = [
-            GradeRequest.from_answer(
-                library_rubric(answer["rubric_id"]),
-                AnswerRecord(
-                    item_id=answer["item_id"],
-                    prompt=answer["prompt"],
-                    response=answer["response"],
-                    candidate_model=answer["candidate_model"],
-                    metadata={k: answer[k] for k in ("dialect", "category")},
-                ),
-            )
-            for answer in answers
-        ]
-        ensure_responses(session, requests)
-        counts = upsert_grades(session, read_grades(SAMPLE / "grades.csv"))
-    return {"answers": len(answers), **counts}
+        ensure_responses(
+            session,
+            [GradeRequest.from_answer(library_rubric(a.rubric_id), a) for a in answers],
+        )
+    return {"answers": len(answers), "rubrics": len({a.rubric_id for a in answers})}
+
+
+def demo_judges() -> tuple[Path, JudgesConfig]:
+    """The judges file the demo serves with, loaded (a bad one ends the command in one
+    line, as `qadi judges check` says it)."""
+    path = get_settings().judges_config or STAND_INS
+    try:
+        return path, load_config(path)
+    except JudgeConfigError as exc:
+        fail(str(exc))
+
+
+def describe_judges(config: JudgesConfig) -> str:
+    """The judges by name and model (a stand-in's model says it is one)."""
+    return ", ".join(f"{name} ({config.judge(name).model})" for name in config.names)
 
 
 @app.command()
 def demo(
-    port: int = typer.Option(8000, help="port on 127.0.0.1"),
+    port: int = typer.Option(8000, envvar="QADI_PORT", help="port on 127.0.0.1"),
     no_serve: bool = typer.Option(False, "--no-serve", help="load the sample and stop"),
     local_judge: bool = typer.Option(
         False,
@@ -62,30 +69,39 @@ def demo(
         "start installs it) and grade and calibrate the sample's explanation set with it",
     ),
 ) -> None:
-    """Migrate the local database, load the bundled sample, and serve on 127.0.0.1."""
+    """Migrate the local database, load the bundled sample, and serve on 127.0.0.1 with the
+    judges of QADI_JUDGES_CONFIG, or else the bundled stand-in judges (no API key needed);
+    with --local-judge, a real small model on this machine."""
+    judges_path, config = demo_judges()  # a bad judges file stops here, before any work
     url = get_settings().database_url
     upgrade(url)
     counts = load_sample(url)
     key_file = get_settings().data_dir / "demo-key"
     key = demo_key(url, key_file)
-    console.print(f"[bold]database[/] {url}  sample loaded: {counts}")
-    console.print(f"[bold]API key[/] (all scopes; kept in {key_file}): {key}")
-    console.print(f"[bold]docs[/]    http://127.0.0.1:{port}/docs")
-    judges_config = None
+    console.print(f"[bold]database[/] {url}  sample loaded: {counts}", highlight=False)
+    console.print(f"[bold]API key[/]  (all scopes; kept in {key_file}): {key}", highlight=False)
+    console.print(f"[bold]docs[/]     http://127.0.0.1:{port}/docs", highlight=False)
     if local_judge:
         from service.cli.demo_local import local_judge_demo
 
-        judges_config = local_judge_demo(url, get_settings().data_dir)
-    else:
+        judges_path = local_judge_demo(url, get_settings().data_dir)
+        config = load_config(judges_path)
+    judges = f"{describe_judges(config)} from {judges_path}"
+    console.print(f"[bold]judges[/]   {judges}", highlight=False)
+    if any(is_stand_in(e.model) for e in config.model_list):
         console.print(
-            "[bold]judges[/]  none configured: copy examples/judges.yaml, put provider keys in "
-            "the environment, then `QADI_JUDGES_CONFIG=judges.yaml make run` (or `qadi demo "
-            "--local-judge` for a real judge on this machine)"
+            "[bold yellow]STAND-INS[/] grade deterministically with no model behind them; "
+            "for real grades set QADI_JUDGES_CONFIG to your judges file (examples/judges.yaml), "
+            "or run `qadi demo --local-judge` for a real judge on this machine",
+            highlight=False,
         )
+    console.print(
+        "[bold]next[/]     the README's Quick start: grade, import the human grades "
+        "(service/sample/grades.csv), calibrate",
+        highlight=False,
+    )
     if not no_serve:
-        serve(
-            host="127.0.0.1", port=port, workers=1, judges_config=judges_config, database_url=None
-        )
+        serve(host="127.0.0.1", port=port, workers=1, judges_config=judges_path, database_url=None)
 
 
 def demo_key(url: str, key_file: Path) -> str:

@@ -56,8 +56,8 @@ def estimate(
     md: Path | None = typer.Option(None, help="also write a Markdown report"),
 ) -> None:
     """Correct each judge's mean score by the human-labelled items (PPI++), per stratum."""
-    from calibration.estimate import estimate as compute
     from calibration.estimate_render import to_html, to_markdown
+    from service.estimates import corrected_means as compute
 
     if level == "nominal":
         fail("--level: nominal labels have no mean; estimate needs ordinal or interval scores")

@@ -1,4 +1,5 @@
-"""`qadi judge`: grade one answer from the command line, store it, print the result as JSON.
+"""`qadi judge`: grade one answer from the command line, store it, print a summary (the whole
+result as JSON with `--json`).
 
 It grades through the same batch core and judgment store as `POST /judge` and `qadi regrade`:
 the printed judgment ids are stored (readable at GET /judgments/{id}), and a judge whose
@@ -10,11 +11,13 @@ import asyncio
 from pathlib import Path
 
 import typer
+from rich.table import Table
 
 from judges import (
     BatchGrader,
     Grader,
     GradeRequest,
+    GradeResult,
     GuardError,
     JudgeConfigError,
     RequestError,
@@ -22,7 +25,7 @@ from judges import (
     load_config,
 )
 from rubrics import RubricError, resolve_rubric
-from service.cli.app import app, fail, split_names
+from service.cli.app import app, fail, out, split_names
 from service.db.engine import open_database
 from service.settings import get_settings
 from service.stores.judgments import SqlJudgmentStore
@@ -38,9 +41,11 @@ def judge(
     candidate_provider: str | None = typer.Option(None, help="maker of the candidate model"),
     judges: str | None = typer.Option(None, help="comma-separated judge names; default panel"),
     config: Path | None = typer.Option(None, help="judges YAML (default $QADI_JUDGES_CONFIG)"),
+    as_json: bool = typer.Option(False, "--json", help="print the whole result as JSON"),
 ) -> None:
-    """Grade one answer with the configured judges, store the judgments and print the
-    grade as JSON (needs a migrated database: `qadi db upgrade`)."""
+    """Grade one answer with the configured judges, store the judgments and print a summary
+    of the grade, or all of it as JSON with --json (needs a migrated database: `qadi db
+    upgrade`)."""
     try:
         request = GradeRequest(
             rubric=resolve_rubric(rubric),
@@ -57,6 +62,39 @@ def judge(
         fail(str(exc))
     store = SqlJudgmentStore(open_database(get_settings().database_url))
     result = asyncio.run(BatchGrader(grader, store).grade_one(request))
-    typer.echo(result.model_dump_json(indent=2))
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        print_grade(result)
     if result.status == "failed":
         raise typer.Exit(1)
+
+
+def print_grade(result: GradeResult) -> None:
+    """The grade in a few lines: the panel's mean, each judge's score or error, who the
+    guard skipped and who stood in; the stored judgment ids for GET /judgments/{id}."""
+    mean = result.aggregate
+    head = f"{result.rubric_id}@{result.rubric_version} · {result.candidate_model}"
+    head += f" ({result.candidate_maker or 'maker unknown'}) · {result.status}"
+    if mean is not None:
+        head += f" · mean {mean.mean:.2f} over {mean.n} judge(s)"
+    out.print(head, highlight=False)
+    table = Table("judge", "model", "status", "score", "cost", "judgment id")
+    for judged in result.results:
+        cost = "unknown" if judged.cost_usd is None else f"${judged.cost_usd:.4f}"
+        ok = judged.status == "ok" and judged.score is not None
+        table.add_row(
+            judged.judge,
+            judged.model,
+            judged.status + (" (cached)" if judged.cached else ""),
+            f"{judged.score:g}" if ok else judged.error or "",
+            cost,
+            judged.id,
+        )
+    out.print(table)
+    for skipped in result.skipped:
+        instead = f"; {skipped.substitute} graded instead" if skipped.substitute else ""
+        out.print(f"skipped {skipped.judge}: {skipped.detail}{instead}", highlight=False)
+    for gone in result.unavailable:
+        instead = f"; {gone.substitute} stood in" if gone.substitute else ""
+        out.print(f"unavailable {gone.judge}: {gone.error}{instead}", highlight=False)

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from service.cli.app import app, fail, out
+from service.cli.app import app, console, fail, out
 
 judges_app = typer.Typer(help="Configured judges.", no_args_is_help=True)
 app.add_typer(judges_app, name="judges")
@@ -67,7 +67,14 @@ def check(
     names = client.config.names
     probes = asyncio.run(_probe_all(client, names))
     table = Table(
-        "judge", "model", "reachable", "structured output", "latency ms", "logprobs", "detail"
+        "judge",
+        "model",
+        "maker",
+        "reachable",
+        "structured output",
+        "latency ms",
+        "logprobs",
+        "detail",
     )
     failures, advice = 0, []
     for name in names:
@@ -89,7 +96,8 @@ def check(
         table.add_row(
             name,
             entry.model,
-            "yes" if reachable else "no",
+            client.config.maker_of_judge(entry) or "unknown",
+            "yes" if reachable else ("not called" if probe.first.attempts == 0 else "no"),
             _structured_cell(reachable, ok_as_configured, probe.working),
             f"{probe.warm.latency_ms:.0f}" if probe.warm is not None else "–",
             _logprobs_cell(entry.top_logprobs, probe),
@@ -98,6 +106,7 @@ def check(
     out.print(table)
     for line in advice:
         out.print(line, highlight=False)
+    _warn_unknown_makers(client.config)
     if failures:
         raise typer.Exit(1)
 
@@ -145,6 +154,24 @@ def _is_probe_reply(outcome) -> bool:
         return json_object(outcome.text or "") == {"ok": True}
     except ParseFailure:
         return False
+
+
+def _warn_unknown_makers(config) -> None:
+    """At guard level provider, a judge whose maker is unknown is refused every grade: say
+    so now, with the fix, rather than at the first grade."""
+    from judges.guard import unknown_judge_maker
+
+    if config.qadi.guard != "provider":
+        return
+    for name in config.names:
+        entry = config.judge(name)
+        if config.maker_of_judge(entry) is None:
+            console.print(
+                f"[bold yellow]warning:[/] {unknown_judge_maker(name, entry.model)}; "
+                "until then the guard refuses every grade this judge is asked for",
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 def _structured_cell(reachable: bool, as_configured: bool, working: str | None) -> str:

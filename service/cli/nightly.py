@@ -120,7 +120,7 @@ def nightly(
     found = drift(report, previous.report if previous else None)
     report["drift"] = {"previous_report": previous.id if previous else None, "changes": found}
     report["history"] = [*history, history_point(report, until.isoformat(), None)]
-    rendered = with_estimate(render_report(report, rows, options), rows, options.by)
+    rendered = with_estimate(render_report(report, rows, options), rows, options.by, bounds)
     with session_scope(sessions) as session:
         rendered = attach_probe_run(session, rendered, probe_run)
         stored = store_report(session, "nightly", rubric or "", rendered, (since, until))

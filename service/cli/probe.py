@@ -118,10 +118,12 @@ def probe(
     stats = BatchStats()
     try:
         with progress_bar() as progress:
-            task = progress.add_task("probe", total=len(plan.requests), errors=0, cost=0.0)
+            task = progress.add_task("probe", total=len(plan.requests), errors=0, cost="$0.0000")
 
             def advance(graded) -> None:
-                progress.update(task, advance=1, errors=len(stats.failures), cost=stats.cost_usd)
+                progress.update(
+                    task, advance=1, errors=len(stats.failures), cost=stats.cost_text
+                )
 
             report = asyncio.run(
                 core.run(plan, batcher, graded_rubric, options, calls, advance, stats)

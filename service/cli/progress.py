@@ -26,7 +26,8 @@ class RateColumn(ProgressColumn):
 
 
 def progress_bar() -> Progress:
-    """A task is added with fields `errors` and `cost`, updated as calls finish."""
+    """A task is added with fields `errors` and `cost` (BatchStats.cost_text: an unknown
+    price is never shown as zero), updated as calls finish."""
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -35,7 +36,7 @@ def progress_bar() -> Progress:
         RateColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
-        TextColumn("errors {task.fields[errors]}  ${task.fields[cost]:.4f}"),
+        TextColumn("errors {task.fields[errors]}  {task.fields[cost]}"),
         console=console,
         transient=False,
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from service.cli.app import app, console, fail, open_grading, out, split_names
+from service.cli.app import app, console, fail, grading_for, out, split_names
 from service.cli.progress import progress_bar
 
 
@@ -26,7 +26,10 @@ class Engine(StrEnum):
 @app.command()
 def regrade(
     input_path: Path | None = typer.Argument(None, help="answers .jsonl/.csv", dir_okay=False),
-    rubric: str = typer.Option(..., help=r"rubric file or library id\[@version]"),
+    rubric: str | None = typer.Option(
+        None,
+        help=r"rubric file or id\[@version] for every answer; default: each line's rubric_id",
+    ),
     judges: str | None = typer.Option(None, help="comma-separated judge names; default panel"),
     config: Path | None = typer.Option(None, help="judges YAML (default $QADI_JUDGES_CONFIG)"),
     concurrency: int = typer.Option(
@@ -58,7 +61,7 @@ def regrade(
     from judges.batch import pending_calls
     from service import regrade as core
     from service.answers import AnswerError, read_answers
-    from service.db.engine import session_scope
+    from service.db.engine import open_database, session_scope
     from service.settings import get_settings
     from service.stores.answers import answers_from_db
     from service.stores.judgments import SqlJudgmentStore
@@ -69,7 +72,7 @@ def regrade(
         fail("--workers is for the local engine; the ray engine takes --ray-workers")
     if engine is Engine.local and address is not None:
         fail("--address joins a Ray cluster: add --engine ray")
-    sessions, graded_rubric, grader = open_grading(rubric, config)
+    sessions = open_database(get_settings().database_url)
     try:
         if from_db:
             from service.db.filters import parse_pairs
@@ -83,7 +86,16 @@ def regrade(
     except AnswerError as exc:
         fail("\n  ".join(["invalid answers", *exc.problems]))
     answers = answers[:limit] if limit else answers
-    requests = core.requests_for(answers, graded_rubric, split_names(judges))
+    try:
+        wanted, notes = core.rubric_plan(answers, rubric)
+    except ValueError as exc:
+        fail(str(exc))
+    rubrics, grader = grading_for(sessions, sorted(wanted), config)
+    for note in notes:
+        console.print(f"[yellow]note[/]: {note}", highlight=False)
+    if rubric is not None:
+        rubrics = {None: rubrics[rubric]}
+    requests = core.requests_for(answers, rubrics, split_names(judges))
     store = SqlJudgmentStore(sessions)
     batcher = BatchGrader(grader, store, core.options(concurrency, force, retry_failed))
     if ingest is not None or dry_run or batch is not None:
@@ -95,7 +107,7 @@ def regrade(
         pending = pending_calls(plans, known)
         planned = sum(len(p.panel.judges) for p in plans if not isinstance(p, Exception))
         if dry_run:
-            estimate = core.estimate_cost(grader.config, graded_rubric, pending)
+            estimate = core.estimate_cost(grader.config, pending)
             skips = sum(len(p.panel.skipped) for p in plans if not isinstance(p, Exception))
             refused = sum(isinstance(p, Exception) for p in plans)
             summary = {
@@ -118,13 +130,15 @@ def regrade(
     started = time.perf_counter()
     try:
         with progress_bar() as progress:
-            task = progress.add_task("regrade", total=len(requests), errors=0, cost=0.0)
+            task = progress.add_task("regrade", total=len(requests), errors=0, cost="$0.0000")
             stats = BatchStats()
 
             def advance(graded) -> None:
                 if out_path is not None:  # a results line costs a dump per judge
                     records.extend(core.result_records(graded))
-                progress.update(task, advance=1, errors=len(stats.failures), cost=stats.cost_usd)
+                progress.update(
+                    task, advance=1, errors=len(stats.failures), cost=stats.cost_text
+                )
 
             if engine is Engine.ray:
                 from service.regrade_ray import RayCluster, RayEngineError, run_on_ray
@@ -132,10 +146,7 @@ def regrade(
                 try:
                     run_on_ray(
                         grader.config,
-                        graded_rubric,
-                        split_names(judges),
                         requests,
-                        answers,
                         core.options(concurrency, force, retry_failed),
                         RayCluster(ray_workers, address),
                         get_settings().database_url,
@@ -189,7 +200,7 @@ def _report(stats, wall_seconds: float) -> None:
         ("skipped by the guard", stats.guard_skips),
         ("answers refused", len(stats.refused)),
         ("tokens (prompt / completion)", f"{stats.prompt_tokens} / {stats.completion_tokens}"),
-        ("cost (USD, LiteLLM prices)", f"{stats.cost_usd:.4f}"),
+        ("cost (USD, LiteLLM prices)", stats.cost_text),
         ("wall time", f"{wall_seconds:.1f} s"),
         ("calls/s", f"{calls_per_second:.1f}"),
     ]

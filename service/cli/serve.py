@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 import uvicorn
 
-from service.cli.app import app, fail
+from service.cli.app import app, console, fail
 from service.db.engine import make_engine, require_migrated
 from service.metrics import MULTIPROC_ENV
 from service.settings import get_settings
@@ -50,6 +50,7 @@ def serve(
             "127.0.0.1, turn auth on, or pass --insecure if this network is trusted"
         )
     require_migrated(make_engine(get_settings().database_url))  # refused in QadiGroup
+    check_judges_config(get_settings().judges_config)
     with shared_metrics(workers):
         uvicorn.run(
             "service.app:create_app",
@@ -82,6 +83,25 @@ def shared_metrics(workers: int) -> Iterator[None]:
     finally:
         if not given:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def check_judges_config(path: Path | None) -> None:
+    """A judges file that cannot be used ends `serve` here, in the one line `qadi judges
+    check` prints, before any worker starts (a worker would die with a traceback); a judge
+    whose key variable is unset is named, since every call it is asked for will fail."""
+    from judges import JudgeConfigError, load_config
+    from judges.credentials import unset_message
+
+    if path is None:
+        return
+    try:
+        config = load_config(path)
+    except JudgeConfigError as exc:
+        fail(str(exc))
+    for entry in config.model_list:
+        message = unset_message(entry.name, entry.litellm_params)
+        if message is not None:
+            console.print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
 
 
 def is_loopback(host: str) -> bool:

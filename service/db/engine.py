@@ -13,7 +13,8 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -33,6 +34,33 @@ class NotMigratedError(RuntimeError):
     """The database schema is behind the code; the message names the command that fixes it."""
 
 
+class UnsupportedDatabase(ValueError):
+    """The database URL names a backend qadi does not run on, or is not a URL at all."""
+
+
+SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+
+
+def check_backend(url: str) -> None:
+    """qadi's schema and locks are written and tested for SQLite and PostgreSQL only; any
+    other URL is refused in one line before a driver is looked for (a missing MySQL driver
+    would otherwise end in a traceback)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise UnsupportedDatabase(
+            "the database URL (QADI_DATABASE_URL) is not a SQLAlchemy URL; use "
+            "sqlite:///PATH or postgresql+psycopg://USER:PASSWORD@HOST/DB"
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend not in SUPPORTED_BACKENDS:
+        where = parsed.render_as_string(hide_password=True)
+        raise UnsupportedDatabase(
+            f"unsupported database '{backend}' ({where}): qadi runs on SQLite "
+            "(sqlite:///PATH) or PostgreSQL (postgresql+psycopg://USER:PASSWORD@HOST/DB)"
+        )
+
+
 COMMAND_WAIT_SECONDS = 30.0  # commands wait this long for a lock; the service less (settings)
 
 
@@ -42,6 +70,7 @@ def make_engine(url: str, wait_seconds: float = COMMAND_WAIT_SECONDS) -> Engine:
     `wait_seconds` bounds how long a statement waits for SQLite's write lock, and a checkout
     waits for a pooled connection: past it the database counts as unavailable (a fast 503
     with Retry-After from the service, issue 31.8) instead of a request held for 30 s."""
+    check_backend(url)
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":

@@ -9,9 +9,10 @@ import sys
 
 import httpx
 import yaml
-from sqlalchemy import inspect
+from sqlalchemy import func, inspect, select
 
 from service.db.engine import current_revision, downgrade, head_revision, make_engine, upgrade
+from service.db.schema import ResponseRow
 from tests.conftest import ROOT, free_port, judges_config_data, wait_for_http
 
 TABLES = {
@@ -80,9 +81,14 @@ def test_cli_db_keys_and_grades_import(db_url, tmp_path):
 def test_demo_loads_the_sample(db_url):
     done = qadi("demo", "--no-serve", env={"QADI_DATABASE_URL": db_url})
     assert done.returncode == 0, done.stderr
-    assert "'answers': 6" in done.stderr and "'inserted': 20" in done.stderr
+    assert "{'answers': 156, 'rubrics': 3}" in done.stderr
     again = qadi("demo", "--no-serve", env={"QADI_DATABASE_URL": db_url})
-    assert "'inserted': 0, 'updated': 20" in again.stderr
+    assert again.returncode == 0, again.stderr
+    engine = make_engine(db_url)
+    with engine.connect() as connection:
+        stored = connection.execute(select(func.count()).select_from(ResponseRow)).scalar()
+    engine.dispose()
+    assert stored == 156  # loaded once however often the demo starts
 
 
 def test_qadi_serve_grades_end_to_end(migrated_db, llm_server, tmp_path):

@@ -164,6 +164,7 @@ def test_qadi_judge_stores_the_judgments_whose_ids_it_prints(migrated_db, llm_se
         "judge", "--rubric", "kinayat-explanation", "--response", "كناية عن الكرم",
         "--reference", "كناية عن الكرم",
         "--candidate-model", "qwen-2.5", "--judges", "claude-judge", "--config", str(config),
+        "--json",
     ]
     env = {"QADI_DATABASE_URL": migrated_db}
     first = run_cli(*args, env=env)
@@ -189,8 +190,11 @@ def test_judges_check_latency_is_the_call_not_the_start_up(llm_server, tmp_path)
     llm_server.faults(latency_min=0.3, latency_max=0.3)
     done = qadi("judges", "check", "--config", str(config))
     assert done.returncode == 0, done.stderr
-    rows = [line.split("│") for line in done.stdout.splitlines() if "│" in line]
-    latencies = {row[1].strip(): float(row[5]) for row in rows}
+    lines = done.stdout.splitlines()
+    header = next(line for line in lines if "latency ms" in line).split("┃")
+    column = [cell.strip() for cell in header].index("latency ms")
+    rows = [line.split("│") for line in lines if "│" in line]
+    latencies = {row[1].strip(): float(row[column]) for row in rows}
     assert set(latencies) == {"gpt-judge", "claude-judge", "llama-judge"}
     # 300 ms of backend delay, plus the call's own work (a few ms; 250 ms of slack for a
     # loaded 2-core machine), and far below the 1.3-1.8 s the first call takes

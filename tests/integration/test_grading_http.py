@@ -233,6 +233,7 @@ def test_cli_judge_prints_a_grade_with_criteria(tmp_path, llm_server, migrated_d
             "gpt-4o",
             "--config",
             str(config),
+            "--json",
         ],
         capture_output=True,
         text=True,

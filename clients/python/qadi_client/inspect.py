@@ -4,7 +4,10 @@
 output and target to `POST /judge` with the solver's model as `candidate_model`, so qadi's
 self-evaluation guard keeps a judge from grading its own maker's answers. When no judge returns
 a score (parse failures, timeouts) the sample is Inspect's unscored result (`Score.unscored`,
-excluded from metrics), never 0: a grade is never fabricated.
+excluded from metrics), never 0: a grade is never fabricated. So is a sample the
+self-evaluation guard refuses to grade (no judge may grade the solver model's answers, or a
+maker is unknown: error type `guard_refused`), with the guard's reason: the rest of the eval
+goes on.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
 from qadi_client.client import AsyncQadiClient
-from qadi_client.errors import JudgesFailed
+from qadi_client.errors import JudgesFailed, ValidationFailed
 from qadi_client.models import JudgeResponse
+
+GUARD_REFUSED = "guard_refused"  # the error `type` of a refusal by the self-evaluation guard
 
 
 @scorer(metrics=[mean(), stderr()])
@@ -71,6 +76,16 @@ def qadi_scorer(
                     answer=state.output.completion,
                     explanation=str(failed),
                     metadata=_metadata(failed.response),
+                )
+            except ValidationFailed as refused:
+                guard = [e for e in refused.field_errors if e.type == GUARD_REFUSED]
+                if not guard:
+                    raise  # the scorer's own input (rubric, judges) is wrong for every sample
+                return Score.unscored(
+                    reason=GUARD_REFUSED,
+                    answer=state.output.completion,
+                    explanation="; ".join(e.msg for e in guard),
+                    metadata={"guard": [e.model_dump() for e in guard]},
                 )
         if graded.aggregate is None:
             return Score.unscored(

@@ -1,0 +1,209 @@
+"""What users of LiteLLM, Inspect or promptfoo expect in their first hour (issue 26 item 6),
+and the demo's own promises (items 1 and 3): each asserted as the user would see it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from importlib.metadata import version
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from calibration.interchange import GradeFormatError, read_grades
+from service.app import create_app
+from service.sample import generate
+from service.settings import Settings
+from tests.conftest import ROOT, judges_config_data, run_cli
+
+SAMPLE = ROOT / "service" / "sample"
+
+
+def test_version():
+    done = run_cli("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"qadi {version('qadi')}"
+
+
+def test_the_service_root_leads_to_the_docs(migrated_db):
+    client = TestClient(create_app(Settings(database_url=migrated_db, auth="off")))
+    landed = client.get("/", follow_redirects=False)
+    assert landed.status_code in (302, 307) and landed.headers["location"] == "/docs"
+    assert client.get("/").url.path == "/docs"
+
+
+def labelled_grades(path):
+    """Three humans and two judges on 40 items of a 1-5 scale: enough for the alt-test."""
+    rows = []
+    for i in range(40):
+        truth = 1 + i % 5
+        for h, offset in enumerate((0, 1, -1)):
+            score = min(5, max(1, truth + (offset if i % 3 == h else 0)))
+            rows.append({"item_id": f"i{i}", "rater": f"h{h}", "rater_kind": "human",
+                         "score": score, "topic": "a" if i < 20 else "b"})
+        rows.append({"item_id": f"i{i}", "rater": "close", "rater_kind": "judge",
+                     "score": truth, "topic": "a" if i < 20 else "b"})
+        rows.append({"item_id": f"i{i}", "rater": "far", "rater_kind": "judge",
+                     "score": 6 - truth, "topic": "a" if i < 20 else "b"})
+    path.write_text(json.dumps({"grades": rows}))
+    return path
+
+
+def test_calibrate_prints_its_tables_without_out(tmp_path):
+    grades = labelled_grades(tmp_path / "grades.json")  # a .json file, as the API takes it
+    done = run_cli("calibrate", str(grades), "--scale", "1-5", "--by", "topic",
+                   "--bootstrap", "50")
+    assert done.returncode == 0, done.stderr
+    assert "calibration (overall)" in done.stdout and "best overall: close" in done.stdout
+    assert "trust map by stratum" in done.stdout and "topic=a" in done.stdout
+    assert "insufficient: 0 of 3 annotators testable (the next has 20 of 30 items)" in (
+        done.stdout.replace("\n", " ")
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["grades.json"]  # nothing written
+
+
+def test_an_insufficient_cell_says_what_is_missing(tmp_path):
+    grades = labelled_grades(tmp_path / "grades.json")
+    done = run_cli("calibrate", str(grades), "--scale", "1-5", "--by", "topic",
+                   "--bootstrap", "50", "--html", str(tmp_path / "r.html"),
+                   "--out", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    rows = {(r["stratum"], r["judge"]): r for r in report["trust"]["rows"]}
+    # 20 items per topic, 30 needed: no annotator can be tested there
+    cell = rows[("topic=a", "close")]
+    assert cell["verdict"] == "insufficient"
+    assert cell["missing"] == "0 of 3 annotators testable (the next has 20 of 30 items)"
+    assert rows[("overall", "close")]["missing"] is None
+    assert "⚠ 0 of 3 annotators testable (the next has 20 of 30 items)" in (
+        (tmp_path / "r.html").read_text()
+    )
+
+
+def test_json_grade_files_are_read_as_a_list_an_object_or_lines(tmp_path):
+    row = {"item_id": "a", "rater": "h", "rater_kind": "human", "score": 3}
+    forms = {
+        "list.json": json.dumps([row, {**row, "rater": "j", "rater_kind": "judge"}], indent=2),
+        "object.json": json.dumps({"grades": [row, {**row, "rater": "j"}]}),
+        "lines.json": json.dumps(row) + "\n" + json.dumps({**row, "rater": "j"}) + "\n",
+    }
+    for name, text in forms.items():
+        (tmp_path / name).write_text(text)
+        assert [r.rater for r in read_grades(tmp_path / name)] == ["h", "j"], name
+
+
+def test_a_json_file_uploads_as_it_imports(migrated_db, tmp_path):
+    from tests.integration.test_service_api import Service
+
+    service = Service(migrated_db, None)
+    rows = [{"item_id": "a", "rater": "h", "rater_kind": "human", "score": 3},
+            {"item_id": "b", "rater": "h", "rater_kind": "human", "score": 4}]
+    for name, text in (("pretty.json", json.dumps(rows, indent=2)),
+                       ("lines.json", "\n".join(json.dumps(r) for r in rows))):
+        uploaded = service.post("/grades", scope="grades",
+                                files={"file": (name, text, "application/json")})
+        assert uploaded.status_code == 200, (name, uploaded.text)
+        assert uploaded.json()["inserted"] + uploaded.json()["updated"] == 2
+
+
+def test_semicolon_csv_and_workbooks_get_a_hint(migrated_db, tmp_path):
+    semicolons = tmp_path / "grades.csv"
+    semicolons.write_text("item_id;rater;rater_kind;score\na;h;human;3,5\n")
+    with pytest.raises(GradeFormatError) as refused:
+        read_grades(semicolons)
+    assert "separated by ';'" in refused.value.problems[0]
+    workbook = tmp_path / "grades.xlsx"
+    workbook.write_bytes(b"PK\x03\x04 a zip file")
+    imported = run_cli("grades", "import", str(workbook), env={"QADI_DATABASE_URL": migrated_db})
+    assert imported.returncode == 2 and "save it as CSV" in imported.stderr
+    renamed = tmp_path / "renamed.csv"
+    renamed.write_bytes(b"PK\x03\x04 a workbook saved under a .csv name")
+    assert "a spreadsheet workbook" in run_cli(
+        "calibrate", str(renamed), "--scale", "1-5"
+    ).stderr
+    from tests.integration.test_service_api import Service
+
+    upload = Service(migrated_db, None).post(
+        "/grades", scope="grades", files={"file": ("grades.xlsx", b"PK\x03\x04...", "x")}
+    )
+    assert upload.status_code == 422 and "save it as CSV" in upload.json()["detail"][0]["msg"]
+
+
+def test_qadi_judge_prints_a_summary_and_json_on_request(migrated_db, llm_server, tmp_path):
+    config = tmp_path / "judges.yaml"
+    config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    llm_server.script({"content": "4"}, {"content": "4"})
+    args = ["judge", "--rubric", "kinayat-explanation", "--response", "r", "--reference", "g",
+            "--candidate-model", "qwen-2.5", "--judges", "claude-judge", "--config", str(config)]
+    env = {"QADI_DATABASE_URL": migrated_db}
+    summary = run_cli(*args, env=env)
+    assert summary.returncode == 0, summary.stderr
+    first = summary.stdout.splitlines()[0]
+    assert first == "kinayat-explanation@2 · qwen-2.5 (alibaba) · ok · mean 4.00 over 1 judge(s)"
+    assert re.search(r"claude-judge .* ok .* 4 ", summary.stdout)
+    full = json.loads(run_cli(*args, "--json", env=env).stdout)
+    assert full["results"][0]["cached"] is True and full["aggregate"]["mean"] == 4.0
+
+
+def test_help_paragraphs_are_not_broken_where_the_source_lines_end(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    shown = run_cli("regrade", "--help").stdout
+    assert "are not made again. Exit code 1 when any call failed" in shown
+    assert "id[@version]" in shown  # brackets are text, not a markup tag that vanishes
+
+
+# --- make run installs the runtime only; a fresh stamp installs nothing ----------------------
+
+
+def make_dry_run(target: str, venv) -> str:
+    done = subprocess.run(["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    return done.stdout
+
+
+def test_make_run_installs_the_runtime_and_make_test_everything(tmp_path):
+    run = make_dry_run("run", tmp_path / "venv")
+    [install] = [line for line in run.splitlines() if "pip install" in line and " -e " in line]
+    assert install.endswith("pip install --quiet -e ."), install  # no [test], [ray], inspect
+    test = make_dry_run("test", tmp_path / "venv")
+    assert '-e ".[test,ray,docs]" -e "./clients/python[inspect]"' in test
+
+
+def test_make_run_with_a_fresh_stamp_installs_nothing(tmp_path):
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    stamp = [line for line in make_dry_run("run", venv).splitlines() if line.startswith("touch")]
+    [target] = stamp
+    (venv / target.split("/")[-1]).touch()
+    assert make_dry_run("run", venv).strip().splitlines() == [f"{venv}/bin/qadi demo"]
+
+
+# --- the demo set: generated, labelled, and big enough for the trust map to decide ----------
+
+
+def test_the_bundled_demo_files_are_exactly_what_the_generator_writes(tmp_path):
+    generate.write(tmp_path)
+    for name in ("answers.jsonl", "grades.csv", "sme_grades.csv"):
+        assert (tmp_path / name).read_text() == (SAMPLE / name).read_text(), name
+
+
+def test_the_demo_set_is_big_enough_and_labelled_generated():
+    grades = read_grades(SAMPLE / "grades.csv")
+    experts = {g.rater for g in grades if g.rater.startswith("generated-expert-")}
+    items = {g.item_id for g in grades if g.rater in experts}
+    assert len(experts) == 3 and len(items) >= 120
+    assert all(sum(g.item_id == i for g in grades) == 3 for i in list(items)[:10])
+    assert "GENERATED" in (SAMPLE / "README.md").read_text()
+    answers = [json.loads(line) for line in (SAMPLE / "answers.jsonl").read_text().splitlines()]
+    assert all(a.get("rubric_id") for a in answers)
+
+
+def test_get_judges_marks_the_stand_ins(migrated_db):
+    from tests.integration.test_service_api import Service
+
+    listed = Service(migrated_db, SAMPLE / "judges.yaml").get("/judges").json()
+    assert [j["name"] for j in listed] == ["stand-in-good", "stand-in-noisy", "stand-in-lenient"]
+    for judge in listed:
+        assert judge["maker"] == "qadi-stand-in" and judge["model"].startswith("qadi-stand-in/")
+        assert judge["detail"].startswith("stand-in judge: deterministic, no model behind it")

@@ -1,0 +1,99 @@
+"""The stand-in judges: deterministic in the item, the behaviours they are named for, a reply
+in the shape each template asks for, and a grade that takes the real path (Grader, LiteLLM)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+
+import pytest
+
+from judges import Grader, GradeRequest, parse_config
+from judges.client import JudgeClient
+from judges.standins import agreement, rating_for, stand_in_grade
+from rubrics import library_rubric
+from tests.conftest import ROOT
+
+REFERENCE = "Nothing great is achieved alone; people must cooperate."
+
+
+def stand_ins(*behaviours: str):
+    return parse_config({"model_list": [
+        {"model_name": f"stand-in-{b}", "litellm_params": {"model": f"qadi-stand-in/{b}"}}
+        for b in behaviours
+    ]})
+
+
+def test_the_rating_follows_the_answers_agreement_with_the_reference():
+    assert agreement(REFERENCE, REFERENCE) == 1.0
+    assert rating_for(f"It means: {REFERENCE}", REFERENCE) == 5
+    assert rating_for("The sun cannot be covered with a sieve.", REFERENCE) == 1
+    partial = rating_for("Nothing great is achieved...", REFERENCE)
+    assert 1 < partial < 5
+    # without a reference the rating is picked by the answer's hash: stable, on the scale
+    assert rating_for("x", None) == rating_for("x", None)
+    assert {rating_for(str(i), None) for i in range(200)} == {1, 2, 3, 4, 5}
+
+
+def demo_items() -> list[dict]:
+    lines = (ROOT / "service" / "sample" / "answers.jsonl").read_text().splitlines()
+    return [a for a in map(json.loads, lines) if a["rubric_id"] == "kinayat-explanation"]
+
+
+def test_each_behaviour_on_the_demo_set():
+    offsets: dict[str, Counter] = {b: Counter() for b in ("good", "noisy", "lenient")}
+    for item in demo_items():
+        truth = rating_for(item["response"], item["reference"])
+        for behaviour, seen in offsets.items():
+            rating, rationale = stand_in_grade(behaviour, item["response"], item["reference"])
+            assert rationale.startswith(f"STAND-IN '{behaviour}', not a model")
+            if behaviour == "lenient":
+                assert rating == min(5, truth + 1)
+            seen[rating - truth] += 1
+    good, noisy = offsets["good"], offsets["noisy"]
+    assert good[0] / sum(good.values()) > 0.85 and set(good) <= {-1, 0, 1}
+    # uniform -2..+2, pulled back to the scale at its ends (most demo answers sit at 1 or 5)
+    assert noisy[0] / sum(noisy.values()) < 0.5 and max(map(abs, noisy)) == 2
+    assert sum(abs(k) * v for k, v in noisy.items()) / sum(noisy.values()) > 0.6
+
+
+def test_grades_take_the_real_path_and_repeat_exactly():
+    request = GradeRequest(
+        rubric=library_rubric("kinayat-explanation"), response=f"It means: {REFERENCE}",
+        reference=REFERENCE, candidate_model="gpt-4o",
+    )
+    config = stand_ins("good", "noisy", "lenient")
+    graded = [asyncio.run(grader.grade(grader.plan(request))) for grader in
+              (Grader(config), Grader(config))]
+    first, second = ([(r.judge, r.score) for r in g.results] for g in graded)
+    assert first == second
+    [good, _, lenient] = graded[0].results
+    assert (good.status, good.model, good.maker) == ("ok", "qadi-stand-in/good", "qadi-stand-in")
+    assert good.raw_reply == '{"rating": 5}' and good.cost_usd == 0.0 and good.attempts == 1
+    assert lenient.score == 5.0  # capped at the top of the scale
+
+
+def test_criteria_verdicts_for_a_penalty_weighted_rubric():
+    rubric = library_rubric("iraqi-linguistic-shaku-maku")
+    request = GradeRequest(rubric=rubric, prompt="p", response="شكو يعني شنو اكو",
+                           candidate_model="gpt-4o")
+    grader = Grader(stand_ins("good"))
+    [result] = asyncio.run(grader.grade(grader.plan(request))).results
+    assert result.status == "ok", result.error
+    assert {c.id for c in result.criteria} == {c.id for c in rubric.criteria}
+    assert result.rationale.startswith("STAND-IN 'good', not a model: no reference given")
+
+
+def test_an_unknown_stand_in_is_a_provider_error_naming_the_known_ones():
+    client = JudgeClient(stand_ins("strict"))
+    outcome = asyncio.run(client.complete("stand-in-strict", [{"role": "user", "content": "x"}],
+                                          None))
+    assert outcome.status == "backend_error"
+    assert "no stand-in 'strict'; stand-ins are good, noisy, lenient" in outcome.error
+
+
+@pytest.mark.parametrize("behaviour", ["good", "noisy", "lenient"])
+def test_the_maker_of_a_stand_in_is_known_to_the_guard(behaviour):
+    config = stand_ins(behaviour)
+    assert config.maker_of_judge(config.model_list[0]) == "qadi-stand-in"
