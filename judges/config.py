@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from judges.makers import maker_from_table, model_name
+from judges.templates import TemplateError, TemplateRegistry
 from rubrics.errors import describe_validation_error
 
 GuardLevel = Literal["provider", "model", "off"]
@@ -135,6 +136,10 @@ class QadiOptions(BaseModel):
     retry_after: float = Field(default=0.0, ge=0)
     allowed_fails: int = Field(default=3, ge=1)
     cooldown_time: float = Field(default=30.0, ge=0)
+    templates: list[str] = Field(
+        default_factory=list,
+        description="your prompt template files or directories (relative to the config file)",
+    )
 
 
 class JudgesConfig(BaseModel):
@@ -145,6 +150,7 @@ class JudgesConfig(BaseModel):
     litellm_settings: dict[str, Any] = Field(default_factory=dict)
     environment_variables: dict[str, Any] = Field(default_factory=dict)
     qadi: QadiOptions = Field(default_factory=QadiOptions)
+    _templates: TemplateRegistry | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -248,6 +254,13 @@ class JudgesConfig(BaseModel):
         return list(dict.fromkeys(e.name for e in self.model_list))
 
     @property
+    def templates(self) -> TemplateRegistry:
+        """The bundled templates and the files of `qadi.templates`, read once."""
+        if self._templates is None:
+            self._templates = TemplateRegistry(Path(p) for p in self.qadi.templates)
+        return self._templates
+
+    @property
     def default_panel(self) -> list[str]:
         return self.qadi.panel or self.names
 
@@ -269,6 +282,10 @@ def parse_config(data: Any, source: str = "judges config") -> JudgesConfig:
         config = JudgesConfig.model_validate(data)
     except ValidationError as exc:
         raise JudgeConfigError(f"{source}: {describe_validation_error(exc)}") from None
+    try:
+        config.templates  # noqa: B018  (read and check the user's templates now, not per call)
+    except TemplateError as exc:
+        raise JudgeConfigError(f"{source}: qadi.templates: {exc}") from None
     _warn_ignored(config, source)
     return config
 
@@ -298,4 +315,13 @@ def load_config(path: str | Path | None = None) -> JudgesConfig:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise JudgeConfigError(f"{path}: not valid YAML: {exc}") from None
-    return parse_config(data, source=str(path))
+    return parse_config(_templates_beside(data, Path(path).parent), source=str(path))
+
+
+def _templates_beside(data: Any, directory: Path) -> Any:
+    """`qadi.templates` paths read relative to the config file, wherever qadi runs."""
+    qadi = data.get("qadi") if isinstance(data, dict) else None
+    if not isinstance(qadi, dict) or not isinstance(qadi.get("templates"), list):
+        return data
+    paths = [str(directory / p) if isinstance(p, str) else p for p in qadi["templates"]]
+    return {**data, "qadi": {**qadi, "templates": paths}}

@@ -106,13 +106,13 @@ def test_other_judge_model_or_rubric_version_regrades(setup, llm_server, tmp_pat
     run(judges="llama-judge")  # another judge model: new cache keys
     assert llm_server.calls() == 60
     rubric = yaml.safe_load((ROOT / "rubrics/library/iraqi-linguistic-shaku-maku.yaml").read_text())
-    rubric["version"] = 2
+    rubric["version"] = 3
     rubric["criteria"][0]["weight"] = 4
     changed = tmp_path / "v2.yaml"
     changed.write_text(yaml.safe_dump(rubric, allow_unicode=True))
     assert run(rubric=str(changed)).returncode == 0
     assert llm_server.calls() == 90
-    assert len(stored(url, rubric_ref="iraqi-linguistic-shaku-maku@2")) == 30
+    assert len(stored(url, rubric_ref="iraqi-linguistic-shaku-maku@3")) == 30
 
 
 def test_parse_errors_are_counted_listed_and_not_scored(setup, llm_server):
