@@ -20,6 +20,7 @@ from jinja2.runtime import Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 MAX_OUTPUT_CHARS = 2_000_000
+READABLE = ("metadata", "scale")  # the only values whose attributes a template reads
 # Filters that format whole values; none of them can cut a fenced value apart.
 FILTERS = ("default", "join", "length", "lower", "upper", "trim", "indent", "int", "round")
 _FORBIDDEN = {
@@ -120,6 +121,12 @@ def compile_source(source: str) -> Any:
         found = next(tree.find_all(kind), None)
         if found is not None:
             raise TemplateSourceError(f"line {found.lineno}: templates may not use {what}")
+    for node in [*tree.find_all(nodes.Getattr), *tree.find_all(nodes.Getitem)]:
+        if not (isinstance(node.node, nodes.Name) and node.node.name in READABLE):
+            raise TemplateSourceError(
+                f"line {node.lineno}: templates may only read attributes of "
+                f"{' and '.join(READABLE)} (e.g. metadata.idiom)"
+            )
     for node in tree.find_all(nodes.Filter):
         if node.name not in FILTERS:
             raise TemplateSourceError(

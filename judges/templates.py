@@ -160,7 +160,16 @@ def _validate(data: Any, source: str) -> PromptTemplate:
     try:
         return PromptTemplate.model_validate(data)
     except ValidationError as exc:
-        raise TemplateError(f"{source}: {describe_validation_error(exc)}") from None
+        problems = describe_validation_error(exc).removeprefix("body: ")  # a whole-template check
+        raise TemplateError(f"{source}: {problems}") from None
+
+
+def read_template_file(path: Path) -> Any:
+    """A template file's object (YAML or JSON), checked when a registry resolves it."""
+    data = _read(Path(path))
+    if not isinstance(data, dict):
+        raise TemplateError(f"{path}: a template must be an object, got {type(data).__name__}")
+    return data
 
 
 def _read(path: Path) -> Any:
