@@ -119,7 +119,11 @@ def test_the_arabic_sme_prompt_goes_only_to_rubrics_that_declare_it():
 
 @pytest.mark.parametrize(
     "rubric",
-    [parse_rubric(MY_SCALE), parse_rubric(MY_CRITERIA), library_rubric("iraqi-linguistic-shaku-maku")],
+    [
+        parse_rubric(MY_SCALE),
+        parse_rubric(MY_CRITERIA),
+        library_rubric("iraqi-linguistic-shaku-maku"),
+    ],
 )
 def test_requests_with_one_rubric_share_the_prompt_up_to_the_item(rubric):
     first = call(request(rubric, prompt="q1", response="first answer")).messages
