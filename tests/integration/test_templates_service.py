@@ -125,3 +125,21 @@ def test_qadi_judge_takes_a_template_file(migrated_db, llm_server, tmp_path):
         "error: anchors: support-judge@1 never shows the rubric's anchors ({{ anchors }}); "
         "rubric 'support-reply' would be graded without them"
     )
+
+
+def test_a_bare_number_is_a_parse_error_with_the_reply_kept(service, llm_server):  # noqa: F811
+    """Issue 26 item 5: the README's contract is {"rating": N}; a bare `4` is not a grade
+    (the *-paper rubrics keep their paper's free-text rule: test_grading_http)."""
+    llm_server.script({"content": "4"})
+    body = {
+        "kind": "explanation",
+        "response": "يعني يعمل الشيء علنا",
+        "reference": "كناية عن الجهر",
+        "candidate_model": "Qwen/Qwen2.5-7B-Instruct",
+        "rubric_id": "kinayat-explanation",
+    }
+    answer = service.post("/judge", json=body)
+    assert answer.status_code == 502
+    [result] = answer.json()["results"]
+    assert (result["status"], result["score"], result["raw_reply"]) == ("parse_error", None, "4")
+    assert "not an object" in result["error"]
