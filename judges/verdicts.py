@@ -114,6 +114,8 @@ def _rating(rubric: Rubric, reply: str) -> Verdict:
     """
     if not isinstance(rubric, ScaleRubric):
         raise ParseFailure("rating verdict for a rubric that has no scale")
+    if _BARE_NUMBER.fullmatch(reply.strip()):
+        raise ParseFailure('reply is a bare number; it must be {"rating": <integer>}')
     data = _json_object(reply)
     if set(data) != {"rating"}:
         raise ParseFailure(f'reply must be exactly {{"rating": <integer>}}, has {sorted(data)}')

@@ -142,4 +142,4 @@ def test_a_bare_number_is_a_parse_error_with_the_reply_kept(service, llm_server)
     assert answer.status_code == 502
     [result] = answer.json()["results"]
     assert (result["status"], result["score"], result["raw_reply"]) == ("parse_error", None, "4")
-    assert "not an object" in result["error"]
+    assert result["error"] == 'reply is a bare number; it must be {"rating": <integer>}'

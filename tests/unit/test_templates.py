@@ -17,6 +17,7 @@ from judges.config import JudgeConfigError, load_config
 from judges.fit import template_of
 from judges.templates import BUNDLED, TemplateRegistry
 from rubrics import RubricError, library_rubric, parse_rubric
+from tests.conftest import ROOT
 
 ARABIC_SME = "SME) in Arabic Sociolinguistics and Dialects"
 FENCE = re.compile(r"<([a-z_]+)-([0-9a-f]{16})>\n(.*?)\n</\1-\2>", re.DOTALL)
@@ -312,3 +313,15 @@ def test_a_template_reference_is_a_name_never_a_path(ref):
 def test_an_unknown_template_is_named_with_the_known_ones():
     with pytest.raises(TemplateError, match=r"^rubric.template: no template 'nope@1' \(known: "):
         template_of(parse_rubric({**MY_SCALE, "template": "nope@1"}), BUNDLED)
+
+
+def test_the_example_template_and_rubric_of_the_readme_work_together():
+    config = load_config(ROOT / "examples/judges.yaml")
+    rubric = parse_rubric(
+        yaml.safe_load((ROOT / "examples/rubrics/support-reply.yaml").read_text())
+    )
+    req = request(rubric, reference="Refunds within 30 days.")
+    text = unfenced(call(req, config.templates).messages[1]["content"])
+    assert "Company policy that applies:\nRefunds within 30 days." in text
+    assert "5: Solves the problem or gives the exact next step" in text
+    assert "The customer wrote:\nCan I return my order?" in text
