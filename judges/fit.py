@@ -67,8 +67,8 @@ def check_rubric(template: PromptTemplate, rubric: Rubric, field: str = "templat
         return  # the builder shows the rest (rubric_criteria: the criteria)
     try:
         rendered = render_jinja(template, _probe(template, rubric))
-    except RequestError as exc:
-        raise TemplateError(f"{field}: {template.ref}: {exc}", field) from None
+    except (RequestError, TemplateError) as exc:  # located at the template, wherever it came
+        raise TemplateError(f"{field}: {str(exc).removeprefix('template: ')}", field) from None
     if rendered.shown["answer"] not in rendered.text:
         raise TemplateError(f"answer: {template.ref} never shows the answer", field)
     block = "criteria" if isinstance(rubric, PenaltyWeightedRubric) else "anchors"

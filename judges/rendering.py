@@ -141,6 +141,10 @@ def _render(template: PromptTemplate, source: str, context: dict) -> str:
         ) from None
     except SecurityError as exc:
         raise TemplateError(f"template: {template.ref}: {exc}", "template") from None
+    except Exception as exc:  # the template's own error (1 + "a", a division by zero): not ours
+        raise TemplateError(
+            f"template: {template.ref} cannot be rendered ({type(exc).__name__}: {exc})", "template"
+        ) from None
 
 
 def _scale(rubric: Rubric) -> dict[str, float]:

@@ -117,6 +117,8 @@ def compile_source(source: str) -> Any:
         tree = ENV.parse(source)
     except TemplateSyntaxError as exc:
         raise TemplateSourceError(f"line {exc.lineno}: {exc.message}") from None
+    except RecursionError:
+        raise TemplateSourceError("nested too deeply") from None
     for kind, what in _FORBIDDEN.items():
         found = next(tree.find_all(kind), None)
         if found is not None:

@@ -98,6 +98,9 @@ class PromptTemplate(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> PromptTemplate:
+        for name, texts in self.metadata_choices.items():
+            if not texts:
+                raise ValueError(f"metadata_choices.{name}: give at least one value")
         if self.syntax == "braces":
             return self
         if self.user_builder is not None or self.fenced:

@@ -127,6 +127,9 @@ def _rating(rubric: Rubric, reply: str) -> Verdict:
     return Verdict(score=float(value), dimensions={dim: float(value)})
 
 
+_BARE_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+
+
 def _first_integer(rubric: Rubric, reply: str) -> Verdict:
     """Kinayat's rule, for reproducing the paper only: the first whitespace token that is a
     digit string within the scale: `next(int(tok) for tok in reply.split() if tok.isdigit()
