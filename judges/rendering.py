@@ -27,7 +27,7 @@ from jinja2.sandbox import SecurityError
 from judges.builders import RequestError
 from judges.fencing import boundary_for, fence
 from judges.models import GradeRequest
-from judges.sandbox import Metadata, MissingValue, metadata_keys, render
+from judges.sandbox import Metadata, MissingValue, metadata_keys, names_used, render
 from judges.templates import PromptTemplate, TemplateError
 from rubrics import PenaltyWeightedRubric, Rubric, ScaleRubric
 
@@ -103,12 +103,13 @@ def render_jinja(template: PromptTemplate, request: GradeRequest) -> Rendered:
     meta = {
         k: request.metadata[k] for k in template_metadata_keys(template) if k in request.metadata
     }
-    every = [*shared.values(), *item.values(), *meta.values()]
-    item_boundary = boundary_for(every)
-    shared_boundary = boundary_for(list(shared.values()))
-    if shared_boundary in "\x00".join([*item.values(), *meta.values()]).lower():
-        shared_boundary = item_boundary  # a value holds it: this request shares no prefix
-    fenced_shared = {k: fence(k, v, shared_boundary) for k, v in shared.items()}
+    item_boundary = boundary_for([*shared.values(), *item.values(), *meta.values()])
+    fenced_shared = _fenced_blocks(tuple(shared.items()))
+    shared_boundary = next(iter(fenced_shared.values()))[1]
+    if any(shared_boundary in v.lower() for v in (*item.values(), *meta.values())):
+        # a value holds the rubric's boundary: this request shares no prefix, and is safe
+        fenced_shared = {k: (fence(k, v, item_boundary), item_boundary) for k, v in shared.items()}
+    fenced_shared = {k: text for k, (text, _) in fenced_shared.items()}
     fenced_item = {k: fence(k, v, item_boundary) for k, v in item.items()}
     fenced_meta = Metadata(
         {
@@ -126,10 +127,29 @@ def render_jinja(template: PromptTemplate, request: GradeRequest) -> Rendered:
         "metadata": fenced_meta,
     }
     messages = []
-    for role, source in (("system", template.system), ("user", template.user)):
-        if source:
-            messages.append({"role": role, "content": _render(template, source, context)})
+    if template.system:
+        system = _static_system(template) or _render(template, template.system, context)
+        messages.append({"role": "system", "content": system})
+    messages.append({"role": "user", "content": _render(template, template.user or "", context)})
     return Rendered(messages, fenced_item, fenced_shared)
+
+
+@lru_cache(maxsize=1024)
+def _fenced_blocks(blocks: tuple[tuple[str, str], ...]) -> dict[str, tuple[str, str]]:
+    """A rubric's blocks fenced under a boundary of their own, with it (once per rubric)."""
+    boundary = boundary_for([text for _, text in blocks])
+    return {name: (fence(name, text, boundary), boundary) for name, text in blocks}
+
+
+def _static_system(template: PromptTemplate) -> str | None:
+    """The system message of a template whose system text reads no value (the neutral and
+    the Arabic SME ones): rendered once, not per request."""
+    return _static_text(template.system or "")
+
+
+@lru_cache(maxsize=256)
+def _static_text(source: str) -> str | None:
+    return None if names_used(source) else render(source, {})
 
 
 def _render(template: PromptTemplate, source: str, context: dict) -> str:

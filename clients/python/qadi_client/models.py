@@ -38,6 +38,9 @@ class JudgeRequest(_Request):
     rubric_id: str | None = Field(default=None, max_length=160)
     judges: list[str] | None = Field(default=None, max_length=32)
     metadata: dict[str, str] = Field(default_factory=dict)
+    template: str | dict[str, Any] | None = Field(
+        default=None, description="grade with this template instead of the rubric's"
+    )
 
 
 class RubricInfo(_Response):
