@@ -140,7 +140,8 @@ def _task(name: str, build, rubric: str, description: str, *required: str) -> Ta
         ("Idiom", "Meaning", *required),
         f"MIDAS {name}",
         build,
-        max_tokens=256,
+        answer="text",
+        max_tokens=256,  # not published
         rubric=rubric,
         respond=respond,
         id_field="ID",
