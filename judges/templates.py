@@ -224,8 +224,9 @@ class TemplateRegistry:
     """The templates one grader can name: the bundled ones, the user's files (the judges
     config's `qadi.templates`), and objects given inline (by a rubric or a request).
 
-    A user template never takes a bundled template's name@version, and one name@version
-    never means two texts, so a stored judgment's template reference stays unambiguous.
+    A user template never takes a bundled template's name@version, and two files never give
+    one name@version two texts. Inline templates are not registered: two requests may send
+    different texts under one name@version, and their judgments tell them apart by hash.
     """
 
     def __init__(self, paths: Iterable[Path] = ()) -> None:

@@ -321,15 +321,15 @@ def test_regrade_grades_with_a_version_stored_through_the_api(setup, llm_server)
         }
     )
     with session_scope(make_sessionmaker(make_engine(url))) as session:
-        save_rubric(session, bundled)  # v1, as the library has it
+        save_rubric(session, bundled)  # v2, as the library has it
         v2, created = save_rubric(session, changed)  # what POST /rubrics does with a change
-    assert (v2.version, created) == (2, True)
+    assert (v2.version, created) == (3, True)
 
-    done = run(rubric=f"{RUBRIC}@2")
+    done = run(rubric=f"{RUBRIC}@3")
 
     assert done.returncode == 0, done.stdout + done.stderr
     judgments = stored(url)
     assert len(judgments) == 30
-    assert {j.rubric_ref for j in judgments} == {f"{RUBRIC}@2"}
+    assert {j.rubric_ref for j in judgments} == {f"{RUBRIC}@3"}
     assert {j.rubric_hash for j in judgments} == {rubric_hash(v2)}
     assert rubric_hash(v2) != rubric_hash(bundled)
