@@ -191,7 +191,9 @@ class Grader:
         key = plan.keys[name]
         stored = known.get(key)
         if stored is None:
-            result, shared = await self.flights.share(key, lambda: self._call(name, plan, slots))
+            result, shared = await self.flights.share(
+                key, lambda: self._call(name, plan, slots)
+            )
             if not shared:
                 return result
             stored = result

@@ -45,7 +45,9 @@ def index(request: Request, _: JudgeKey) -> list[dict[str, Any]]:
 
 
 @router.get("/rubrics/{rubric_ref}", summary="A rubric by 'id' (latest) or 'id@version'")
-def show(rubric_ref: str, request: Request, _: JudgeKey) -> dict[str, Any]:
+def show(
+    rubric_ref: str, request: Request, _: JudgeKey
+) -> dict[str, Any]:
     with session_scope(request.app.state.sessions) as session:
         try:
             return _with_hash(get_rubric(session, rubric_ref))
@@ -54,7 +56,9 @@ def show(rubric_ref: str, request: Request, _: JudgeKey) -> dict[str, Any]:
 
 
 @router.get("/rubrics/{rubric_id}/versions", summary="Every stored version of a rubric")
-def versions(rubric_id: str, request: Request, _: JudgeKey) -> list[dict[str, Any]]:
+def versions(
+    rubric_id: str, request: Request, _: JudgeKey
+) -> list[dict[str, Any]]:
     with session_scope(request.app.state.sessions) as session:
         found = rubric_versions(session, rubric_id)
     if not found:
