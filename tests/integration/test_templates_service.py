@@ -53,6 +53,9 @@ def test_post_rubrics_checks_the_template_reference_before_storing(service):  # 
     assert other_anchors.json()["detail"][0]["msg"].startswith("anchors: kinayat-explanation@2")
     assert service.get("/rubrics/support-reply").status_code == 404  # none of them was stored
     assert service.post("/rubrics", json=MY_SCALE).json()["template"] == "neutral-scale@1"
+    inline = service.post("/rubrics", json={**MY_SCALE, "template": USER_TEMPLATE})
+    assert inline.status_code == 201 and inline.json()["version"] == 2
+    assert service.get("/rubrics/support-reply@2").json()["template"] == USER_TEMPLATE
 
 
 def test_an_inline_rubric_with_an_unknown_template_is_refused_and_not_stored(service):  # noqa: F811
