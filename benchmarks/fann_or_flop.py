@@ -218,8 +218,10 @@ def build(record: dict[str, Any], record_id: str, seed: int) -> list[Item]:
             judge_prompt=str(record.get("title", "")),
             groups=groups,
             meta={
-                "title": str(record.get("title", "")),
-                "poem_id": str(record["id"]),
+                "judge_metadata": {
+                    "title": str(record.get("title", "")),
+                    "poem_id": str(record["id"]),
+                },
                 "references": references,
             },
         )

@@ -27,7 +27,7 @@ def grade_request(
             "bench_run": run_id,
             "candidate": model.name,
             **item.groups,
-            **{k: item.meta[k] for k in ("poem_id", "title") if k in item.meta},
+            **item.meta.get("judge_metadata", {}),  # what the judge's template reads
         },
     )
     return GradeRequest.from_answer(

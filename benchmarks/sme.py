@@ -3,7 +3,8 @@ several target models, grading by a panel under the provider-level guard, and (i
 `qadi bench report`) calibration against SME grades stratified by dialect and category.
 
 Dataset format (JSONL): `item_id`, `prompt`, `dialect` (egyptian|iraqi), `category`
-(cultural|linguistic), `rubric` (a penalty-weighted rubric object). The bundled sample
+(cultural|linguistic), `rubric` (a penalty-weighted rubric object; one that names no template
+is graded with the paper's judge, arabic-sme-criteria@1). The bundled sample
 (benchmarks/data/sme_crosseval.jsonl, 12 pairs written for qadi) is used without --data-dir.
 """
 
@@ -25,6 +26,7 @@ SOURCE = Source(
     bundled=BUNDLED,
 )
 DIALECTS = ("egyptian", "iraqi")
+SME_TEMPLATE = "arabic-sme-criteria@1"
 CATEGORIES = ("cultural", "linguistic")
 
 
@@ -33,7 +35,9 @@ def build(record: dict[str, Any], record_id: str, seed: int) -> list[Item]:
         if record[name] not in allowed:
             raise MissingField(record_id, f"{name} (got '{record[name]}', expected {allowed})")
     try:
-        rubric = parse_rubric(record["rubric"], source=f"{record_id} rubric")
+        rubric = parse_rubric(
+            {"template": SME_TEMPLATE, **record["rubric"]}, source=f"{record_id} rubric"
+        )
     except RubricError as exc:
         raise MissingField(record_id, f"rubric ({exc})") from None
     if not isinstance(rubric, PenaltyWeightedRubric):

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from benchmarks import completion, explanations, fann_or_flop, kinayat, midas, midi, sme
+from benchmarks import (
+    completion,
+    explanations,
+    fann_or_flop,
+    kinayat,
+    midas,
+    midas_downstream,
+    midi,
+    sme,
+)
 from benchmarks.tasks import Task
 
 SUITES: dict[str, list[Task]] = {
     "kinayat": [*kinayat.TASKS, *completion.TASKS],
     "midi": midi.TASKS,
     "midas": midas.TASKS,
+    "midas-downstream": midas_downstream.TASKS,
     "kinayat-explanation": explanations.TASKS,
     "fann-or-flop": fann_or_flop.TASKS,
     "sme-crosseval": sme.TASKS,

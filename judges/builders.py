@@ -1,16 +1,23 @@
-"""The registry of user-message builders: a template names its builder (`user_builder`), and
-the module that knows a judge's message format registers it here, so the generic prompt code
-needs no judge-specific import (Fann or Flop registers from judges/fann_or_flop.py)."""
+"""The registry of user-message builders of braces templates: a template names its builder
+(`user_builder`), and the module that knows a judge's message format registers it here, so
+the generic prompt code needs no judge-specific import (Fann or Flop registers from
+judges/fann_or_flop.py). jinja2 templates need no builder: their text is the message.
+
+A builder also declares what its message leaves out on purpose, so that leaving it out is
+never silent: the request fields its judge never sees (`ignores`: the Kinayat and Fann or
+Flop judges were never shown the question) and the bundled rubric whose scale and anchors
+its fixed text states (`anchors_of`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from judges.models import GradeRequest
 from judges.templates import PromptTemplate, TemplateError
 
 Builder = Callable[[PromptTemplate, GradeRequest], str]
-_BUILDERS: dict[str, Builder] = {}
 # Templates that name no builder get the one for their output kind.
 _DEFAULT_FOR_OUTPUT = {
     "criteria_json": "rubric_criteria",
@@ -19,17 +26,34 @@ _DEFAULT_FOR_OUTPUT = {
 }
 
 
+@dataclass(frozen=True)
+class BuilderSpec:
+    build: Builder
+    ignores: tuple[str, ...] = ()
+    anchors_of: str | None = None
+
+
+_BUILDERS: dict[str, BuilderSpec] = {}
+
+
 class RequestError(ValueError):
-    """The request cannot be graded with this rubric; the message names the field."""
+    """The request cannot be graded with this rubric; the message names the field, and
+    `field` is it when the message starts with it."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
-def register(name: str) -> Callable[[Builder], Builder]:
+def register(
+    name: str, ignores: tuple[str, ...] = (), anchors_of: str | None = None
+) -> Callable[[Builder], Builder]:
     """Decorator: make `builder` the one templates reach as `user_builder: name`."""
 
     def add(builder: Builder) -> Builder:
         if name in _BUILDERS:
             raise ValueError(f"message builder '{name}' is registered twice")
-        _BUILDERS[name] = builder
+        _BUILDERS[name] = BuilderSpec(builder, ignores, anchors_of)
         return builder
 
     return add
@@ -40,7 +64,7 @@ def builder_name(template: PromptTemplate) -> str:
     return template.user_builder or _DEFAULT_FOR_OUTPUT.get(template.output, "")
 
 
-def builder_for(template: PromptTemplate) -> Builder:
+def spec_for(template: PromptTemplate) -> BuilderSpec:
     name = builder_name(template)
     try:
         return _BUILDERS[name]

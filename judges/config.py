@@ -24,6 +24,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -31,6 +32,7 @@ from pydantic import (
 
 from judges.logprobs import DEFAULT_TOP_LOGPROBS
 from judges.makers import maker_from_table, model_name
+from judges.templates import TemplateError, TemplateRegistry
 from rubrics.errors import describe_validation_error
 
 GuardLevel = Literal["provider", "model", "off"]
@@ -184,6 +186,10 @@ class QadiOptions(BaseModel):
     failure_window: float = Field(default=60.0, gt=0)
     # a 429's Retry-After is waited for up to this many seconds; a longer one fails the call
     max_retry_wait: float = Field(default=10.0, ge=0)
+    templates: list[str] = Field(
+        default_factory=list,
+        description="your prompt template files or directories (relative to the config file)",
+    )
 
     @field_validator("guard", mode="before")
     @classmethod
@@ -205,6 +211,7 @@ class JudgesConfig(BaseModel):
     litellm_settings: dict[str, Any] = Field(default_factory=dict)
     environment_variables: dict[str, Any] = Field(default_factory=dict)
     qadi: QadiOptions = Field(default_factory=QadiOptions)
+    _templates: TemplateRegistry | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -308,6 +315,13 @@ class JudgesConfig(BaseModel):
         return list(dict.fromkeys(e.name for e in self.model_list))
 
     @property
+    def templates(self) -> TemplateRegistry:
+        """The bundled templates and the files of `qadi.templates`, read once."""
+        if self._templates is None:
+            self._templates = TemplateRegistry(Path(p) for p in self.qadi.templates)
+        return self._templates
+
+    @property
     def default_panel(self) -> list[str]:
         return self.qadi.panel or self.names
 
@@ -329,6 +343,10 @@ def parse_config(data: Any, source: str = "judges config") -> JudgesConfig:
         config = JudgesConfig.model_validate(data)
     except ValidationError as exc:
         raise JudgeConfigError(f"{source}: {describe_validation_error(exc)}") from None
+    try:
+        config.templates  # noqa: B018  (read and check the user's templates now, not per call)
+    except TemplateError as exc:
+        raise JudgeConfigError(f"{source}: qadi.templates: {exc}") from None
     _warn_ignored(config, source)
     return config
 
@@ -358,7 +376,7 @@ def load_config(path: str | Path | None = None) -> JudgesConfig:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise JudgeConfigError(f"{path}: not valid YAML: {yaml_problem(exc)}") from None
-    return parse_config(data, source=str(path))
+    return parse_config(_templates_beside(data, Path(path).parent), source=str(path))
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:
@@ -367,3 +385,12 @@ def yaml_problem(exc: yaml.YAMLError) -> str:
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
     return f"{problem}{where}"
+
+
+def _templates_beside(data: Any, directory: Path) -> Any:
+    """`qadi.templates` paths read relative to the config file, wherever qadi runs."""
+    qadi = data.get("qadi") if isinstance(data, dict) else None
+    if not isinstance(qadi, dict) or not isinstance(qadi.get("templates"), list):
+        return data
+    paths = [str(directory / p) if isinstance(p, str) else p for p in qadi["templates"]]
+    return {**data, "qadi": {**qadi, "templates": paths}}

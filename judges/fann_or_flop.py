@@ -66,13 +66,15 @@ def user_message(item_id: str, title: str, reference: list[str], generated: list
     return json.dumps(payload, ensure_ascii=False)
 
 
-@register("fann_or_flop")
+@register("fann_or_flop", ignores=("prompt",), anchors_of="fann-or-flop-explanation")
 def build_user(template: PromptTemplate, request: GradeRequest) -> str:
     """The user message of the `fann_or_flop` builder, from the request's fields. JSON string
     quoting already keeps each text inside its field; the texts the template fences also have
     section tags and chat special tokens defused, as every fenced value has."""
     if not request.reference:
-        raise RequestError("reference: the fann-or-flop judge needs the reference explanations")
+        raise RequestError(
+            "reference: the fann-or-flop judge needs the reference explanations", "reference"
+        )
     try:
         reference = verse_explanations(request.reference, "reference")
         generated = verse_explanations(request.response, "response")

@@ -20,13 +20,14 @@ from uuid import uuid4
 
 from judges.cache import cache_key
 from judges.config import JudgesConfig
+from judges.fit import template_of
 from judges.flights import Flights
 from judges.guard import PanelChoice, choose_panel, substitute_for
 from judges.models import Aggregate, GradeRequest, GradeResult, JudgeResult, UnavailableJudge
 from judges.prompts import JudgeCall, build_call, for_mode
 from judges.replies import judge_result, read_completion
-from judges.templates import PromptTemplate, load_template
-from rubrics import rubric_hash
+from judges.templates import PromptTemplate
+from rubrics import Rubric, content_hash, rubric_hash
 
 if TYPE_CHECKING:
     from judges.client import JudgeClient
@@ -67,16 +68,32 @@ class Grader:
         self.config = config
         self.client = client if client is not None else JudgeClient(config)
         self.flights = Flights()
+        self.templates = config.templates
+        self._fits: dict[tuple[str, str], PromptTemplate] = {}  # checked, by (spec, rubric)
+
+    def template_for(
+        self, rubric: Rubric, override: str | dict | None = None, rhash: str | None = None
+    ) -> PromptTemplate:
+        """The template a rubric is graded with (the request's `override`, else the
+        rubric's own), refused with TemplateError if it would drop any of the rubric."""
+        spec = override if override is not None else rubric.template
+        key = (content_hash(spec), rhash or rubric_hash(rubric))
+        if key not in self._fits:
+            if len(self._fits) > 10_000:  # inline rubrics can be many; a check is cheap
+                self._fits.clear()
+            self._fits[key] = template_of(rubric, self.templates, override)
+        return self._fits[key]
 
     def plan(self, request: GradeRequest, rhash: str | None = None) -> PlannedGrade:
         """Raises GuardError, RequestError, TemplateError or JudgeConfigError for a request
         that cannot be graded; `rhash` saves rehashing a rubric shared by many requests."""
-        template = load_template(request.rubric.template)
+        rhash = rhash or rubric_hash(request.rubric)
+        template = self.template_for(request.rubric, request.template, rhash)
         panel = choose_panel(
             self.config, request.judges, request.candidate_model, request.candidate_provider
         )
         call = build_call(template, request)
-        plan = PlannedGrade(request, template, call, rhash or rubric_hash(request.rubric), panel)
+        plan = PlannedGrade(request, template, call, rhash, panel)
         for name in self._may_answer(panel.judges):
             entry = self.config.judge(name)
             plan.keys[name] = cache_key(

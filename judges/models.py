@@ -28,6 +28,9 @@ class GradeRequest(BaseModel):
     candidate_provider: str | None = None
     judges: list[str] | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
+    template: str | dict[str, Any] | None = Field(
+        default=None, description="grade with this template (a reference or an inline object)"
+    )
 
     @classmethod
     def from_body(cls, rubric: Rubric, body: Any) -> GradeRequest:
@@ -41,6 +44,7 @@ class GradeRequest(BaseModel):
             candidate_provider=body.candidate_provider,
             judges=body.judges,
             metadata=body.metadata,
+            template=getattr(body, "template", None),
         )
 
     @classmethod

@@ -1,8 +1,10 @@
 """Turning a rubric, a template and an answer into the messages and schema of one judge call.
 
-The user message comes from the builder the template names (judges/builders.py); the two
-generic builders live here. Every value a template lists in `fenced` is wrapped in a section
-whose boundary the value cannot contain (judges/fencing.py).
+A jinja2 template's messages are its text rendered with fenced values (judges/rendering.py),
+checked to show every field the request gives (judges/fit.py). A braces template's user
+message comes from the builder it names (judges/builders.py); the two generic builders live
+here, and every value such a template lists in `fenced` is wrapped in a section whose
+boundary the value cannot contain (judges/fencing.py).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from judges.builders import RequestError, builder_for, register
+from judges.builders import RequestError, register, spec_for
 from judges.fencing import boundary_for, fence
+from judges.fit import check_request
 from judges.models import GradeRequest
+from judges.rendering import render_jinja
 from judges.templates import PromptTemplate, render
 from rubrics import PenaltyWeightedRubric, Rubric, ScaleRubric
 
@@ -37,9 +41,14 @@ class JudgeCall(BaseModel):
 
 
 def build_call(template: PromptTemplate, request: GradeRequest) -> JudgeCall:
-    user = builder_for(template)(template, request)
-    messages = [{"role": "system", "content": template.system}] if template.system else []
-    messages.append({"role": "user", "content": user})
+    if template.syntax == "jinja2":
+        rendered = render_jinja(template, request)
+        check_request(template, request, rendered)
+        messages = rendered.messages
+    else:
+        user = spec_for(template).build(template, request)
+        messages = [{"role": "system", "content": template.system}] if template.system else []
+        messages.append({"role": "user", "content": user})
     return JudgeCall(messages=messages, response_format=_schema(template, request.rubric))
 
 
@@ -68,7 +77,11 @@ def _schema(template: PromptTemplate, rubric: Rubric) -> dict[str, Any] | None:
     if template.output == "first_integer":
         return None  # the paper's rule reads free text
     scale = _scale(rubric, template)
-    return rating_schema(scale) if template.output == "rating_json" else scores_schema(scale)
+    if template.output == "rating_json":
+        return rating_schema(scale)
+    # Fann or Flop's published format lets a score be an average; jinja2 templates (the
+    # neutral one, users') ask for whole numbers, and the schema says so
+    return scores_schema(scale, whole=template.syntax == "jinja2")
 
 
 def _scale(rubric: Rubric, template: PromptTemplate) -> ScaleRubric:
@@ -106,10 +119,13 @@ def _criteria_user(template: PromptTemplate, request: GradeRequest) -> str:
     return render(template.user or "", {"reference": "", **fenced})
 
 
-@register("explanation")
+@register("explanation", ignores=("prompt",), anchors_of="kinayat-explanation")
 def _explanation_user(template: PromptTemplate, request: GradeRequest) -> str:
+    """Kinayat's judge: it sees the two explanations, never the idiom (Figure 12)."""
     if not request.reference:
-        raise RequestError("reference: this judge compares with a gold explanation; give one")
+        raise RequestError(
+            "reference: this judge compares with a gold explanation; give one", "reference"
+        )
     values = {"gold_explanation": request.reference, "generated_explanation": request.response}
     return render(template.user or "", fenced_values(template, values))
 
@@ -140,9 +156,11 @@ def criteria_schema(rubric: PenaltyWeightedRubric) -> dict[str, Any]:
     )
 
 
-def scores_schema(rubric: ScaleRubric) -> dict[str, Any]:
-    """One number per dimension, named '<dimension>_score' as Fann or Flop's output is."""
-    number = {"type": "number", "minimum": rubric.scale.min, "maximum": rubric.scale.max}
+def scores_schema(rubric: ScaleRubric, whole: bool = False) -> dict[str, Any]:
+    """One number per dimension, named '<dimension>_score' as Fann or Flop's output is;
+    `whole`: an integer."""
+    kind = "integer" if whole else "number"
+    number = {"type": kind, "minimum": rubric.scale.min, "maximum": rubric.scale.max}
     return _json_schema("scale_verdict", {f"{d.id}_score": number for d in rubric.dimensions})
 
 

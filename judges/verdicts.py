@@ -117,21 +117,20 @@ def _scores(rubric: ScaleRubric, data: dict[str, Any]) -> Verdict:
 
 
 def _rating(rubric: Rubric, reply: str) -> Verdict:
-    """Exactly one rating: `{"rating": N}` as the schema asks, or the bare integer N.
+    """Exactly one rating, `{"rating": N}` as the schema asks (alone or in one code fence).
 
-    Anything else (a refusal that mentions a number, "3 or 4", a float, extra keys) is a
-    parse failure, never a grade (issue 13.5).
+    Anything else is a parse failure, never a grade (issue 13.5): a refusal that mentions a
+    number, "3 or 4", a float, extra keys, and a bare `4` too (issue 26.5: the contract is the
+    JSON object; only the `*-paper` rubrics read free text, by their paper's rule).
     """
     if not isinstance(rubric, ScaleRubric):
         raise ParseFailure("rating verdict for a rubric that has no scale")
-    text = reply.strip()
-    if _BARE_INTEGER.fullmatch(text):
-        value: object = int(text)
-    else:
-        data = json_object(reply)
-        if set(data) != {"rating"}:
-            raise ParseFailure(f'reply must be exactly {{"rating": <integer>}}, has {sorted(data)}')
-        value = data["rating"]
+    if _BARE_NUMBER.fullmatch(reply.strip()):
+        raise ParseFailure('reply is a bare number; it must be {"rating": <integer>}')
+    data = json_object(reply)
+    if set(data) != {"rating"}:
+        raise ParseFailure(f'reply must be exactly {{"rating": <integer>}}, has {sorted(data)}')
+    value = data["rating"]
     lo, hi = rubric.scale.min, rubric.scale.max
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise ParseFailure(f"rating {value!r} is not an integer in {lo}-{hi}")
@@ -139,7 +138,7 @@ def _rating(rubric: Rubric, reply: str) -> Verdict:
     return Verdict(score=float(value), dimensions={dim: float(value)})
 
 
-_BARE_INTEGER = re.compile(r"[0-9]{1,3}")
+_BARE_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
 
 def _first_integer(rubric: Rubric, reply: str) -> Verdict:

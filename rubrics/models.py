@@ -7,11 +7,30 @@ database) refuses the same bad rubrics with the same field-naming errors.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+import re
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
+TEMPLATE_REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}@[0-9]{1,6}$"
+NEUTRAL_TEMPLATES = {"penalty_weighted": "neutral-criteria@1", "scale": "neutral-scale@1"}
+TemplateSpec = str | dict[str, Any]
+_TEMPLATE_DOC = (
+    "judge prompt template: 'name@version', or an inline template object (judges checks it); "
+    "default: the neutral template of the rubric's kind"
+)
+
+
+def _template_ref(value: TemplateSpec) -> TemplateSpec:
+    """A reference is a name@version, never a path ('../../etc/passwd@1' is refused here,
+    wherever a rubric comes from); whether the template exists is the judges' check."""
+    if isinstance(value, str) and not re.match(TEMPLATE_REF_PATTERN, value):
+        raise ValueError(
+            f"'{value}' is not a template reference (name@version; the name of letters, "
+            "digits, '.', '_' and '-')"
+        )
+    return value
 
 
 class _Strict(BaseModel):
@@ -38,9 +57,13 @@ class PenaltyWeightedRubric(_Strict):
     version: int = Field(default=1, ge=1)
     title: str = ""
     clip: bool = Field(default=True, description="clip the score to [0, 100]; recorded")
-    template: str = Field(default="rubric-criteria@1", description="judge prompt template")
+    template: TemplateSpec = Field(
+        default=NEUTRAL_TEMPLATES["penalty_weighted"], description=_TEMPLATE_DOC
+    )
     criteria: list[Criterion] = Field(min_length=1)
     metadata: dict[str, str] = Field(default_factory=dict)
+
+    _check_template = field_validator("template")(_template_ref)
 
     @field_validator("criteria")
     @classmethod
@@ -94,8 +117,10 @@ class ScaleRubric(_Strict):
         default=None,
         description="dimension whose value is the grade's score; default 'overall' or the first",
     )
-    template: str = Field(description="judge prompt template, 'name@version'")
+    template: TemplateSpec = Field(default=NEUTRAL_TEMPLATES["scale"], description=_TEMPLATE_DOC)
     metadata: dict[str, str] = Field(default_factory=dict)
+
+    _check_template = field_validator("template")(_template_ref)
 
     @model_validator(mode="after")
     def _consistent(self) -> ScaleRubric:

@@ -235,7 +235,13 @@ class GradingService:
                 continue
             item.claim = claimed
             try:
-                rubric = body_rubric(session, item.body, self.settings.max_criteria, rubrics)
+                rubric = body_rubric(
+                    session,
+                    item.body,
+                    self.settings.max_criteria,
+                    rubrics,
+                    self.batch.grader.template_for,
+                )
                 request = GradeRequest.from_body(rubric, item.body)
                 plan = self.batch.plan(request)
                 if isinstance(plan, Exception):

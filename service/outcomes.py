@@ -4,6 +4,7 @@ the field), graded, or failed; and the same outcome again when a retry replays i
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -65,13 +66,20 @@ REFUSED = (RubricNotFound, RubricError, RubricKindError, *REFUSALS)
 
 
 def body_rubric(
-    session: Session, body: Any, max_criteria: int, seen: dict[str, Rubric] | None = None
+    session: Session,
+    body: Any,
+    max_criteria: int,
+    seen: dict[str, Rubric] | None = None,
+    check: Callable[[Rubric], Any] = lambda rubric: None,
 ) -> Rubric:
     """The rubric a request body names or carries, checked against its `kind`. `seen`
-    remembers rubrics by reference within one transaction (many requests name the same)."""
+    remembers rubrics by reference within one transaction (many requests name the same).
+    An inline rubric is stored only once `check` (its template) has passed."""
     seen = seen if seen is not None else {}
     if body.rubric is not None:
-        rubric, _ = save_rubric(session, parse_rubric(body.rubric, source="rubric"))
+        inline = parse_rubric(body.rubric, source="rubric")
+        check(inline)
+        rubric, _ = save_rubric(session, inline)
     elif body.rubric_id in seen:
         rubric = seen[body.rubric_id]
     else:

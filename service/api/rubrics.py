@@ -7,6 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse
 
+from judges.fit import template_of
+from judges.templates import BUNDLED, TemplateError
 from rubrics import RubricError, parse_rubric, rubric_hash
 from service.api.deps import JudgeKey
 from service.api.errors import error_responses, http_error, invalid
@@ -84,6 +86,11 @@ def create(
         rubric = parse_rubric(body, source="body")
     except RubricError as exc:
         raise invalid(str(exc)) from None
+    grader = request.app.state.grader
+    try:  # an unknown template, or one that would drop the rubric's anchors, is not stored
+        template_of(rubric, grader.templates if grader is not None else BUNDLED, field="template")
+    except TemplateError as exc:
+        raise http_error(422, ["body", "template"], str(exc).removeprefix("template: ")) from None
     with session_scope(request.app.state.sessions) as session:
         stored, created = save_rubric(session, rubric)
         # Rendered before the commit: if the answer cannot be built, nothing is stored.

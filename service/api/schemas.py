@@ -49,6 +49,11 @@ class JudgeBody(BaseModel):
     candidate_provider: str | None = Field(default=None, max_length=128)
     rubric: dict[str, Any] | None = Field(default=None, description="inline rubric object")
     rubric_id: str | None = Field(default=None, max_length=160, description="'id' or 'id@version'")
+    template: Annotated[str, Field(max_length=160)] | dict[str, Any] | None = Field(
+        default=None,
+        description="grade with this prompt template instead of the rubric's: 'name@version' "
+        "or an inline template object (README: Write your own template)",
+    )
     judges: list[Annotated[str, Field(max_length=128)]] | None = Field(default=None, max_length=32)
     metadata: dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=512)]] = (
         Field(default_factory=dict, max_length=64, description="strata: dialect, item_id, ...")

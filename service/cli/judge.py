@@ -24,6 +24,7 @@ from judges import (
     TemplateError,
     load_config,
 )
+from judges.templates import read_template_file
 from rubrics import RubricError, resolve_rubric
 from service.cli.app import app, fail, out, split_names
 from service.db.engine import open_database
@@ -42,6 +43,9 @@ def judge(
     judges: str | None = typer.Option(None, help="comma-separated judge names; default panel"),
     config: Path | None = typer.Option(None, help="judges YAML (default $QADI_JUDGES_CONFIG)"),
     as_json: bool = typer.Option(False, "--json", help="print the whole result as JSON"),
+    template: Path | None = typer.Option(
+        None, help="grade with this prompt template file (YAML/JSON) instead of the rubric's"
+    ),
 ) -> None:
     """Grade one answer with the configured judges, store the judgments and print a summary
     of the grade, or all of it as JSON with --json (needs a migrated database: `qadi db
@@ -55,6 +59,7 @@ def judge(
             candidate_model=candidate_model,
             candidate_provider=candidate_provider,
             judges=split_names(judges),
+            template=read_template_file(template) if template else None,
         )
         grader = Grader(load_config(config))
         grader.plan(request)  # bad input is refused before the database is opened

@@ -22,7 +22,7 @@ def bench(env, *args):
 def test_generation_sends_the_declared_stop_sequence(migrated_db, llm_server, tmp_path):
     judges = tmp_path / "judges.yaml"
     judges.write_text(yaml.safe_dump(judges_config_data(llm_server)))
-    llm_server.rules({"match": "Rating (1–5)", "reply": {"content": "3"}})
+    llm_server.rules({"match": "Rating (1–5)", "reply": {"content": '{"rating": 3}'}})
     done = bench(
         {"QADI_DATABASE_URL": migrated_db},
         "--suite", "kinayat-explanation", "--model", "qwen",

@@ -52,7 +52,7 @@ def summaries(db_url, stdout):
 
 def test_gpt_explanations_are_judged_by_the_substitute(migrated_db, llm_server, files):
     models, judges = files
-    llm_server.rules({"match": "Rating (1–5)", "reply": {"content": "4"}})
+    llm_server.rules({"match": "Rating (1–5)", "reply": {"content": '{"rating": 4}'}})
     done = bench(
         {"QADI_DATABASE_URL": migrated_db},
         models,

@@ -185,7 +185,7 @@ def test_report_api_uses_database_judgments_and_human_grades(app_client, llm_ser
     assert block["signed_error"] > 0  # the judge gives 100 where SMEs sometimes give 83.3
     assert set(report["judges"]["gpt-judge"]["strata"]) == {"dialect=iraqi", "dialect=egyptian"}
     assert report["inputs"]["failed_judgments_excluded"] == {"parse_error": 1}
-    assert report["inputs"]["rubric_versions"] == ["iraqi-linguistic-shaku-maku@1"]
+    assert report["inputs"]["rubric_versions"] == ["iraqi-linguistic-shaku-maku@2"]
     assert report["inputs"]["judge_models"][0]["template_hash"].startswith("sha256:")
     same = app_client.get(f"/calibration/reports/{report['id']}").json()
     assert same["judges"] == report["judges"]
@@ -243,7 +243,7 @@ def test_nightly_detects_drift_and_exits_3(app_client, llm_server, migrated_db, 
     html = app_client.get(f"/calibration/reports/{latest['id']}.html").text
     banner = html.split('<section id="drift" class="banner drift">')[1].split("</section>")[0]
     assert "gpt-judge · MAD · overall: 91.650" in banner and "was 8.350 [" in banner
-    assert "nightly · iraqi-linguistic-shaku-maku@1 · " in html
+    assert "nightly · iraqi-linguistic-shaku-maku@2 · " in html
     third = qadi(*args, env=env)  # nothing new: no drift against the second report
     assert third.returncode == 0, third.stderr
     latest = app_client.get("/calibration/reports/latest", params={"kind": "nightly"}).json()

@@ -159,7 +159,7 @@ def test_demo_reuses_its_key_instead_of_adding_one_per_run(db_url, tmp_path):
 def test_qadi_judge_stores_the_judgments_whose_ids_it_prints(migrated_db, llm_server, tmp_path):
     config = tmp_path / "judges.yaml"
     config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
-    llm_server.script({"content": "4"})
+    llm_server.script({"content": '{"rating": 4}'})
     args = [
         "judge", "--rubric", "kinayat-explanation", "--response", "كناية عن الكرم",
         "--reference", "كناية عن الكرم",

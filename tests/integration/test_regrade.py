@@ -106,13 +106,13 @@ def test_other_judge_model_or_rubric_version_regrades(setup, llm_server, tmp_pat
     run(judges="llama-judge")  # another judge model: new cache keys
     assert llm_server.calls() == 60
     rubric = yaml.safe_load((ROOT / "rubrics/library/iraqi-linguistic-shaku-maku.yaml").read_text())
-    rubric["version"] = 2
+    rubric["version"] = 3
     rubric["criteria"][0]["weight"] = 4
     changed = tmp_path / "v2.yaml"
     changed.write_text(yaml.safe_dump(rubric, allow_unicode=True))
     assert run(rubric=str(changed)).returncode == 0
     assert llm_server.calls() == 90
-    assert len(stored(url, rubric_ref="iraqi-linguistic-shaku-maku@2")) == 30
+    assert len(stored(url, rubric_ref="iraqi-linguistic-shaku-maku@3")) == 30
 
 
 def test_parse_errors_are_counted_listed_and_not_scored(setup, llm_server):
@@ -321,15 +321,15 @@ def test_regrade_grades_with_a_version_stored_through_the_api(setup, llm_server)
         }
     )
     with session_scope(make_sessionmaker(make_engine(url))) as session:
-        save_rubric(session, bundled)  # v1, as the library has it
+        save_rubric(session, bundled)  # v2, as the library has it
         v2, created = save_rubric(session, changed)  # what POST /rubrics does with a change
-    assert (v2.version, created) == (2, True)
+    assert (v2.version, created) == (3, True)
 
-    done = run(rubric=f"{RUBRIC}@2")
+    done = run(rubric=f"{RUBRIC}@3")
 
     assert done.returncode == 0, done.stdout + done.stderr
     judgments = stored(url)
     assert len(judgments) == 30
-    assert {j.rubric_ref for j in judgments} == {f"{RUBRIC}@2"}
+    assert {j.rubric_ref for j in judgments} == {f"{RUBRIC}@3"}
     assert {j.rubric_hash for j in judgments} == {rubric_hash(v2)}
     assert rubric_hash(v2) != rubric_hash(bundled)

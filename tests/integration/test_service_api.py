@@ -94,9 +94,9 @@ def test_rubric_grade_is_persisted_with_all_fields(service, llm_server):
     assert (stored["prompt_tokens"], stored["completion_tokens"]) == (100, 20)
     assert stored["cost_usd"] > 0  # LiteLLM's price for gpt-4.1
     assert stored["latency_ms"] > 0
-    assert stored["rubric_ref"] == "iraqi-linguistic-shaku-maku@1"
+    assert stored["rubric_ref"] == "iraqi-linguistic-shaku-maku@2"
     assert stored["rubric_hash"] == body["rubric"]["hash"]
-    assert stored["template"] == "rubric-criteria@1" and stored["template_hash"].startswith(
+    assert stored["template"] == "arabic-sme-criteria@1" and stored["template_hash"].startswith(
         "sha256:"
     )
     assert stored["cache_key"].startswith("sha256:")
@@ -106,7 +106,7 @@ def test_rubric_grade_is_persisted_with_all_fields(service, llm_server):
 
 
 def test_explanation_grade_is_persisted(service, llm_server):
-    llm_server.script({"content": "4"})
+    llm_server.script({"content": '{"rating": 4}'})
     body = {
         "kind": "explanation",
         "response": "يعني يعمل الشيء علنا",
@@ -122,7 +122,7 @@ def test_explanation_grade_is_persisted(service, llm_server):
     assert (result["judge"], result["score"]) == ("claude-judge", 4.0)
     stored = service.get(f"/judgments/{result['id']}").json()
     assert stored["dimensions"] == {"accuracy": 4.0}
-    assert stored["raw_reply"] == "4"
+    assert stored["raw_reply"] == '{"rating": 4}'
 
 
 def test_kind_must_match_the_rubric(service):
@@ -296,7 +296,7 @@ def test_judgments_filtering_and_pagination(service, llm_server):
     assert len(service.get("/judgments", params={"judge": "claude-judge"}).json()["items"]) == 0
     assert (
         len(
-            service.get("/judgments", params={"rubric": "iraqi-linguistic-shaku-maku@1"}).json()[
+            service.get("/judgments", params={"rubric": "iraqi-linguistic-shaku-maku@2"}).json()[
                 "items"
             ]
         )

@@ -31,7 +31,8 @@ class Aggregate(BaseModel):
 
 class AnswerRecord(BaseModel):
     """
-    A candidate's answer as files and the database hold it, before a rubric is chosen.
+    A candidate's answer as files and the database hold it, before a rubric is chosen
+    (`rubric_id`: the rubric its file line names, if any; `qadi regrade` honours it).
     """
 
     item_id: Annotated[str, Field(max_length=256, min_length=1, title="Item Id")]
@@ -40,6 +41,7 @@ class AnswerRecord(BaseModel):
     candidate_model: Annotated[str, Field(min_length=1, title="Candidate Model")]
     reference: Annotated[str | None, Field(title="Reference")] = None
     candidate_provider: Annotated[str | None, Field(title="Candidate Provider")] = None
+    rubric_id: Annotated[str | None, Field(title="Rubric Id")] = None
     metadata: Annotated[dict[str, str] | None, Field(title="Metadata")] = None
 
 
@@ -221,6 +223,17 @@ class RubricId(RootModel[str]):
     ]
 
 
+class Template(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description="grade with this prompt template instead of the rubric's: 'name@version' or an inline template object (README: Write your own template)",
+            max_length=160,
+            title="Template",
+        ),
+    ]
+
+
 class Judge(RootModel[str]):
     root: Annotated[str, Field(max_length=128)]
 
@@ -276,6 +289,13 @@ class JudgeBody(BaseModel):
     ] = None
     rubric_id: Annotated[
         RubricId | None, Field(description="'id' or 'id@version'", title="Rubric Id")
+    ] = None
+    template: Annotated[
+        Template | dict[str, Any] | None,
+        Field(
+            description="grade with this prompt template instead of the rubric's: 'name@version' or an inline template object (README: Write your own template)",
+            title="Template",
+        ),
     ] = None
     judges: Annotated[Judges | None, Field(title="Judges")] = None
     metadata: Annotated[
