@@ -34,6 +34,7 @@ def upsert_grades(session: Session, rows: list[GradeRow]) -> dict[str, int]:
             "rater_kind": row.rater_kind,
             "score": row.score,
             "criteria": row.criteria,
+            "inclusion_prob": row.inclusion_prob,
             "attributes": row.attributes,
             "created_at": now,
         }
@@ -47,6 +48,7 @@ def upsert_grades(session: Session, rows: list[GradeRow]) -> dict[str, int]:
             "rater_kind": replaced.rater_kind,
             "score": replaced.score,
             "criteria": replaced.criteria,
+            "inclusion_prob": replaced.inclusion_prob,
             "attributes": replaced.attributes,
         },
     )
@@ -85,6 +87,7 @@ def grade_from_row(row: HumanGradeRow) -> GradeRow:
         rater_kind=row.rater_kind,
         score=row.score,
         criteria=row.criteria,
+        inclusion_prob=row.inclusion_prob,
         attributes=row.attributes or {},
     )
 

@@ -159,6 +159,7 @@ class GradeRow(_Request):
     rater_kind: Literal["human", "judge"]
     score: float
     criteria: dict[str, bool] | None = None
+    inclusion_prob: float | None = Field(default=None, gt=0, le=1)  # from `qadi sme queue`
 
 
 class UploadResult(_Response):
@@ -205,6 +206,7 @@ class EstimateRequest(_Request):
     cluster: str | None = None
     compare: list[str] | None = Field(default=None, min_length=2, max_length=2)
     target_halfwidth: float | None = Field(default=None, gt=0)
+    budget_quantile: float = Field(default=0.8, ge=0.5, lt=1)
     scale_min: float | None = None
     scale_max: float | None = None
 
