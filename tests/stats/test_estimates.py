@@ -52,8 +52,29 @@ def halfwidth(part: dict) -> float:
 
 # --- small n -------------------------------------------------------------------------------
 
-STRATA = 10
+STRATA, SIZE = 10, 60
 MEANS = np.linspace(2.2, 4.0, STRATA)
+LIKERT = {"symmetric": [0.1, 0.2, 0.4, 0.2, 0.1], "skewed": [0.05, 0.1, 0.25, 0.35, 0.25]}
+
+
+def stratum_coverage(rng, reps: int, n: int, means, draw) -> tuple[int, int, int]:
+    """Ten strata of SIZE judged items, n labelled at random in each, (y, f) = draw(rng);
+    how many stratum intervals (PPI, human-only) cover their stratum's mean, of how many."""
+    strata = np.repeat(np.arange(STRATA), SIZE)
+    attributes = [{"s": f"s{k}"} for k in strata]
+    ppi = human = 0
+    for _ in range(reps):
+        y, f = draw(rng)
+        labelled = np.zeros(len(strata), dtype=bool)
+        for k in range(STRATA):
+            labelled[k * SIZE + rng.choice(SIZE, n, replace=False)] = True
+        table = grade_table(y, f, labelled, attributes)
+        report = estimate_table(table, EstimateOptions(by=["s"]))["judges"]["J"]["strata"]
+        for k in range(STRATA):
+            block = report[f"s=s{k}"]
+            ppi += covers(block, means[k])
+            human += covers(block["human_only"], means[k])
+    return ppi, human, reps * STRATA
 
 
 @pytest.mark.parametrize("n", [2, 5, 10, 30])
@@ -61,31 +82,16 @@ def test_small_n_coverage_of_ppi_and_human_intervals(n: int) -> None:
     """Ten strata of 60 judged items, n labelled at random in each; Y ~ N(μ_s, 1), a biased
     judge f = 0.5 + 0.8 Y + N(0, 0.5²). Each stratum's 95% PPI and human-only intervals cover
     μ_s at the nominal rate (t on the Bell-McCaffrey df, ddof-1 variance, cross-fitted λ)."""
+
+    def draw(rng):
+        y = np.repeat(MEANS, SIZE) + rng.normal(0, 1, STRATA * SIZE)
+        return y, 0.5 + 0.8 * y + rng.normal(0, 0.5, len(y))
+
     reps = Reps(fast=20, long=1000).n
-    rng = np.random.default_rng(100 + n)
-    size = 60
-    strata = np.repeat(np.arange(STRATA), size)
-    attributes = [{"s": f"s{k}"} for k in strata]
-    hits = {"ppi": 0, "human": 0}
-    for _ in range(reps):
-        y = MEANS[strata] + rng.normal(0, 1, len(strata))
-        f = 0.5 + 0.8 * y + rng.normal(0, 0.5, len(strata))
-        labelled = np.zeros(len(strata), dtype=bool)
-        for k in range(STRATA):
-            labelled[k * size + rng.choice(size, n, replace=False)] = True
-        table = grade_table(y, f, labelled, attributes)
-        report = estimate_table(table, EstimateOptions(by=["s"]))["judges"]["J"]["strata"]
-        for k in range(STRATA):
-            block = report[f"s=s{k}"]
-            hits["ppi"] += covers(block, MEANS[k])
-            hits["human"] += covers(block["human_only"], MEANS[k])
+    ppi, human, total = stratum_coverage(np.random.default_rng(100 + n), reps, n, MEANS, draw)
     setting = f"n = {n} labels per stratum of 60, normal Y, biased judge"
-    total = reps * STRATA
-    check_rate("PPI++ 95% interval covers", hits["ppi"], total, 0.95, "at_least", setting)
-    check_rate("human-only 95% interval covers", hits["human"], total, 0.95, "at_least", setting)
-
-
-LIKERT = {"symmetric": [0.1, 0.2, 0.4, 0.2, 0.1], "skewed": [0.05, 0.1, 0.25, 0.35, 0.25]}
+    check_rate("PPI++ 95% interval covers", ppi, total, 0.95, "at_least", setting)
+    check_rate("human-only 95% interval covers", human, total, 0.95, "at_least", setting)
 
 
 @pytest.mark.parametrize("n", [5, 10, 30])
@@ -94,30 +100,18 @@ def test_small_n_coverage_on_a_1_to_5_scale(n: int) -> None:
     Y + 0.5 + N(0, 0.8²). t quantiles assume near-normal residuals: on discrete, skewed scores
     coverage stays at least 0.93 from n = 5 (docs/statistics.md states the shortfall); at n = 2
     a quarter of the strata have identical labels and are marked unreliable instead."""
-    reps = Reps(fast=15, long=600).n
-    rng = np.random.default_rng(150 + n)
-    size = 60
-    strata = np.repeat(np.arange(STRATA), size)
     shapes = [np.array(LIKERT["symmetric" if k % 2 else "skewed"]) for k in range(STRATA)]
     means = [float(p @ np.arange(1, 6)) for p in shapes]
-    attributes = [{"s": f"s{k}"} for k in strata]
-    hits = {"ppi": 0, "human": 0}
-    for _ in range(reps):
-        y = np.concatenate([rng.choice(5, size, p=p) + 1.0 for p in shapes])
-        f = np.clip(np.rint(y + 0.5 + rng.normal(0, 0.8, len(y))), 1, 5)
-        labelled = np.zeros(len(strata), dtype=bool)
-        for k in range(STRATA):
-            labelled[k * size + rng.choice(size, n, replace=False)] = True
-        table = grade_table(y, f, labelled, attributes)
-        report = estimate_table(table, EstimateOptions(by=["s"]))["judges"]["J"]["strata"]
-        for k in range(STRATA):
-            block = report[f"s=s{k}"]
-            hits["ppi"] += covers(block, means[k])
-            hits["human"] += covers(block["human_only"], means[k])
+
+    def draw(rng):
+        y = np.concatenate([rng.choice(5, SIZE, p=p) + 1.0 for p in shapes])
+        return y, np.clip(np.rint(y + 0.5 + rng.normal(0, 0.8, len(y))), 1, 5)
+
+    reps = Reps(fast=15, long=600).n
+    ppi, human, total = stratum_coverage(np.random.default_rng(150 + n), reps, n, means, draw)
     setting = f"n = {n} labels per stratum of 60, scores on 1-5, rounding judge"
-    total = reps * STRATA
-    check_rate("PPI++ 95% interval covers (1-5 scale)", hits["ppi"], total, 0.93, "at_least", setting)
-    check_rate("human-only 95% interval covers (1-5 scale)", hits["human"], total, 0.93, "at_least",
+    check_rate("PPI++ 95% interval covers (1-5 scale)", ppi, total, 0.93, "at_least", setting)
+    check_rate("human-only 95% interval covers (1-5 scale)", human, total, 0.93, "at_least",
                setting)  # fmt: skip
 
 
