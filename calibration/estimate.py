@@ -1,10 +1,13 @@
 """Judge-corrected mean scores (PPI++), overall and per stratum, per judge.
 
 Pure computation over interchange rows; the dict has the keys of DESIGN.md ("Estimate JSON"),
-plus `compare` (with `--compare A,B`), `budget` (with `--target-halfwidth`) and `undefined`
-reasons. For judge J, an item is *labelled* when it has J's score and a human reference
-(mean of its human scores by default), *unlabelled* when it has J's score and no human score;
-items humans graded but J did not are outside J's estimate. The math is calibration/ppi.py.
+plus `compare` (with `--compare A,B`), `budget` (with `--target-halfwidth`), `undefined`
+reasons, and what every interval rests on: `methods` and `assumptions` for the report, and in
+each interval its `method`, `df` and `reliable` (with the reason when false). For judge J, an
+item is *labelled* when it has J's score and a human reference (mean of its human scores by
+default), *unlabelled* when it has J's score and no human score; items humans graded but J
+did not are outside J's estimate. Labels are weighted by their design (calibration/design.py);
+the math is calibration/ppi.py.
 """
 
 from __future__ import annotations
@@ -16,14 +19,21 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from calibration.budget import label_budget
+from calibration import design
+from calibration.budget import BudgetModel, label_budget
 from calibration.interchange import GradeRow
 from calibration.metrics import reference_scores
-from calibration.ppi import MeanEstimate, classical_mean, ppi_mean, z_interval
+from calibration.ppi import CROSSFIT_FOLDS, MeanEstimate, classical_mean, ppi_mean, t_interval
 from calibration.table import GradeTable, build_table
 
 TOO_FEW = "fewer than two labelled items (items with this judge's and a human score)"
 ONE_CLUSTER = "the cluster-robust variance needs labelled items in at least two clusters"
+# Below this many clusters holding labels a cluster-robust interval is printed but marked
+# unreliable: docs/statistics.md ("Clusters") and tests/stats/test_estimates.py show CR1 with
+# t_{G-1} falling to 0.80-0.90 coverage below 5 unequal clusters, and CR2 with Bell-McCaffrey
+# df, which holds there for normal cluster effects, resting its whole width on a few cluster
+# totals being near normal, which nothing can check with fewer than five.
+MIN_CLUSTERS = 5
 
 
 class EstimateOptions(BaseModel):
@@ -37,6 +47,12 @@ class EstimateOptions(BaseModel):
         default=None, min_length=2, max_length=2, description="two values of the first `by`"
     )
     target_halfwidth: float | None = Field(default=None, gt=0)
+    budget_quantile: float = Field(
+        default=0.8,
+        ge=0.5,
+        lt=1,
+        description="the budget's labels reach the target half-width with this probability",
+    )
     scale_min: float | None = None
     scale_max: float | None = None
 
@@ -55,18 +71,28 @@ class Fit:
     """One judge on one block of items: the three means and the arrays behind them."""
 
     judged: np.ndarray  # table indices of the items this judge graded in the block
+    labelled: np.ndarray  # table indices of the labelled ones
+    unlabelled: np.ndarray
     y: np.ndarray
     f: np.ndarray
     f_unlabelled: np.ndarray
+    weights: np.ndarray | None  # the labels' design weights; None: uniform
     ppi: MeanEstimate | None
     human: MeanEstimate | None
     judge: MeanEstimate | None
+    undefined: str | None = None
 
 
 def estimate(
     rows: Iterable[GradeRow], options: EstimateOptions, inputs: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    table = build_table(rows)
+    return estimate_table(build_table(rows), options, inputs)
+
+
+def estimate_table(
+    table: GradeTable, options: EstimateOptions, inputs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """`estimate` on a built table (the simulations in tests/stats build tables directly)."""
     if not table.judges:
         raise ValueError("grades: no judge scores (rater_kind=judge) to correct")
     if not table.humans:
@@ -79,21 +105,79 @@ def estimate(
             masks[f"{attribute}={value}"] = table.mask(attribute, value)
     if options.compare:
         _check_compare(options, masks)
+    plan = design.summary(table, ref)
     report: dict[str, Any] = {
         "alpha": options.alpha,
         "reference": options.reference,
+        "methods": _methods(options, plan),
+        "assumptions": _assumptions(options, plan),
+        "design": plan,
         "judges": {},
         "options": options.model_dump(exclude_none=True),
         "inputs": {**(inputs or {}), **_input_notes(table, options)},
     }
     for j, judge in enumerate(table.judges):
-        fits = {name: _fit(table.judge_scores[:, j], ref, mask) for name, mask in masks.items()}
+        scores = table.judge_scores[:, j]
+        judged = ~np.isnan(scores)
+        weights = design.judge_weights(table, judged, judged & ~np.isnan(ref))
+        fits = {name: _fit(scores, ref, mask, weights, clusters) for name, mask in masks.items()}
         blocks = {name: _block(fit, clusters, options) for name, fit in fits.items()}
         entry: dict[str, Any] = {"overall": blocks.pop("overall"), "strata": blocks}
         if options.compare:
             entry["compare"] = _compare(fits, clusters, options)
         report["judges"][judge] = entry
     return report
+
+
+def _methods(options: EstimateOptions, plan: dict[str, Any]) -> dict[str, str]:
+    variance = (
+        f"CR2 cluster-robust variance over `{options.cluster}` (Bell & McCaffrey 2002; CR1's "
+        f"G/(G-1) for equal-sized clusters), Bell-McCaffrey df (G-1 for equal-sized clusters); "
+        f"intervals from fewer than {MIN_CLUSTERS} clusters are marked unreliable"
+        if options.cluster
+        else "HC2 variance (the ddof-1 variance for equal weights), Bell-McCaffrey df "
+        "(n-1 for equal weights)"
+    )
+    return {
+        "ppi": "PPI++ mean (Angelopoulos, Duchi & Zrnic 2023, arXiv:2311.01453, §2) with the "
+        f"power-tuning λ cross-fitted over {CROSSFIT_FOLDS} folds (Zrnic & Candès 2024, "
+        "Cross-prediction-powered inference, §2), written through the judge's mean over all "
+        "judged items; Student t interval, df combined over the labelled and judged samples "
+        "by Welch-Satterthwaite",
+        "human_only": "mean of the human reference over the labelled items; Student t interval",
+        "judge_only": "mean of the judge's scores over every item it graded (biased by the "
+        "judge's error); Student t interval",
+        "variance": variance,
+        "weights": "labels weighted by 1/inclusion probability, Hájek-normalised (Zrnic & "
+        f"Candès 2024, Active Statistical Inference, §3): {plan['weights']}"
+        if plan["weights"] != "uniform"
+        else "uniform: no label carries inclusion_prob",
+        "compare": "difference of two strata's estimates; clusters shared by the two (the same "
+        "prompt) pair them, with the smaller side's df",
+        "budget": f"{options.budget_quantile:g} predictive quantile of the half-width after m "
+        "more labels (calibration/budget.py)",
+    }
+
+
+def _assumptions(options: EstimateOptions, plan: dict[str, Any]) -> list[str]:
+    out = [
+        "the labelled items are a probability sample of the judged items: uniform, or drawn "
+        "with the recorded inclusion probabilities (see `design`)",
+        "t quantiles are exact for normal residuals; for skewed or very discrete scores with "
+        "few labels coverage can fall below the nominal level",
+        "an interval whose labels show no variation (variance 0) is marked unreliable: it is "
+        "not evidence of zero uncertainty",
+    ]
+    if options.cluster:
+        out.append(
+            f"items in different `{options.cluster}` clusters are independent; items in one "
+            "cluster may be correlated in any way"
+        )
+    else:
+        out.append("items are independent (use --cluster when answers share a prompt)")
+    if plan["weights"] != "uniform":
+        out.append(plan["weights"])
+    return out
 
 
 def _cluster_codes(table: GradeTable, attribute: str | None) -> np.ndarray | None:
@@ -126,39 +210,110 @@ def _input_notes(table: GradeTable, options: EstimateOptions) -> dict[str, Any]:
     return notes
 
 
-def _fit(scores: np.ndarray, ref: np.ndarray, mask: np.ndarray) -> Fit:
+def _folds(labelled: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
+    """Cross-fitting folds of the labels, whole clusters with --cluster (so a cluster's
+    correlated items never fit the λ applied to one another)."""
+    codes = np.arange(len(labelled)) if clusters is None else clusters[labelled]
+    return np.unique(codes, return_inverse=True)[1] % CROSSFIT_FOLDS
+
+
+def _design_problem(
+    weights: design.Weights, labelled: np.ndarray, judged: np.ndarray
+) -> str | None:
+    """Why the labels of this block cannot be weighted, or None."""
+    if weights.weights is None:
+        return None
+    unknown = int(np.isnan(weights.weights[labelled]).sum())
+    if unknown:
+        return f"{unknown} {design.MISSING}"
+    empty = [key for key, members in weights.empty.items() if members[judged].any()]
+    if empty:
+        return f"{design.EMPTY} {', '.join(empty)}: its items cannot be represented"
+    return None
+
+
+def _fit(
+    scores: np.ndarray,
+    ref: np.ndarray,
+    mask: np.ndarray,
+    weights: design.Weights,
+    clusters: np.ndarray | None,
+) -> Fit:
     judged = mask & ~np.isnan(scores)
     labelled = np.flatnonzero(judged & ~np.isnan(ref))
     unlabelled = np.flatnonzero(judged & np.isnan(ref))
     y, f, f_unl = ref[labelled], scores[labelled], scores[unlabelled]
     every = np.flatnonzero(judged)
-    enough = len(labelled) >= 2
+    problem = _design_problem(weights, labelled, every)
+    d = None if weights.weights is None or problem else weights.weights[labelled]
+    enough = len(labelled) >= 2 and problem is None
     return Fit(
         judged=every,
+        labelled=labelled,
+        unlabelled=unlabelled,
         y=y,
         f=f,
         f_unlabelled=f_unl,
-        ppi=ppi_mean(y, f, f_unl, labelled, unlabelled) if enough else None,
-        human=classical_mean(y, labelled) if enough else None,
-        judge=classical_mean(scores[every], every) if len(every) >= 2 else None,
+        weights=d,
+        ppi=ppi_mean(y, f, f_unl, labelled, unlabelled, d, _folds(labelled, clusters))
+        if enough
+        else None,
+        human=classical_mean(y, labelled, d) if enough else None,
+        judge=classical_mean(scores[every], every, labelled=False) if len(every) >= 2 else None,
+        undefined=problem or (None if enough else TOO_FEW),
     )
 
 
-def _clustered(estimate: MeanEstimate, clusters: np.ndarray | None) -> bool:
-    """False when clusters are asked for but the labelled items fall in fewer than two."""
-    return clusters is None or len(np.unique(clusters[estimate.items])) >= 2
+def _interval(
+    estimate: MeanEstimate | None, clusters: np.ndarray | None, alpha: float, method: str
+) -> dict[str, Any]:
+    """Estimate, t interval, its df, method and reliability (with the reason when not)."""
+    if estimate is None:
+        return {"estimate": None, "ci": None}
+    out: dict[str, Any] = {"estimate": estimate.estimate, "ci": None}
+    units = _units(estimate, clusters)
+    if units < 2:
+        return {**out, "undefined": ONE_CLUSTER if clusters is not None else TOO_FEW}
+    variance, df = estimate.variance(clusters), estimate.df(clusters)
+    out.update(
+        ci=t_interval(estimate.estimate, variance, df, alpha),
+        df=df,
+        method=f"{method}; t with {df:.1f} df",
+        reliable=True,
+    )
+    reason = _unreliable(variance, df, units, clusters)
+    if reason:
+        out.update(reliable=False, unreliable=reason)
+    return out
 
 
-def _interval(estimate: MeanEstimate | None, clusters, alpha: float) -> dict[str, Any]:
-    if estimate is None or not _clustered(estimate, clusters):
-        return {"estimate": None if estimate is None else estimate.estimate, "ci": None}
-    return {
-        "estimate": estimate.estimate,
-        "ci": z_interval(estimate.estimate, estimate.variance(clusters), alpha),
-    }
+def _units(estimate: MeanEstimate, clusters: np.ndarray | None) -> int:
+    """The independent units behind the interval: labelled ones, or all for a judge mean."""
+    if estimate.labelled_items().size:
+        return estimate.labelled_units(clusters)
+    items = estimate.items
+    return len(np.unique(items if clusters is None else clusters[items]))
+
+
+def _unreliable(variance: float, df: float, units: int, clusters) -> str | None:
+    if clusters is not None and units < MIN_CLUSTERS:
+        return (
+            f"only {units} clusters hold the labels: a cluster-robust interval needs at least "
+            f"{MIN_CLUSTERS} (docs/statistics.md, Clusters)"
+        )
+    if variance <= 0:
+        return (
+            "the labels show no variation (variance 0): a zero-width interval is not "
+            "evidence of zero uncertainty"
+        )
+    if df < 1:
+        return f"{df:.2f} degrees of freedom: the weights or clusters are too unequal"
+    return None
 
 
 def _block(fit: Fit, clusters: np.ndarray | None, options: EstimateOptions) -> dict[str, Any]:
+    variance = "CR2 variance" if clusters is not None else "HC2 variance"
+    weighted = "" if fit.weights is None else ", labels weighted by 1/inclusion_prob"
     block: dict[str, Any] = {
         "estimate": None,
         "ci": None,
@@ -166,42 +321,45 @@ def _block(fit: Fit, clusters: np.ndarray | None, options: EstimateOptions) -> d
         "n_unlabelled": len(fit.f_unlabelled),
         "lambda": None,
         "effective_n": None,
-        "judge_only": _interval(fit.judge, clusters, options.alpha),
-        "human_only": _interval(fit.human, clusters, options.alpha),
+        "judge_only": _interval(fit.judge, clusters, options.alpha, f"judge mean; {variance}"),
+        "human_only": _interval(
+            fit.human, clusters, options.alpha, f"human mean{weighted}; {variance}"
+        ),
     }
     if fit.ppi is None or fit.human is None:
-        return {**block, "undefined": TOO_FEW}
-    block.update(estimate=fit.ppi.estimate, **{"lambda": fit.ppi.lam})
-    if not _clustered(fit.human, clusters):
-        return {**block, "undefined": ONE_CLUSTER}
+        return {**block, "undefined": fit.undefined or TOO_FEW}
+    method = f"PPI++ (Angelopoulos et al. 2023), cross-fitted λ{weighted}; {variance}"
+    found = _interval(fit.ppi, clusters, options.alpha, method)
+    block.update(found, **{"lambda": fit.ppi.lam})
+    if block["ci"] is None:
+        return block
     v_ppi, v_human = fit.ppi.variance(clusters), fit.human.variance(clusters)
-    block["ci"] = z_interval(fit.ppi.estimate, v_ppi, options.alpha)
     if v_ppi > 0:
         block["effective_n"] = len(fit.y) * v_human / v_ppi
     if options.target_halfwidth is not None:
-        deff = (_design_effect(fit.ppi, v_ppi), _design_effect(fit.human, v_human))
+        model = BudgetModel.from_fit(fit, clusters, block["df"])
         block["budget"] = label_budget(
-            fit.y, fit.f, fit.f_unlabelled, options.alpha, options.target_halfwidth, deff
+            model, options.alpha, options.target_halfwidth, options.budget_quantile
         )
     return block
-
-
-def _design_effect(estimate: MeanEstimate, clustered: float) -> float:
-    plain = estimate.variance(None)
-    return clustered / plain if plain > 0 else 1.0
 
 
 def _compare(fits: dict[str, Fit], clusters, options: EstimateOptions) -> dict[str, Any]:
     """θ_A − θ_B for the PPI, human-only and judge-only means; pairs share a cluster."""
     a, b = (f"{options.by[0]}={value}" for value in options.compare or [])
     out: dict[str, Any] = {"a": a, "b": b, "paired_on": options.cluster}
+    variance = "CR2 variance" if clusters is not None else "HC2 variance"
     for key, part in (("ppi", "ppi"), ("judge_only", "judge"), ("human_only", "human")):
         first, second = getattr(fits[a], part), getattr(fits[b], part)
         diff = first.minus(second) if first is not None and second is not None else None
-        out[key] = _interval(diff, clusters, options.alpha)
+        method = f"difference of {part} means; {variance}"
+        out[key] = _interval(diff, clusters, options.alpha, method)
     out.update(out.pop("ppi"))
     if out["ci"] is None:
         out["undefined"] = f"{TOO_FEW}, or {ONE_CLUSTER}, in {a} or {b}"
+        reasons = [fits[s].undefined for s in (a, b) if fits[s].undefined]
+        if reasons:
+            out["undefined"] = "; ".join(reasons)
     if clusters is not None:
         shared = np.intersect1d(clusters[fits[a].judged], clusters[fits[b].judged])
         out["shared_clusters"] = len(shared)

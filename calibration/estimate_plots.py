@@ -14,21 +14,26 @@ PARTS = (
 
 
 def three_intervals(stratum: str, rows: list[tuple[str, dict[str, Any]]], confidence: str) -> bytes:
-    """Judge-only (biased), human-only and PPI estimates with their intervals, per judge."""
+    """Judge-only (biased), human-only and PPI estimates with their intervals, per judge; an
+    interval the JSON marks unreliable is drawn faint with an x and labelled so."""
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(rows)), 3.6))
     for k, (key, label, color) in enumerate(PARTS):
-        xs, ys, errs = [], [], [[], []]
+        points: dict[bool, tuple[list, list, list]] = {}
         for j, (_, block) in enumerate(rows):
             part = block if key is None else block.get(key) or {}
             value, ci = part.get("estimate"), part.get("ci")
             if value is None:
                 continue
             lo, hi = ci if ci else (value, value)
+            xs, ys, errs = points.setdefault(part.get("reliable") is not False, ([], [], [[], []]))
             xs.append(j + (k - 1) * 0.22)
             ys.append(value)
             errs[0].append(value - lo)
             errs[1].append(hi - value)
-        ax.errorbar(xs, ys, yerr=errs, fmt="o", capsize=3, color=color, label=label)
+        for reliable, (xs, ys, errs) in points.items():
+            style = {"fmt": "o"} if reliable else {"fmt": "x", "alpha": 0.45}
+            name = label if reliable else f"{label} (unreliable)"
+            ax.errorbar(xs, ys, yerr=errs, capsize=3, color=color, label=name, **style)
     ax.set_xticks(range(len(rows)), [judge for judge, _ in rows], rotation=20, ha="right")
     ax.set_ylabel("mean score")
     ax.set_title(f"{stratum}: {confidence} intervals")

@@ -27,12 +27,36 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 
 def interval_text(part: dict[str, Any] | None) -> str:
+    """'3.120 [2.900, 3.340]', with '⚠ unreliable' after an interval the JSON marks so."""
     if not part or part.get("estimate") is None:
         return "—"
     ci = part.get("ci")
     text = _fmt(part["estimate"])
-    text = f"{text} [{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else text
-    return f"{text} (clipped to the scale)" if part.get("clipped_to_scale") else text
+    if not ci:
+        return text
+    text = f"{text} [{_fmt(ci[0])}, {_fmt(ci[1])}]"
+    if part.get("clipped_to_scale"):
+        text = f"{text} (clipped to the scale)"
+    return f"{text} ⚠ unreliable" if part.get("reliable") is False else text
+
+
+def unreliable_notes(report: dict[str, Any]) -> list[str]:
+    """One line per interval marked unreliable: where, which, and why."""
+    notes = []
+    for stratum, rows in sections(report):
+        for judge, block in rows:
+            for name, part in (("PPI", block), *_parts(block)):
+                if part.get("reliable") is False:
+                    notes.append(f"{judge}, {stratum}, {name}: unreliable: {part['unreliable']}")
+    return notes
+
+
+def _parts(block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (name, block[key])
+        for name, key in (("judge only", "judge_only"), ("humans only", "human_only"))
+        if key in block
+    ]
 
 
 _ENV.filters.update(fmt=_fmt, interval=interval_text)
@@ -56,6 +80,7 @@ def sections(report: dict[str, Any]) -> list[tuple[str, list[tuple[str, dict[str
 def _context(report: dict[str, Any]) -> dict[str, Any]:
     return {
         "report": report,
+        "notes": unreliable_notes(report),
         "sections": sections(report),
         "confidence": f"{100 * (1 - report['alpha']):g}%",
         "budgets": [

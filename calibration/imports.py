@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from calibration.interchange import REQUIRED, GradeFormatError, GradeRow, parse_records
+from calibration.interchange import OPTIONAL, REQUIRED, GradeFormatError, GradeRow, parse_records
 from calibration.lines import jsonl_records
 
 # Inspect's letter grades (inspect_ai.scorer CORRECT/INCORRECT/PARTIAL/NOANSWER), mapped as
 # its own `value_to_float` maps them; any other string is refused rather than made a 0.
 INSPECT_LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
-RESERVED = {*REQUIRED, "criteria", "attributes"}
+RESERVED = {*REQUIRED, *OPTIONAL, "attributes"}
 SAMPLES_FILE = re.compile(r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.:]+)\.jsonl$")
 
 

@@ -1,8 +1,10 @@
 """The grades interchange format of DESIGN.md (CSV or JSONL): one row per grade.
 
 Columns: item_id, rater, rater_kind (human|judge), score (a number; a label compared as
-text with level nominal), optional criteria (JSON object criterion id -> bool); every other
-column is an attribute of the item (a stratum).
+text with level nominal), optional criteria (JSON object criterion id -> bool), optional
+inclusion_prob (the probability the labelling design gave the item of being labelled, in
+(0, 1]; `qadi sme queue` writes it, see calibration/design.py); every other column is an
+attribute of the item (a stratum).
 Errors name the row and the field; no row is silently dropped or altered.
 """
 
@@ -20,6 +22,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from calibration.lines import csv_reader, jsonl_records
 
 REQUIRED = ("item_id", "rater", "rater_kind", "score")
+OPTIONAL = ("criteria", "inclusion_prob")
 
 
 class GradeFormatError(ValueError):
@@ -37,6 +40,7 @@ class _Grade(BaseModel):
     rater: str = Field(min_length=1, max_length=256)
     rater_kind: Literal["human", "judge"]
     criteria: dict[str, bool] | None = None
+    inclusion_prob: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
     attributes: dict[str, str] = Field(default_factory=dict)
 
 
@@ -124,14 +128,19 @@ def _row(record: dict[str, Any], model: type[Row] = GradeRow) -> Row:
                 raise ValueError("criteria: not a JSON object") from None
         else:
             criteria = None
-    known = {*REQUIRED, "criteria", "attributes"}
+    known = {*REQUIRED, *OPTIONAL, "attributes"}
     attributes = {
         str(k): str(v) for k, v in record.items() if k not in known and v not in (None, "")
     }
     if isinstance(record.get("attributes"), dict):
         attributes.update({str(k): str(v) for k, v in record["attributes"].items()})
     data = {k: record.get(k) for k in REQUIRED}
-    return model.model_validate({**data, "criteria": criteria, "attributes": attributes})
+    probability = record.get("inclusion_prob")
+    if isinstance(probability, str):  # a CSV cell; an empty one (an unqueued label) is absent
+        probability = probability.strip() or None
+    return model.model_validate(
+        {**data, "criteria": criteria, "inclusion_prob": probability, "attributes": attributes}
+    )
 
 
 # A spreadsheet saved as CSV in a locale whose decimal mark is a comma separates with ';'.
@@ -223,6 +232,8 @@ def to_records(rows: Iterable[Row]) -> list[dict[str, Any]]:
         }
         if row.criteria is not None:
             record["criteria"] = row.criteria
+        if row.inclusion_prob is not None:
+            record["inclusion_prob"] = row.inclusion_prob
         record.update(row.attributes)
         out.append(record)
     return out

@@ -23,6 +23,11 @@ class GradeTable:
     attributes: list[dict[str, str]]
     conflicts: list[str] = field(default_factory=list)
     labels: list[str] | None = None  # level nominal: scores are codes into this list
+    inclusion_prob: np.ndarray | None = None  # per item, NaN where no row carries one
+
+    def __post_init__(self) -> None:
+        if self.inclusion_prob is None:
+            self.inclusion_prob = np.full(len(self.items), np.nan)
 
     @property
     def n_items(self) -> int:
@@ -38,6 +43,7 @@ class GradeTable:
             judge_scores=self.judge_scores[keep],
             attributes=[self.attributes[i] for i in keep],
             labels=self.labels,
+            inclusion_prob=self.inclusion_prob[keep],
         )
 
     def attribute_values(self, name: str) -> list[str]:
@@ -87,8 +93,11 @@ def _pivot(rows: list[Row], score: Callable[[Row], float]) -> GradeTable:
     judge_scores = np.full((len(items), len(judges)), np.nan)
     attributes: list[dict[str, str]] = [{} for _ in items]
     conflicts: list[str] = []
+    probability = np.full(len(items), np.nan)
     for row in rows:
         i = item_index[row.item_id]
+        if row.inclusion_prob is not None:
+            _keep_probability(probability, i, row)
         if row.rater_kind == "human":
             human_scores[i, human_index[row.rater]] = score(row)
         else:
@@ -97,4 +106,19 @@ def _pivot(rows: list[Row], score: Callable[[Row], float]) -> GradeTable:
             known = attributes[i].setdefault(key, value)
             if known != value:
                 conflicts.append(f"item {row.item_id}: {key} is both '{known}' and '{value}'")
-    return GradeTable(items, humans, judges, human_scores, judge_scores, attributes, conflicts)
+    return GradeTable(
+        items, humans, judges, human_scores, judge_scores, attributes, conflicts,
+        inclusion_prob=probability,
+    )  # fmt: skip
+
+
+def _keep_probability(probability: np.ndarray, i: int, row: Row) -> None:
+    """An item has one inclusion probability: the design's, whichever of its rows carries it.
+    Two different ones cannot both be the design's, so the grades are refused."""
+    known = probability[i]
+    if not np.isnan(known) and not np.isclose(known, row.inclusion_prob, rtol=1e-9, atol=0):
+        raise ValueError(
+            f"grades: item {row.item_id}: inclusion_prob is both {known:g} and "
+            f"{row.inclusion_prob:g} (one item, one labelling design)"
+        )
+    probability[i] = row.inclusion_prob

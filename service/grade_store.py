@@ -53,6 +53,7 @@ def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) ->
             "rater_kind": row.rater_kind,
             "score": row.score,
             "criteria": row.criteria,
+            "inclusion_prob": row.inclusion_prob,
             "attributes": row.attributes,
             "created_at": now,
         }
@@ -66,6 +67,7 @@ def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) ->
             "rater_kind": replaced.rater_kind,
             "score": replaced.score,
             "criteria": replaced.criteria,
+            "inclusion_prob": replaced.inclusion_prob,
             "attributes": replaced.attributes,
         },
     )
@@ -107,6 +109,7 @@ def grade_from_row(row: HumanGradeRow) -> GradeRow:
         rater_kind=row.rater_kind,
         score=row.score,
         criteria=row.criteria,
+        inclusion_prob=row.inclusion_prob,
         attributes=row.attributes or {},
     )
 

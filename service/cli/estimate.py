@@ -51,11 +51,20 @@ def estimate(
     target_halfwidth: float | None = typer.Option(
         None, "--target-halfwidth", help="how many more SME labels reach this CI half-width"
     ),
+    budget_quantile: float = typer.Option(
+        0.8,
+        "--budget-quantile",
+        help="the budget's labels reach the target half-width with this probability (0.5-1)",
+    ),
     out_path: Path = typer.Option(..., "--out", help="estimate JSON"),
     html: Path | None = typer.Option(None, help="also write a self-contained HTML report"),
     md: Path | None = typer.Option(None, help="also write a Markdown report"),
 ) -> None:
-    """Correct each judge's mean score by the human-labelled items (PPI++), per stratum."""
+    """Correct each judge's mean score by the human-labelled items (PPI++), per stratum.
+
+    Intervals are Student t with small-sample (HC2/CR2) variances and name their method and
+    df in the JSON; labels carrying `inclusion_prob` (from `qadi sme queue`) are weighted by
+    its inverse. An interval marked unreliable (too few clusters, no variation) says why."""
     from calibration.estimate_render import to_html, to_markdown
     from service.estimates import corrected_means as compute
 
@@ -71,6 +80,7 @@ def estimate(
         cluster=cluster,
         compare=compare.split(",") if compare else None,
         target_halfwidth=target_halfwidth,
+        budget_quantile=budget_quantile,
         scale_min=bounds[0],
         scale_max=bounds[1],
     )
@@ -91,7 +101,7 @@ def estimate(
 
 
 def _summary(report: dict) -> None:
-    from calibration.estimate_render import interval_text
+    from calibration.estimate_render import interval_text, unreliable_notes
 
     table = Table("judge", "PPI", "judge only", "humans only", "λ", "effective n", title="overall")
     for judge, data in report["judges"].items():
@@ -106,6 +116,8 @@ def _summary(report: dict) -> None:
             "—" if n_eff is None else f"{n_eff:.1f}",
         )
     console.print(table)
+    for line in [*report["design"]["warnings"], *unreliable_notes(report)]:
+        console.print(f"[yellow]warning:[/yellow] {line}", markup=True, highlight=False)
 
 
 @sme_app.command("queue")
@@ -115,21 +127,36 @@ def queue(
     by: str | None = typer.Option(None, help="the strata attribute, e.g. candidate_model"),
     alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="1 − confidence"),
     seed: int = typer.Option(0, help="seed of the random draw inside a stratum"),
+    floor: int = typer.Option(
+        5, "--floor", min=2, help="labels every stratum gets first, before widths are compared"
+    ),
     out_path: Path = typer.Option(..., "--out", help="items.csv to hand to the SMEs"),
 ) -> None:
-    """The next N unlabelled items for SMEs: labels go to the strata whose corrected interval
-    is widest, items drawn at random inside a stratum (random, so PPI stays unbiased; see
-    calibration/sme_queue.py). Written in the interchange format with rater and score empty."""
+    """The next N unlabelled items for SMEs: every stratum first gets --floor labels, then
+    labels go to the strata whose corrected interval is widest; items are drawn at random
+    inside a stratum. Written in the interchange format with rater and score empty and each
+    item's `inclusion_prob` and `inclusion_stratum`, which `qadi estimate` weights by (keep
+    them when you append the filled file to the grades; see calibration/sme_queue.py)."""
     from calibration.sme_queue import choose, queue_records
 
-    table, order = choose(_read(grades_file), n, by, alpha, seed)
-    records = queue_records(table, order)
+    try:
+        found = choose(_read(grades_file), n, by, alpha, seed, floor)
+    except ValueError as exc:  # the option it names is --by; a grades problem says grades
+        fail(f"--{exc}" if str(exc).startswith("by:") else str(exc))
+    records = queue_records(found)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with out_path.open("w", newline="", encoding="utf-8") as handle:
         fields = list(records[0]) if records else ["item_id", "rater", "rater_kind", "score"]
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         writer.writerows(records)
+    table = Table("stratum", "judged", "labelled", "queued", "inclusion_prob", title="queue")
+    for stratum in found.strata.values():
+        table.add_row(
+            stratum.key, str(stratum.judged), str(stratum.labelled), str(stratum.queued),
+            f"{stratum.inclusion_prob:.4g}",
+        )  # fmt: skip
+    console.print(table)
     out.print(
         f"{len(records)} item(s) queued in {out_path}"
         + (f" (only {len(records)} unlabelled)" if len(records) < n else "")

@@ -160,6 +160,8 @@ class HumanGradeRow(Base):
     rater_kind: Mapped[str] = mapped_column(String(16))
     score: Mapped[float] = mapped_column(Float)
     criteria: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    # the labelling design's probability for this item (`qadi sme queue`); NULL when unknown
+    inclusion_prob: Mapped[float | None] = mapped_column(Float, nullable=True)
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
-from ppi_py import ppi_mean_ci
+from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
+from scipy import stats
 
 from calibration.interchange import read_grades
 from service.app import create_app
@@ -66,12 +68,16 @@ def test_cli_writes_the_estimate_json_markdown_and_html(grades_file, tmp_path):
     }
     assert keys <= set(judge["overall"]) and keys <= set(judge["strata"]["candidate_model=model-c"])
     assert judge["overall"]["n_labelled"] + judge["overall"]["n_unlabelled"] == 700
-    # a stratum's estimate equals ppi_py's on the same items (each prompt has one answer per
-    # model, so clustering by prompt inside one model changes nothing)
+    # a stratum against ppi_py on the same items (each prompt has one answer per model, so
+    # clustering by prompt inside one model changes nothing): qadi cross-fits λ and uses t,
+    # so the estimate is ppi_py's to a small share of the half-width and the interval a bit
+    # wider; the human-only interval is scipy's t interval exactly
     y, f, f_unl = _arrays(synthetic_records(), "judge0", "model-c")
     block = judge["strata"]["candidate_model=model-c"]
-    lo, hi = ppi_mean_ci(y, f, f_unl, alpha=0.05)
-    assert block["ci"] == pytest.approx([lo[0], hi[0]], abs=1e-6)
+    _near_ppi_py(block, y, f, f_unl)
+    expected = stats.t.interval(0.95, len(y) - 1, loc=y.mean(), scale=stats.sem(y))
+    assert block["human_only"]["ci"] == pytest.approx(list(expected), abs=1e-9)
+    assert block["reliable"] and block["df"] == pytest.approx(len(y) - 1, abs=3)
     compare = judge["compare"]
     assert (compare["a"], compare["b"], compare["paired_on"]) == (
         "candidate_model=model-a",
@@ -86,6 +92,16 @@ def test_cli_writes_the_estimate_json_markdown_and_html(grades_file, tmp_path):
     markdown = (tmp_path / "e.md").read_text()
     assert "## candidate_model=model-a" in markdown and "## Label budget" in markdown
     assert "## Differences" in markdown and "judge0" in done.stderr
+    assert "Student t intervals" in markdown and "(z," not in markdown
+    assert "Bell-McCaffrey" in markdown and "Student t intervals" in html
+
+
+def _near_ppi_py(block, y, f, f_unl) -> None:
+    lo, hi = (float(np.squeeze(v)) for v in ppi_mean_ci(y, f, f_unl, alpha=0.05))
+    half = (hi - lo) / 2
+    assert abs(block["estimate"] - float(np.squeeze(ppi_mean_pointestimate(y, f, f_unl)))) < 0.1 * half
+    ratio = (block["ci"][1] - block["ci"][0]) / (hi - lo)
+    assert 1.0 < ratio < 1.15
 
 
 def test_pairing_on_shared_prompts_narrows_a_difference(tmp_path):
@@ -122,6 +138,30 @@ def test_pairing_on_shared_prompts_narrows_a_difference(tmp_path):
     assert widths[True] < 0.5 * widths[False]
 
 
+def test_too_few_clusters_are_printed_as_unreliable_everywhere(tmp_path):
+    """Labels in 3 prompts (< 5): the interval is given, marked unreliable with the reason in
+    the JSON, and said so in the CLI summary, the Markdown and the HTML."""
+    rng = np.random.default_rng(9)
+    records = []
+    for p in range(3):
+        for k in range(6):
+            item, value = f"p{p}-{k}", rng.normal(3, 1)
+            if k < 3:
+                records.append(grade(item, "sme", "human", value, prompt=f"p{p}"))
+            records.append(grade(item, "J", "judge", value + rng.normal(0, 0.5), prompt=f"p{p}"))
+    grades = write_csv(records, tmp_path / "g.csv")
+    outputs = [f"--out={tmp_path}/e.json", f"--md={tmp_path}/e.md", f"--html={tmp_path}/e.html"]
+    done = qadi("estimate", str(grades), "--cluster", "prompt", *outputs)
+    assert done.returncode == 0, done.stderr
+    block = json.loads((tmp_path / "e.json").read_text())["judges"]["J"]["overall"]
+    assert block["ci"] is not None and block["reliable"] is False
+    assert "only 3 clusters hold the labels" in block["unreliable"]
+    assert "unreliable" in done.stderr and "⚠ unreliable" in done.stderr
+    markdown = (tmp_path / "e.md").read_text()
+    assert "⚠ unreliable" in markdown and "**Unreliable:** J, overall, PPI" in markdown
+    assert "Unreliable: J, overall, PPI" in (tmp_path / "e.html").read_text()
+
+
 def test_cli_refuses_bad_arguments_naming_them(grades_file, tmp_path):
     out = str(tmp_path / "e.json")
     cases = {
@@ -138,49 +178,112 @@ def test_cli_refuses_bad_arguments_naming_them(grades_file, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("item_id,rater,rater_kind,score\ni1,a,robot,3\n")
     assert "row 2: rater_kind" in qadi("estimate", str(bad), "--out", out).stderr
+    for value, message in (("0", "greater than 0"), ("2", "less than or equal to 1")):
+        bad.write_text(f"item_id,rater,rater_kind,score,inclusion_prob\ni1,a,human,3,{value}\n")
+        done = qadi("estimate", str(bad), "--out", out)
+        assert done.returncode == 2 and f"row 2: inclusion_prob: Input should be {message}" in done.stderr
+    bad.write_text("item_id,rater,rater_kind,score,inclusion_prob\ni1,a,human,3,0.2\ni1,b,human,4,0.5\n")
+    done = qadi("estimate", str(bad), "--out", out)
+    assert done.returncode == 2 and "item i1: inclusion_prob is both 0.2 and 0.5" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    queue = qadi("sme", "queue", str(bad), "--n", "3", "--out", str(tmp_path / "q.csv"))
+    assert queue.returncode == 2 and "inclusion_prob is both" in queue.stderr
 
 
-def test_sme_queue_fills_the_widest_stratum_with_random_unlabelled_items(tmp_path):
-    # "thin" has 1 labelled item of 200, "thick" 100 of 200; Y ~ N(3, 1), judge = Y + N(0, 1).
-    # thick, today: λ = Cov/((1 + 100/100) Var f) ≈ 1/(2·2) = 0.25, V ≈ (1 − 0.5 + 0.0625·2)/100
-    # + 0.0625·2/100 = 0.0075, half-width ≈ 1.96·0.087 = 0.17.
-    # thin: no interval yet (one label), so the stand-in z·√(Var Y / n) with Var Y ≈ 1 is
-    # still 1.96·√(1/41) ≈ 0.31 > 0.17 after 40 more labels: all 40 go to "thin".
-    rng = np.random.default_rng(0)
+def _segments(rng, labelled_per_segment: dict[str, int], size: int = 200) -> list[dict]:
+    """Y ~ N(3, 1) (thin) or N(4, 1) (thick), judge = Y + N(0, 1); the first k labelled."""
     records = []
-    for stratum, labelled in (("thin", 1), ("thick", 100)):
-        for i in range(200):
-            item, truth = f"{stratum}{i}", rng.normal(3, 1)
+    for stratum, labelled in labelled_per_segment.items():
+        for i in range(size):
+            item, truth = f"{stratum}{i}", rng.normal(3 if stratum == "thin" else 4, 1)
             attrs = {"segment": stratum}
             if i < labelled:
                 records.append(grade(item, "sme", "human", truth, **attrs))
             records.append(grade(item, "J", "judge", truth + rng.normal(0, 1), **attrs))
+    return records
+
+
+def test_sme_queue_fills_the_widest_stratum_with_random_unlabelled_items(tmp_path):
+    # "thin" has 1 labelled item of 200, "thick" 100 of 200. The floor (5) gives thin 4 first;
+    # thick, today: λ ≈ 0.25, half-width ≈ 0.17; thin has no judge interval yet (one label),
+    # so its stand-in t_{n−1}·√(Var Y / n) with Var Y ≈ 1.2 is still ≈ 0.35 > 0.17 after 40
+    # more labels: all 40 go to thin, each with inclusion_prob (1 + 40) / 200 = 0.205.
+    rng = np.random.default_rng(0)
+    records = _segments(rng, {"thin": 1, "thick": 100})
     grades = write_csv(records, tmp_path / "g.csv")
-    done = qadi(
-        "sme",
-        "queue",
-        str(grades),
-        "--n",
-        "40",
-        "--by",
-        "segment",
-        "--out",
-        str(tmp_path / "q.csv"),
-    )
+    args = ["--n", "40", "--by", "segment", "--out", str(tmp_path / "q.csv")]
+    done = qadi("sme", "queue", str(grades), *args)
     assert done.returncode == 0, done.stderr
+    assert "segment=thin" in done.stderr and "0.205" in done.stderr  # the per-stratum table
     with (tmp_path / "q.csv").open() as handle:
         queued = list(csv.DictReader(handle))
     assert len(queued) == 40 and {r["segment"] for r in queued} == {"thin"}
+    assert {(r["inclusion_prob"], r["inclusion_stratum"]) for r in queued} == {
+        ("0.205", "segment=thin")
+    }
     labelled = {"thin0"} | {f"thick{i}" for i in range(100)}
     assert not labelled & {r["item_id"] for r in queued}
     assert all(r["rater"] == "" and r["score"] == "" and r["rater_kind"] == "human" for r in queued)
     # random inside the stratum, not the first 40 by id
     assert {r["item_id"] for r in queued} != {f"thin{i}" for i in range(1, 41)}
-    # an SME fills the sheet in, and it reads back as interchange grades
+    # an SME fills the sheet in, and it reads back as interchange grades, probability kept
     for r in queued:
         r["rater"], r["score"] = "sme2", "4"
     filled = write_csv(queued, tmp_path / "filled.csv")
-    assert len(read_grades(filled)) == 40
+    rows = read_grades(filled)
+    assert len(rows) == 40 and {r.inclusion_prob for r in rows} == {0.205}
+    assert {r.attributes["inclusion_stratum"] for r in rows} == {"segment=thin"}
+    # a second round over other strata is refused (their probabilities would not combine)
+    appended = write_csv([*queued, *records], tmp_path / "all.csv")
+    other = qadi("sme", "queue", str(appended), "--n", "5", "--out", str(tmp_path / "q2.csv"))
+    assert other.returncode == 2 and "--by: earlier queue rounds drew labels by" in other.stderr
+
+
+def _fill(queued: list[dict], truth: dict[str, float]) -> list[dict]:
+    return [{**r, "rater": "sme-q", "score": truth[r["item_id"]]} for r in queued]
+
+
+def test_queue_then_estimate_weights_the_labels_by_their_design(tmp_path):
+    """Two strata with different means; 10 labels in thick, 2 in thin, then a queue of 60
+    by segment, which sends most to thin (noisier, so wider). Appended to the grades, the
+    labels over-represent thin (its mean 3 vs 4);
+    the overall estimate weights each stratum by its judged items, the unweighted one does
+    not. The design block names the strata and their probabilities."""
+    rng = np.random.default_rng(2)
+    truth = {}
+    records = []
+    for stratum, labelled, size, mean, noise in (("thin", 2, 100, 3.0, 1.0), ("thick", 10, 400, 4.0, 0.3)):
+        for i in range(size):
+            item, value = f"{stratum}{i}", rng.normal(mean, 2 * noise)
+            truth[item] = value
+            attrs = {"segment": stratum}
+            if i < labelled:
+                records.append(grade(item, "sme", "human", value, **attrs))
+            judged = value + 0.5 + rng.normal(0, noise)
+            records.append(grade(item, "J", "judge", judged, **attrs))
+    grades = write_csv(records, tmp_path / "g.csv")
+    done = qadi("sme", "queue", str(grades), "--n", "60", "--by", "segment", "--out",
+                str(tmp_path / "q.csv"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with (tmp_path / "q.csv").open() as handle:
+        queued = _fill(list(csv.DictReader(handle)), truth)
+    appended = write_csv([*queued, *records], tmp_path / "all.csv")
+    out = tmp_path / "e.json"
+    assert qadi("estimate", str(appended), "--out", str(out)).returncode == 0
+    report = json.loads(out.read_text())
+    design = report["design"]
+    assert design["weights"].startswith("1/π with π = labelled share of each stratum of segment")
+    shares = {k: v["labelled"] / v["items"] for k, v in design["strata"].items()}
+    assert {k: v["inclusion_prob"] for k, v in design["strata"].items()} == pytest.approx(shares)
+    assert design["warnings"] == []  # every queued item labelled: recorded = present
+    block = report["judges"]["J"]["overall"]
+    assert "weighted by 1/inclusion_prob" in block["method"]
+    # the human-only mean is the stratified mean: 0.2 · mean(thin labels) + 0.8 · mean(thick)
+    labels = {r["item_id"]: float(r["score"]) for r in [*records, *queued] if r["rater_kind"] == "human"}
+    thin = np.mean([v for k, v in labels.items() if k.startswith("thin")])
+    thick = np.mean([v for k, v in labels.items() if k.startswith("thick")])
+    assert block["human_only"]["estimate"] == pytest.approx(0.2 * thin + 0.8 * thick)
+    assert np.mean(list(labels.values())) < block["human_only"]["estimate"] - 0.1
 
 
 @pytest.fixture
@@ -233,8 +336,38 @@ def test_api_uses_the_database_grades(client):
             strict=True,
         )
     )
-    lo, hi = ppi_mean_ci(y, f, f_unl, alpha=0.05)
-    assert block["ci"] == pytest.approx([lo[0], hi[0]], abs=1e-6)
+    _near_ppi_py(block, y, f, f_unl)
+
+
+def test_inclusion_probabilities_survive_the_database_and_weight_its_estimate(client):
+    """Queued labels imported by POST /grades keep inclusion_prob (a column of their own)
+    and inclusion_stratum; GET /grades gives them back, in JSON and CSV; POST /estimates over
+    the database weights by them like the file does."""
+    rng = np.random.default_rng(7)
+    records = []
+    for stratum, size, labelled, mean in (("a", 40, 20, 2.0), ("b", 160, 8, 4.0)):
+        for i in range(size):
+            item, value = f"{stratum}{i}", rng.normal(mean, 0.5)
+            attrs = {"segment": stratum}
+            records.append(grade(item, "J", "judge", value + rng.normal(0, 0.3), **attrs))
+            if i < labelled:
+                probability = {"inclusion_prob": labelled / size}
+                attrs = {**attrs, "inclusion_stratum": f"segment={stratum}"}
+                records.append(grade(item, "sme", "human", value, **probability, **attrs))
+    assert client.post("/grades", json=records).status_code in (200, 201)
+    stored = client.get("/grades", params={"item_id": "a3", "rater": "sme"}).json()["items"]
+    assert stored[0]["inclusion_prob"] == 0.5
+    assert stored[0]["inclusion_stratum"] == "segment=a"
+    exported = list(csv.DictReader(io.StringIO(client.get("/grades?format=csv").text)))
+    assert {r["inclusion_prob"] for r in exported if r["item_id"] == "b1"} == {"0.05", ""}
+    from_db = client.post("/estimates", json={}).json()
+    inline = client.post("/estimates", json={"grades": records}).json()
+    assert from_db["design"]["strata"] == inline["design"]["strata"]
+    assert from_db["judges"]["J"] == inline["judges"]["J"]
+    human = from_db["judges"]["J"]["overall"]["human_only"]["estimate"]
+    labels = [r for r in records if r["rater_kind"] == "human"]
+    means = {s: np.mean([r["score"] for r in labels if r["segment"] == s]) for s in "ab"}
+    assert human == pytest.approx(0.2 * means["a"] + 0.8 * means["b"])
 
 
 def test_api_errors_name_the_field(client):
@@ -252,11 +385,16 @@ def test_api_errors_name_the_field(client):
         ({"grades": rows, "reference": "nobody"}, ["body", "reference"]),
         ({"grades": rows, "color": "red"}, ["body", "color"]),
         ({"grades": [r for r in rows if r["rater_kind"] == "judge"]}, ["body", "grades"]),
+        ({"grades": rows, "budget_quantile": 1.0}, ["body", "budget_quantile"]),
+        ({"grades": [{**rows[0], "inclusion_prob": 0}, *rows[1:]]}, ["body", "grades"]),
+        ({"grades": [{**rows[0], "inclusion_prob": "half"}, *rows[1:]]}, ["body", "grades"]),
     ]
     for body, loc in cases:
         answer = client.post("/estimates", json=body)
         assert answer.status_code == 422, (body, answer.text)
         assert answer.json()["detail"][0]["loc"] == loc, answer.text
+    refused = client.post("/estimates", json={"grades": [{**rows[0], "inclusion_prob": 1.5}]})
+    assert refused.json()["detail"][0]["msg"].startswith("row 1: inclusion_prob: ")
     nan = client.post(
         "/estimates",
         content=b'{"grades": [], "scale_min": NaN, "scale_max": 5}',

@@ -179,6 +179,15 @@ class EstimateRequest(BaseModel):
     target_halfwidth: Annotated[
         TargetHalfwidth | None, Field(title="Target Halfwidth")
     ] = None
+    budget_quantile: Annotated[
+        float,
+        Field(
+            description="the budget's labels reach the target half-width with this probability",
+            ge=0.5,
+            lt=1.0,
+            title="Budget Quantile",
+        ),
+    ] = 0.8
     scale_min: Annotated[float | None, Field(title="Scale Min")] = None
     scale_max: Annotated[float | None, Field(title="Scale Max")] = None
     grades: Annotated[

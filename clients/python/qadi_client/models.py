@@ -91,6 +91,7 @@ class GradeRow(_Request):
     rater_kind: Literal["human", "judge"]
     score: float
     criteria: dict[str, bool] | None = None
+    inclusion_prob: float | None = Field(default=None, gt=0, le=1)  # from `qadi sme queue`
 
 
 class Estimate(_Response):

@@ -1,0 +1,191 @@
+"""Design weights of the human labels: who chose which items got labelled, and with what
+probability, so that every estimate can weight a label by the inverse of it.
+
+Two columns of the grades interchange carry the design:
+- `inclusion_prob` (calibration/interchange.py): the probability the design gave the item of
+  being labelled, in (0, 1];
+- `inclusion_stratum` (an attribute, "ATTR=VALUE", or "all"): the stratum that probability
+  belongs to; `qadi sme queue --by ATTR` writes both (calibration/sme_queue.py).
+
+The rule (docs/statistics.md, "SME queue and inclusion probabilities"):
+
+1. No label carries either column: the labels are taken to be a simple random sample of the
+   judged items (uniform weights), the assumption PPI makes; the JSON says so.
+2. Labels queued by `qadi sme queue` (an `inclusion_stratum`): the queue draws, in each
+   stratum s of one attribute, k_s of the stratum's M_s unlabelled judged items uniformly at
+   random, so given the allocation an item's chance of being drawn is k_s / M_s. Rounds
+   compose: an item of s is unlabelled after rounds 1..R with probability
+   Π_r (1 − k_{s,r} / M_{s,r}) = (N_s − n_s) / N_s, because M_{s,r+1} = M_{s,r} − k_{s,r}. So
+   after any number of rounds over the same strata, with the stratum's earlier labels (if any)
+   a uniform sample of it, every label of s has the same inclusion probability
+   π_s = n_s / N_s: n_s labelled of the stratum's N_s judged items. The queue writes exactly
+   this for its round ((n_s + k_s) / N_s); the estimate recomputes it from the labels present
+   (a label queued in an earlier round carries that round's smaller value, and a stratum that
+   got no label this round carries none), and warns where the recorded and present values
+   differ (queued items not labelled yet, items judged since). Weighting by 1/π_s is the
+   stratified (post-stratified) estimator; π_s is computed per judge, over that judge's items.
+   Rounds over *different* attributes do not compose this way: the estimate says so and falls
+   back to rule 3.
+3. Labels that carry an `inclusion_prob` of the user's own design: weighted by 1/π as given
+   (Horvitz-Thompson weights, normalised in calibration/ppi.py: the Hájek form). Labels
+   without one among labels with one have no known weight: estimates over them are undefined
+   and the JSON says why, never silently uniform.
+
+Why the estimate normalises (Hájek) rather than dividing by the number of judged items
+(Horvitz-Thompson): it is invariant to a common scale error in π and has the smaller variance
+when the strata differ (Särndal, Swensson & Wretman 1992, §5.7); ppi_py also rescales its
+weights to mean 1, but in each sample separately, which under a label-selection design would
+need weights 1/(1 − π) for the unlabelled sample too (calibration/ppi.py avoids that by using
+the judge's mean over all judged items, which needs no weight).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from calibration.table import GradeTable
+
+STRATUM_COLUMN = "inclusion_stratum"
+WHOLE = "all"  # the stratum key of a queue run without --by
+MISSING = (
+    "labelled item(s) without inclusion_prob among labels that have one: their design is unknown"
+)
+EMPTY = "no labelled item in queue stratum"
+
+
+@dataclass
+class Weights:
+    """One judge's design weights: d_i per table item (NaN where unknown), or None (uniform)."""
+
+    weights: np.ndarray | None
+    empty: dict[str, np.ndarray] = field(default_factory=dict)  # stratum -> its unlabelled items
+    rule: str = "uniform"
+
+
+def stratum_key(attribute: str | None, value: str | None) -> str:
+    """The `inclusion_stratum` value the queue writes: 'ATTR=VALUE' or 'all'."""
+    return WHOLE if attribute is None else f"{attribute}={value or ''}"
+
+
+def _attribute(key: str) -> str | None:
+    return None if key == WHOLE else key.partition("=")[0]
+
+
+def _keys(table: GradeTable) -> np.ndarray:
+    return np.array([a.get(STRATUM_COLUMN) for a in table.attributes], dtype=object)
+
+
+def _queue_attribute(table: GradeTable, labelled: np.ndarray) -> tuple[bool, str | None]:
+    """(True, the one attribute the queue rounds used) or (False, None): no queue, or rounds
+    over several attributes (whose probabilities do not compose)."""
+    keys = _keys(table)[labelled]
+    found = {_attribute(k) for k in keys if k is not None}
+    if len(found) != 1:
+        return False, None
+    return True, found.pop()
+
+
+def _values(table: GradeTable, attribute: str | None) -> np.ndarray:
+    if attribute is None:
+        return np.full(table.n_items, WHOLE, dtype=object)
+    keys = [stratum_key(attribute, a.get(attribute)) for a in table.attributes]
+    return np.array(keys, dtype=object)
+
+
+def judge_weights(table: GradeTable, judged: np.ndarray, labelled: np.ndarray) -> Weights:
+    """Design weights for one judge: `judged` its items, `labelled` those with a reference."""
+    probability = table.inclusion_prob
+    keyed = labelled & np.array([k is not None for k in _keys(table)], dtype=bool)
+    recorded = labelled & ~np.isnan(probability)
+    if not keyed.any() and not recorded.any():
+        return Weights(None)
+    queued, attribute = _queue_attribute(table, labelled)
+    if queued:
+        strata = _values(table, attribute)
+        weights = np.full(table.n_items, np.nan)
+        empty = {}
+        for key in np.unique(strata[judged]):
+            members = judged & (strata == key)
+            n_s = int((members & labelled).sum())
+            if n_s:
+                weights[members & labelled] = members.sum() / n_s
+            else:
+                empty[str(key)] = members
+        name = "the whole table" if attribute is None else attribute
+        return Weights(weights, empty, f"1/π with π = labelled share of each stratum of {name}")
+    weights = np.where(recorded, 1 / np.where(recorded, probability, 1.0), np.nan)
+    return Weights(weights, {}, "1/inclusion_prob as recorded")
+
+
+def summary(table: GradeTable, ref: np.ndarray) -> dict[str, Any]:
+    """The design over the table (items any judge graded): the JSON's `design` block, with
+    every way the recorded probabilities fall short said in `warnings`."""
+    judged = ~np.isnan(table.judge_scores).all(axis=1) if table.judges else np.zeros(0, bool)
+    labelled = judged & ~np.isnan(ref)
+    found = judge_weights(table, judged, labelled)
+    with_prob = int((labelled & ~np.isnan(table.inclusion_prob)).sum())
+    out: dict[str, Any] = {
+        "weights": found.rule,
+        "labelled_items": int(labelled.sum()),
+        "with_inclusion_prob": with_prob,
+        "warnings": [],
+    }
+    if found.weights is None:
+        out["assumption"] = "no label carries inclusion_prob: the labels are taken to be a "
+        out["assumption"] += "simple random sample of the judged items"
+        return out
+    queued, attribute = _queue_attribute(table, labelled)
+    if queued:
+        out["strata"] = _strata(table, judged, labelled, attribute, out["warnings"])
+        loose = labelled & ~np.isnan(table.inclusion_prob)
+        loose &= np.array([k is None for k in _keys(table)], dtype=bool)
+        if loose.any():
+            out["warnings"].append(
+                f"{int(loose.sum())} labelled item(s) carry an inclusion_prob but no "
+                f"{STRATUM_COLUMN}: weighted by their queue stratum's labelled share"
+            )
+        return out
+    keys = {k for k in _keys(table)[labelled] if k is not None}
+    if keys:
+        attributes = sorted(str(_attribute(k)) for k in keys)
+        out["warnings"].append(
+            f"labels were queued over different strata ({', '.join(sorted(set(attributes)))}): "
+            "their inclusion probabilities do not combine by stratum share, so each label is "
+            "weighted by its own recorded inclusion_prob"
+        )
+    unknown = int((labelled & np.isnan(found.weights)).sum())
+    if unknown:
+        out["warnings"].append(
+            f"{unknown} of {int(labelled.sum())} {MISSING}; estimates over them are undefined"
+        )
+    return out
+
+
+def _strata(table, judged, labelled, attribute, warnings: list[str]) -> dict[str, Any]:
+    """Per queue stratum: items, labels, the labelled share (π used) and the last recorded π."""
+    strata = _values(table, attribute)
+    out = {}
+    for key in sorted(np.unique(strata[judged])):
+        members = judged & (strata == key)
+        n_s, big_n = int((members & labelled).sum()), int(members.sum())
+        probs = table.inclusion_prob[members & labelled]
+        recorded = float(np.nanmax(probs)) if np.isfinite(probs).any() else None
+        out[str(key)] = {
+            "items": big_n,
+            "labelled": n_s,
+            "inclusion_prob": n_s / big_n,
+            "recorded_inclusion_prob": recorded,
+        }
+        if n_s == 0:
+            warnings.append(f"{key}: {big_n} judged item(s), none labelled: {EMPTY}")
+        elif recorded is not None and round(recorded * big_n) != n_s:
+            warnings.append(
+                f"{key}: the last queue recorded inclusion_prob {recorded:.4g} "
+                f"(≈{round(recorded * big_n)} of {big_n} items) but {n_s} are labelled "
+                "(queued items not labelled yet, or items judged since): weights use the "
+                f"labelled share {n_s / big_n:.4g}"
+            )
+    return out
