@@ -27,7 +27,7 @@ from calibration.agreement import (
     mean_cohen_kappa,
     spearman_rho,
 )
-from calibration.registry import Feature, JudgeInputs, Metric
+from calibration.registry import Feature, JudgeInputs, Metric, Ratio
 
 NUMERIC = frozenset({"ordinal", "interval"})
 LABELS = frozenset({"nominal", "ordinal"})
@@ -150,24 +150,23 @@ def _numeric(name: str, needs: tuple[str, ...] = (), value=None, **extra) -> Met
 
 
 def _share(column: str) -> dict:
-    """value and needs of a share of (item, human) pairs."""
-    return {"value": lambda s, _: s[column] / s["pairs"], "needs": ("pairs", column)}
+    """A share of (item, human) pairs: a ratio of item sums, between 0 and 1."""
+    return {"ratio": Ratio(column, "pairs"), "bounds": (0.0, 1.0)}
+
+
+def _percent_of_scale(d: JudgeInputs) -> float:
+    return 100 / d.scale_range
+
+
+POSITIVE = (0.0, float("inf"))
 
 
 METRIC_UNITS: tuple[Metric, ...] = (
     Metric("n", lambda s, _: s["count"], ("count",)),
-    _numeric("mad", ("abs_diff", "count"), lambda s, _: s["abs_diff"] / s["count"]),
-    _numeric(
-        "mad_pp",
-        ("abs_diff", "count"),
-        lambda s, d: 100 * s["abs_diff"] / s["count"] / d.scale_range,
-    ),
-    _numeric("signed_error", ("diff", "count"), lambda s, _: s["diff"] / s["count"]),
-    _numeric(
-        "signed_error_pp",
-        ("diff", "count"),
-        lambda s, d: 100 * s["diff"] / s["count"] / d.scale_range,
-    ),
+    _numeric("mad", ratio=Ratio("abs_diff", "count"), bounds=POSITIVE),
+    _numeric("mad_pp", ratio=Ratio("abs_diff", "count", _percent_of_scale), bounds=POSITIVE),
+    _numeric("signed_error", ratio=Ratio("diff", "count")),
+    _numeric("signed_error_pp", ratio=Ratio("diff", "count", _percent_of_scale)),
     Metric("exact_match", **_share("equal")),
     _numeric("judge_higher", **_share("higher")),
     _numeric("judge_lower", **_share("lower")),

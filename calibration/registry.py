@@ -52,10 +52,25 @@ class Feature:
 
 
 @dataclass(frozen=True)
+class Ratio:
+    """A metric that is factor · Σ numerator / Σ denominator over items (a mean or a share):
+    its value follows from the two features, and its standard error is the linearised one
+    of a ratio (`calibration.intervals.ratio_se`), so its interval is Student t."""
+
+    numerator: str
+    denominator: str
+    factor: Callable[[JudgeInputs], float] = lambda _: 1.0
+
+    def value(self, sums: dict[str, np.ndarray], inputs: JudgeInputs) -> np.ndarray:
+        return self.factor(inputs) * sums[self.numerator] / sums[self.denominator]
+
+
+@dataclass(frozen=True)
 class Metric:
     """One metric: `value` maps the weighted sums of the features in `needs` to one value
     per weight row (or `per_resample` computes it from one row of weights); `levels` it
-    applies to, `inapplicable` / `undefined` say why it is null."""
+    applies to, `inapplicable` / `undefined` say why it is null. A `ratio` metric needs
+    neither `value` nor `needs`: both follow from it. `bounds` clip its interval."""
 
     name: str
     value: Callable[[dict[str, np.ndarray], JudgeInputs], np.ndarray] | None = None
@@ -66,6 +81,13 @@ class Metric:
         default=lambda _: "no variation among the ratings (expected disagreement is 0)"
     )
     per_resample: Callable[[np.ndarray, JudgeInputs], float] | None = None
+    ratio: Ratio | None = None
+    bounds: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.ratio is not None:
+            object.__setattr__(self, "value", self.ratio.value)
+            object.__setattr__(self, "needs", (self.ratio.numerator, self.ratio.denominator))
 
 
 class Prepared:
@@ -94,6 +116,10 @@ class Prepared:
             if matrices
             else sparse.csr_matrix((len(inputs.judge), 0))
         )
+
+    def feature(self, name: str) -> np.ndarray:
+        """The per-item values of one vector feature this judge's metrics need."""
+        return self.dense[:, self.vectors.index(name)]
 
     def run(self, weights: np.ndarray) -> dict[str, np.ndarray]:
         """Values for each row of `weights` (one judge; `Group` shares the products)."""
