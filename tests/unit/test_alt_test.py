@@ -7,9 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 from scipy import stats
 
-from calibration.alt_test import alignment, alt_test, alt_test_family, by_rejections
+from calibration.alt_test import (
+    MIN_ITEMS_FLOOR,
+    alignment,
+    alt_test,
+    alt_test_family,
+    by_rejections,
+)
 from calibration.calibrate import CalibrationOptions, calibrate
 from calibration.interchange import LabelRow
 
@@ -128,12 +135,21 @@ def test_strata_share_one_benjamini_yekutieli_family():
 
 def test_report_alt_test_on_labels_and_the_required_flag():
     rows = []
-    for i in range(4):
+    for i in range(20):
         for h, label in enumerate(["A", "B", "B"] if i % 2 else ["A", "A", "B"]):
             rows.append(LabelRow(item_id=f"i{i}", rater=f"h{h}", rater_kind="human", score=label))
         rows.append(LabelRow(item_id=f"i{i}", rater="J", rater_kind="judge", score="B"))
-    options = CalibrationOptions(level="nominal", bootstrap=0, alt_min_items=2)
+    options = CalibrationOptions(level="nominal", bootstrap=0, alt_min_items=20)
     report = calibrate(rows, options)
     assert report["judges"]["J"]["alt_test"]["overall"]["scoring"] == "accuracy"
     with pytest.raises(ValueError, match="alt_test: needs at least 3 human annotators"):
-        calibrate(rows, options.model_copy(update={"alt_test": True, "alt_min_items": 5}))
+        calibrate(rows, options.model_copy(update={"alt_test": True, "alt_min_items": 25}))
+
+
+def test_min_items_below_the_floor_is_refused_naming_the_field():
+    with pytest.raises(ValidationError) as raised:
+        CalibrationOptions(level="nominal", alt_min_items=MIN_ITEMS_FLOOR - 1)
+    [error] = raised.value.errors()
+    assert error["loc"] == ("alt_min_items",)
+    assert f"below the floor of {MIN_ITEMS_FLOOR} items" in error["msg"]
+    assert CalibrationOptions(level="nominal", alt_min_items=MIN_ITEMS_FLOOR).alt_min_items == 20
