@@ -88,13 +88,16 @@ def block_metrics(
     }
     group = Group(prepared)
     points = group.run(np.ones((1, table.n_items)))
+    units = unit_codes(table, options)
+    clusters = None if options.cluster is None else units
+    moments = _ratio_moments(prepared, metrics) if _studentize(table, options) else {}
     samples: dict[str, dict[str, list[np.ndarray]]] = {j: {} for j in prepared}
     for weights in resamples(table, options, rng):
         for judge, drawn in group.run(weights).items():
             for metric, values in drawn.items():
                 samples[judge].setdefault(metric, []).append(values)
-    units = unit_codes(table, options)
-    clusters = None if options.cluster is None else units
+        for (judge, metric), matrix in moments.items():
+            samples[judge].setdefault(f"{metric}:moments", []).append(weights @ matrix)
     needs_jackknife = options.bootstrap > 0 and _bca_possible(units, metrics)
     jack = jackknife(group, units, needs_jackknife)
     return {
@@ -109,6 +112,23 @@ def block_metrics(
         )
         for judge, p in prepared.items()
     }
+
+
+def _studentize(table: GradeTable, options: CalibrationOptions) -> bool:
+    """The bootstrap-t for ratio metrics: resampled items (not clusters), a small block."""
+    return options.bootstrap > 0 and options.cluster is None and table.n_items <= BCA_MAX_UNITS
+
+
+def _ratio_moments(prepared: dict[str, Prepared], metrics) -> dict[tuple[str, str], np.ndarray]:
+    """Per judge and ratio metric, the item columns (a, b, a², ab, b²) whose resampled sums
+    give each resample's own linearised SE (`intervals.studentized`)."""
+    out = {}
+    for judge, p in prepared.items():
+        for m in metrics:
+            if m.ratio is not None and m in p.live:
+                a, b = p.feature(m.ratio.numerator), p.feature(m.ratio.denominator)
+                out[(judge, m.name)] = np.column_stack([a, b, a * a, a * b, b * b])
+    return out
 
 
 def _bca_possible(units: np.ndarray, metrics: Sequence[Metric]) -> bool:
@@ -127,7 +147,9 @@ def _block(metrics, point, samples, jack, prepared: Prepared, clusters, confiden
         if m.name == "n" or values[m.name] is None:
             continue
         if m.ratio is not None:
-            intervals[m.name] = ratio_interval(m, values[m.name], prepared, clusters, confidence)
+            intervals[m.name] = ratio_interval(
+                m, values[m.name], prepared, clusters, confidence, samples.get(f"{m.name}:moments")
+            )
         else:
             kept = _units_with_data(jack.get(m.name), inputs.ok, clusters)
             intervals[m.name] = bootstrap_interval(

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from calibration.agreement import alpha, alpha_features
+from calibration.agreement import alpha, alpha_features, check_labels
 from calibration.alt_test import MIN_ANNOTATORS, alt_test_family
 from calibration.blocks import block_metrics, clusters_of, number, resamples, unit_codes
 from calibration.bootstrap import jackknife_weights
@@ -51,6 +51,8 @@ def build_calibration(
     check_attributes(rows, options)
     table = build_table(rows)
     values = _values(table)
+    if level == "nominal":
+        check_labels(len(values))
     rng = np.random.default_rng(options.seed)
     humans = _humans(table, level, values, options, rng)
     blocks = {"overall": table}

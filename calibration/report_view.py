@@ -76,7 +76,8 @@ def _trust_cell(row: dict[str, Any]) -> dict[str, str]:
 
 def _reasons(trust: dict[str, Any]) -> list[str]:
     """'stratum · judge: why not replace', for every cell with a reason (older reports: none)."""
-    return [f"{r['stratum']} · {r['judge']}: {r['reason']}" for r in trust["rows"] if r.get("reason")]
+    rows = [r for r in trust["rows"] if r.get("reason")]
+    return [f"{r['stratum']} · {r['judge']}: {r['reason']}" for r in rows]
 
 
 def _ranked(row: dict[str, Any]) -> str:
