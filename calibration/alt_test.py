@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 from pydantic import BaseModel, Field
-from scipy import stats
+from scipy import special, stats
 
 from calibration.degenerate import raw_degeneracy
 from calibration.intervals import ratio_se
@@ -123,9 +123,18 @@ def annotator_indicators(
 
 
 def one_sided_p(d: np.ndarray, epsilon: float) -> float:
-    """p of H0: mean(d) >= epsilon against mean(d) < epsilon; NaN when undefined (n < 2)."""
+    """p of H0: mean(d) >= epsilon against mean(d) < epsilon; NaN when undefined (n < 2).
+
+    scipy's `ttest_1samp(d, epsilon, alternative="less")` (the authors' call) written out —
+    t = (mean − ε) / √(s²/n), s² with ddof 1, p = the t(n − 1) cdf; zero variance gives
+    t = ±inf (p 0 or 1) or NaN as scipy does — without scipy's per-call overhead, which
+    dominated a report's alt-tests."""
+    n = d.size
+    if n < 2:
+        return float("nan")
     with np.errstate(divide="ignore", invalid="ignore"):
-        return float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue)
+        t = (d.mean() - epsilon) / np.sqrt(d.var(ddof=1) / n)
+    return float(special.stdtr(n - 1, t))
 
 
 def robust_p(
@@ -151,7 +160,7 @@ def robust_p(
         t = (mean - epsilon) / se if se > 0 else np.sign(mean - epsilon) * np.inf
     if np.isnan(t) or df <= 0:
         return float("nan")
-    return float(stats.t.cdf(t, df))
+    return float(special.stdtr(df, t))  # scipy's t.cdf without its per-call overhead
 
 
 def by_rejections(p_values: list[float], q: float = Q) -> list[bool]:

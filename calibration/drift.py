@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scipy import stats
+from scipy import special, stats
 
 from calibration.multiplicity import DESCRIPTIONS, adjust
 
@@ -76,7 +76,7 @@ def welch_p(
     if variance == 0:
         return (1.0 if difference == 0 else 0.0), None
     df = variance**2 / (se_now**4 / (units_now - 1) + se_then**4 / (units_then - 1))
-    return float(2 * stats.t.sf(abs(difference) / variance**0.5, df)), float(df)
+    return float(2 * special.stdtr(df, -abs(difference) / variance**0.5)), float(df)
 
 
 def _confidence(report: dict[str, Any]) -> float:

@@ -111,19 +111,24 @@ class Prepared:
         }
         widths = np.cumsum([0, *(m.shape[1] for m in matrices.values())])
         self.spans = {n: (widths[k], widths[k + 1]) for k, n in enumerate(matrices)}
-        self.stacked = (
-            sparse.hstack(list(matrices.values())).tocsr()
-            if matrices
-            else sparse.csr_matrix((len(inputs.judge), 0))
-        )
+        self.stacked = sparse.hstack(list(matrices.values())).tocsr() if matrices else None
 
     def feature(self, name: str) -> np.ndarray:
         """The per-item values of one vector feature this judge's metrics need."""
         return self.dense[:, self.vectors.index(name)]
 
+    @property
+    def width(self) -> int:
+        """Columns of the matrix features (0 without any)."""
+        return 0 if self.stacked is None else self.stacked.shape[1]
+
     def run(self, weights: np.ndarray) -> dict[str, np.ndarray]:
         """Values for each row of `weights` (one judge; `Group` shares the products)."""
-        stacked = np.asarray((self.stacked.T @ weights.T).T)
+        stacked = (
+            np.zeros((len(weights), 0))
+            if self.stacked is None
+            else np.asarray((self.stacked.T @ weights.T).T)
+        )
         return self.evaluate(weights, weights @ self.dense, stacked)
 
     def evaluate(
@@ -151,13 +156,17 @@ class Group:
         """`prepared`: at least one judge, all on the same items."""
         self.prepared = prepared
         self.dense = np.hstack([p.dense for p in prepared.values()])
-        self.stacked_t = sparse.vstack([p.stacked.T for p in prepared.values()]).tocsr()
+        matrices = [p.stacked.T for p in prepared.values() if p.stacked is not None]
+        self.stacked_t = sparse.vstack(matrices).tocsr() if matrices else None
         self.dense_cuts = np.cumsum([0, *(p.dense.shape[1] for p in prepared.values())])
-        self.sparse_cuts = np.cumsum([0, *(p.stacked.shape[1] for p in prepared.values())])
+        self.sparse_cuts = np.cumsum([0, *(p.width for p in prepared.values())])
 
     def run(self, weights: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         dense = weights @ self.dense
-        stacked = (self.stacked_t @ np.ascontiguousarray(weights.T)).T
+        if self.stacked_t is None:  # only vector features: no sparse product to pay for
+            stacked = np.zeros((len(weights), 0))
+        else:
+            stacked = (self.stacked_t @ np.ascontiguousarray(weights.T)).T
         d, c = self.dense_cuts, self.sparse_cuts
         return {
             judge: p.evaluate(weights, dense[:, d[k] : d[k + 1]], stacked[:, c[k] : c[k + 1]])

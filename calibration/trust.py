@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from scipy import stats
+from scipy import special
 
 from calibration.alt_test import MIN_ANNOTATORS, AltTestResult, Q
 from calibration.degenerate import chance_reason
@@ -71,15 +71,29 @@ def cell_p(result: AltTestResult) -> float | None:
     return partial_conjunction([t.p_verdict for t in result.annotators])
 
 
-def bias_p(block: MetricBlock) -> float | None:
-    """Two-sided p of signed error = 0 from the block's SE; None without one."""
-    value = block.signed_error  # type: ignore[attr-defined]
-    se = block.se.get("signed_error")
-    if value is None or se is None or block.units is None or block.units < 2:
+def bias_p(value: float | None, se: float | None, units: int | None) -> float | None:
+    """Two-sided p of signed error = 0 from its SE on units − 1 df; None without an SE."""
+    if value is None or se is None or units is None or units < 2:
         return None
     if se == 0:
         return 1.0 if value == 0 else 0.0
-    return float(2 * stats.t.sf(abs(value) / se, block.units - 1))
+    return float(2 * special.stdtr(units - 1, -abs(value) / se))  # two-sided t tail
+
+
+Flag = tuple[str | None, float | None, float | None]
+
+
+def bias_flags(cells: dict[Any, tuple[float | None, float | None, int | None]]) -> dict[Any, Flag]:
+    """(flag, p, q) per cell from (signed error, its SE, units): Benjamini–Hochberg over all
+    the cells given (a report's judge × stratum), lenient / harsh when q ≤ `Q`."""
+    p = {key: bias_p(*cell) for key, cell in cells.items()}
+    q = _adjusted(p, BIAS_PROCEDURE)
+    out: dict[Any, Flag] = {}
+    for key, (value, _, _) in cells.items():
+        flagged = q.get(key) is not None and q[key] <= Q
+        flag = ("lenient" if value > 0 else "harsh") if flagged else None
+        out[key] = (flag, p[key], q.get(key))
+    return out
 
 
 def _order(item: tuple[str, AltTestResult, MetricBlock]) -> tuple[float, float]:
@@ -138,9 +152,14 @@ def decide(
 def trust_map(judges: dict[str, JudgeReport], epsilon: float, level: str) -> TrustMap:
     cells = _cells(judges)
     replace_p = {(s, n): cell_p(r) for s, entries in cells for n, r, _ in entries}
-    biases = {(s, n): bias_p(b) for s, entries in cells for n, _, b in entries}
+    biases = bias_flags(
+        {
+            (s, n): (b.signed_error, b.se.get("signed_error"), b.units)  # type: ignore[attr-defined]
+            for s, entries in cells
+            for n, _, b in entries
+        }
+    )
     replace_q = _adjusted(replace_p, REPLACE_PROCEDURE)
-    bias_q = _adjusted(biases, BIAS_PROCEDURE)
     family = len(replace_q)
     rows: list[TrustRow] = []
     best: dict[str, str | None] = {}
@@ -161,18 +180,12 @@ def trust_map(judges: dict[str, JudgeReport], epsilon: float, level: str) -> Tru
                     advantage_probability=result.advantage_probability,
                     p_replace=replace_p[key],
                     q_replace=replace_q.get(key),
-                    bias=_flag(block, bias_q.get(key)),
-                    bias_p=biases[key],
-                    bias_q=bias_q.get(key),
+                    bias=biases[key][0],
+                    bias_p=biases[key][1],
+                    bias_q=biases[key][2],
                     rank=rank,
                     tested=result.tested,
                     small_n=min((a.n for a in result.annotators), default=0) < SMALL_N,
                 )
             )
     return TrustMap(epsilon=epsilon, q=Q, rows=rows, best=best, procedures=PROCEDURES)
-
-
-def _flag(block: MetricBlock, q_value: float | None) -> str | None:
-    if q_value is None or q_value > Q:
-        return None
-    return "lenient" if block.signed_error > 0 else "harsh"  # type: ignore[attr-defined]
