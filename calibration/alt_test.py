@@ -57,6 +57,17 @@ MIN_ANNOTATORS = 3  # the paper's recommended minimum of tested annotators
 MIN_ITEMS_FLOOR = 20
 
 
+def check_min_items(value: int) -> int:
+    """`min_items` at or above the floor, or a ValueError saying why (options, API)."""
+    if value < MIN_ITEMS_FLOOR:
+        raise ValueError(
+            f"{value} is below the floor of {MIN_ITEMS_FLOOR} items per annotator: with fewer, "
+            "a judge worse than the annotators passes the alt-test more often than its 5% "
+            "level (docs/statistics.md, 'Alt-test and the trust map')"
+        )
+    return value
+
+
 class AnnotatorTest(BaseModel):
     """One leave-one-out comparison: the judge against human `annotator`."""
 

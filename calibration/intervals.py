@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from calibration.bootstrap import bca_interval, bootstrap_se, percentile_interval
 from calibration.registry import Metric, Prepared

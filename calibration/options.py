@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from calibration.alt_test import MIN_ITEMS_FLOOR
+from calibration.alt_test import MIN_ITEMS_FLOOR, check_min_items
 from calibration.scoring import ScoringName, scoring_unit
 
 
@@ -34,16 +34,7 @@ class CalibrationOptions(BaseModel):
         default_factory=dict, description="rubric weight per criterion id (points at stake)"
     )
 
-    @field_validator("alt_min_items")
-    @classmethod
-    def _floor(cls, value: int) -> int:
-        if value < MIN_ITEMS_FLOOR:
-            raise ValueError(
-                f"{value} is below the floor of {MIN_ITEMS_FLOOR} items per annotator: with "
-                "fewer, a judge worse than the annotators passes the alt-test more often than "
-                "its 5% level (docs/statistics.md, 'Alt-test and the trust map')"
-            )
-        return value
+    _floor = field_validator("alt_min_items")(check_min_items)
 
     @model_validator(mode="after")
     def _check(self) -> CalibrationOptions:

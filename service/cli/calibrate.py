@@ -26,7 +26,13 @@ def parse_scale(text: str) -> tuple[float, float]:
 
 
 LEVELS = ("nominal", "ordinal", "interval")
-SCORINGS = ("accuracy", "neg_rmse")
+
+
+def scorings() -> tuple[str, ...]:
+    """The registered alt-test scorings (`calibration.scoring`), loaded only when asked."""
+    from calibration.scoring import BY_NAME
+
+    return tuple(BY_NAME)
 
 
 def cli_options(scale, level, by, **fields):
@@ -121,9 +127,14 @@ def calibrate(
         0.2, help="alt-test cost-benefit allowance: 0.2 experts, 0.15 skilled, 0.1 crowd"
     ),
     alt_scoring: str | None = typer.Option(
-        None, help="accuracy | neg_rmse (default: accuracy for labels, neg_rmse for numbers)"
+        None,
+        help="accuracy | neg_rmse (the authors') | balanced_accuracy (chance-corrected: every "
+        "label class weighs the same) | jaccard (tag sets 'a|b'); default: accuracy for labels, "
+        "neg_rmse for numbers",
     ),
-    alt_min_items: int = typer.Option(30, help="items an annotator needs to be tested"),
+    alt_min_items: int = typer.Option(
+        30, help="items (clusters with --cluster) an annotator needs to be tested; at least 20"
+    ),
     out_path: Path | None = typer.Option(
         None, "--out", help="report JSON (optional when --html or --md is given)"
     ),
@@ -146,7 +157,7 @@ def calibrate(
     if out_path is None and html is None and md is None:
         fail("--out: give --out, --html or --md (where the report goes)")
     check_choice("--level", level, LEVELS)
-    check_choice("--alt-scoring", alt_scoring, SCORINGS)
+    check_choice("--alt-scoring", alt_scoring, scorings() if alt_scoring else ())
     fields = {
         "reference": reference,
         "bootstrap": bootstrap,

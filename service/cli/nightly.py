@@ -15,12 +15,12 @@ from calibration.formatting import drift_line, fmt, with_interval
 from service.cli.app import app, console, fail, out
 from service.cli.calibrate import (
     LEVELS,
-    SCORINGS,
     check_choice,
     cli_options,
     compute_report,
     print_summary,
     scale_for,
+    scorings,
     write_outputs,
 )
 from service.db.engine import open_database, session_scope
@@ -64,8 +64,12 @@ def nightly(
     level: str | None = typer.Option(None, help="nominal | ordinal | interval"),
     alt_test: bool = typer.Option(False, "--alt-test", help="require the alt-test"),
     epsilon: float = typer.Option(0.2, help="alt-test cost-benefit allowance"),
-    alt_scoring: str | None = typer.Option(None, help="accuracy | neg_rmse"),
-    alt_min_items: int = typer.Option(30, help="items an annotator needs to be tested"),
+    alt_scoring: str | None = typer.Option(
+        None, help="accuracy | neg_rmse | balanced_accuracy | jaccard (see qadi calibrate)"
+    ),
+    alt_min_items: int = typer.Option(
+        30, help="items (clusters with --cluster) an annotator needs to be tested; at least 20"
+    ),
 ) -> None:
     """Report over the window, compared with the previous nightly report; it carries the
     judges' corrected means (PPI, `qadi estimate`) per --by stratum as `estimate`.
@@ -90,7 +94,7 @@ def nightly(
     until = utcnow()
     since = until - parse_window(window)
     check_choice("--level", level, LEVELS)
-    check_choice("--alt-scoring", alt_scoring, SCORINGS)
+    check_choice("--alt-scoring", alt_scoring, scorings() if alt_scoring else ())
     sessions = open_database(get_settings().database_url)
     with session_scope(sessions) as session:
         bounds, level, weights = scale_for(session, scale, rubric, level)

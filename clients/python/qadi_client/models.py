@@ -185,8 +185,8 @@ class ReportRequest(_Request):
     cluster: str | None = None
     alt_test: bool = False
     epsilon: float = Field(default=0.2, ge=0, lt=1)
-    alt_scoring: Literal["accuracy", "neg_rmse"] | None = None
-    alt_min_items: int = Field(default=30, ge=2, le=100000)
+    alt_scoring: Literal["accuracy", "neg_rmse", "balanced_accuracy", "jaccard"] | None = None
+    alt_min_items: int = Field(default=30, ge=20, le=100000)
 
 
 class EstimateRequest(_Request):
