@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from calibration.agreement import MAX_NOMINAL_LABELS
 from calibration.calibrate import CalibrationOptions, calibrate
 from calibration.interchange import GradeRow, LabelRow, parse_csv
 from calibration.registry import JudgeInputs, Metric, Prepared
@@ -261,3 +262,28 @@ def test_no_rows_or_no_judges_give_an_empty_trust_map_not_a_crash():
     ]
     report = calibrate(humans_only, CalibrationOptions(scale_min=1, scale_max=5, bootstrap=20))
     assert report["judges"] == {} and report["humans"]["n_raters"] == 2
+
+
+def test_many_labels_stay_linear_in_memory_and_too_many_are_refused():
+    """Issue 24 item 9: 2,000 items with 1,000 labels used to build items × L × L coincidence
+    and confusion arrays (16 GB here); the nominal features now grow with L, not L²."""
+    import resource
+
+    rng = np.random.default_rng(6)
+    rows = []
+    for i in range(2000):
+        truth = int(rng.integers(1000))
+        for h in range(3):
+            label = truth if rng.random() < 0.8 else int(rng.integers(1000))
+            rows.append(LabelRow(item_id=f"i{i}", rater=f"h{h}", rater_kind="human",
+                                 score=f"l{label}"))  # fmt: skip
+        rows.append(LabelRow(item_id=f"i{i}", rater="j", rater_kind="judge", score=f"l{truth}"))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    report = calibrate(rows, CalibrationOptions(level="nominal", bootstrap=100))
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert len(report["scale"]["labels"]) > 900 and grown_mib < 1500
+    assert 0.5 < report["judges"]["j"]["overall"]["cohen_kappa"] <= 1
+    many = [LabelRow(item_id=f"i{i}", rater="h", rater_kind="human", score=f"x{i}")
+            for i in range(MAX_NOMINAL_LABELS + 1)]  # fmt: skip
+    with pytest.raises(ValueError, match=f"level: {MAX_NOMINAL_LABELS + 1} distinct labels"):
+        calibrate(many, CalibrationOptions(level="nominal", bootstrap=0))
