@@ -6,6 +6,9 @@ always; a judge that copies one annotator sits inside the reference the others a
 against and passes always. Three checks, each with the reason the trust map prints:
 
 - constant: one score on every item of the block;
+- near-constant: one score on at least `NEAR_CONSTANT_SHARE` of the items while the humans give
+  that score at least `NEAR_CONSTANT_GAP` less often — far more uniform than the people it
+  would replace (a judge right to answer the majority label often is not: the humans agree);
 - a copy: the judge's scores equal one annotator's on at least `COPY_SHARE` of their
   (≥ `COPY_MIN_ITEMS`) shared items, at least `COPY_GAP` more often than they equal any other
   annotator's — one annotator stands out, as a copy does and a judge near the consensus does not;
@@ -25,6 +28,8 @@ import numpy as np
 from calibration.formatting import fmt
 from calibration.scoring import AlignContext
 
+NEAR_CONSTANT_SHARE = 0.95
+NEAR_CONSTANT_GAP = 0.05
 COPY_SHARE = 0.95
 COPY_GAP = 0.05
 COPY_MIN_ITEMS = 10
@@ -42,6 +47,23 @@ def constant_reason(judge: np.ndarray, humans: np.ndarray, context=None) -> str 
     if scored.size < 2 or np.ptp(scored) > TOLERANCE:
         return None
     return f"constant: the judge gave {_shown(scored[0], context)} on all {scored.size} items"
+
+
+def near_constant_reason(judge: np.ndarray, humans: np.ndarray, context=None) -> str | None:
+    scored = ~np.isnan(judge) & (~np.isnan(humans)).any(1)
+    if scored.sum() < 2:
+        return None
+    values, counts = np.unique(judge[scored], return_counts=True)
+    top = values[np.argmax(counts)]
+    share = counts.max() / scored.sum()
+    labels = humans[scored][~np.isnan(humans[scored])]
+    human_share = float(np.mean(np.abs(labels - top) <= TOLERANCE)) if labels.size else 1.0
+    if share < NEAR_CONSTANT_SHARE or share - human_share < NEAR_CONSTANT_GAP:
+        return None
+    return (
+        f"near-constant: the judge gave {_shown(top, context)} on {share:.0%} of "
+        f"{int(scored.sum())} items, the humans on {human_share:.0%} of their scores"
+    )
 
 
 def copy_reason(judge: np.ndarray, humans: np.ndarray, names: list[str]) -> str | None:
@@ -66,8 +88,12 @@ def copy_reason(judge: np.ndarray, humans: np.ndarray, names: list[str]) -> str 
 def raw_degeneracy(
     judge: np.ndarray, humans: np.ndarray, names: list[str], context: AlignContext | None = None
 ) -> str | None:
-    """Constant or a copy of one annotator, from the block's scores."""
-    return constant_reason(judge, humans, context) or copy_reason(judge, humans, names)
+    """Constant, near-constant or a copy of one annotator, from the block's scores."""
+    return (
+        constant_reason(judge, humans, context)
+        or near_constant_reason(judge, humans, context)
+        or copy_reason(judge, humans, names)
+    )
 
 
 def chance_reason(block: dict[str, Any], level: str) -> str | None:

@@ -152,6 +152,8 @@ def load_report(reference: str, name: str) -> dict:
     """A report from a JSON file (`qadi calibrate --out`, a nightly JSON, an API payload) or,
     when no such file exists, a stored report id."""
     path = Path(reference)
+    if not path.is_file() and (path.suffix == ".json" or "/" in reference):
+        fail(f"{name}: no such file {reference}")
     if path.is_file():
         try:
             report = json.loads(path.read_text(encoding="utf-8"))
@@ -199,7 +201,8 @@ def diff(
     """
     from calibration.drift import drift
 
-    found = drift(load_report(new, "NEW"), load_report(old, "OLD"))
+    before = load_report(old, "OLD")
+    found = drift(load_report(new, "NEW"), before)
     if as_json:
         out.print_json(data=found)
     else:

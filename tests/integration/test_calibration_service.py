@@ -270,6 +270,33 @@ def test_nightly_detects_drift_and_exits_3(app_client, llm_server, migrated_db, 
     assert markdown.count("| gpt-judge | 91.650 [") == 2 and "| gpt-judge | 8.350 [" in markdown
 
 
+def test_report_diff_between_two_json_files(tmp_path):
+    """`qadi report diff OLD NEW` on files: two samples of one distribution do not drift
+    (exit 0); the same judges one point more lenient do (exit 3, p and q printed)."""
+    before, same, lenient = (tmp_path / f"{n}.jsonl" for n in ("before", "same", "lenient"))
+    write_grades(before, synthetic_rows(200, seed=1))
+    write_grades(same, synthetic_rows(200, seed=2))
+    write_grades(lenient, [
+        r.model_copy(update={"score": min(5.0, r.score + 1)}) if r.rater == "judge1" else r
+        for r in synthetic_rows(200, seed=2)
+    ])  # fmt: skip
+    for source in (before, same, lenient):
+        made = qadi("calibrate", str(source), "--scale", "1-5", "--by", "dialect",
+                    "--bootstrap", "200", "--out", str(source.with_suffix(".json")))  # fmt: skip
+        assert made.returncode == 0, made.stderr
+    steady = qadi("report", "diff", str(before.with_suffix(".json")), str(same.with_suffix(".json")))
+    assert steady.returncode == 0, steady.stdout + steady.stderr
+    assert "60 cell(s) tested" in steady.stdout and "0 drifted" in steady.stdout  # 6 × 5 × 2
+    moved = qadi("report", "diff", str(before.with_suffix(".json")),
+                 str(lenient.with_suffix(".json")), "--json")  # fmt: skip
+    assert moved.returncode == 3, moved.stdout + moved.stderr
+    found = json.loads(moved.stdout)
+    assert {c["judge"] for c in found["changes"]} == {"judge1"}
+    assert all(c["q_value"] <= 0.05 for c in found["changes"])
+    bad = qadi("report", "diff", str(tmp_path / "missing.json"), str(same.with_suffix(".json")))
+    assert bad.returncode == 2 and "OLD:" in bad.stderr
+
+
 def test_cli_calibrate_from_db_stores_the_report(app_client, llm_server, migrated_db, tmp_path):
     grade_items(app_client, llm_server, ALL_GOOD, count=6)
     app_client.post(

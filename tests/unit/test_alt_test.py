@@ -20,7 +20,7 @@ from calibration.alt_test import (
     robust_p,
 )
 from calibration.calibrate import CalibrationOptions, calibrate
-from calibration.degenerate import constant_reason, copy_reason
+from calibration.degenerate import constant_reason, copy_reason, near_constant_reason
 from calibration.interchange import LabelRow
 from calibration.scoring import AlignContext, majority_weights
 from calibration.trust import partial_conjunction
@@ -238,6 +238,14 @@ def test_constant_and_copying_judges_are_named():
         "(next closest, h0: 50%)"
     )
     assert copy_reason(humans[:, 0], humans[:, :1].repeat(3, 1), NAMES3) is None  # all agree
+    # 19 of 20 items A (95%) while the humans say A on 30 of 60 scores (50%): near-constant;
+    # humans who also say A 95% of the time make the same judge unremarkable
+    mostly = np.array([A] * 19 + [B])
+    spread = np.array([[A, B, A], [B, A, B]] * 10)
+    assert near_constant_reason(mostly, spread) == (
+        "near-constant: the judge gave 0 on 95% of 20 items, the humans on 50% of their scores"
+    )
+    assert near_constant_reason(mostly, mostly[:, None].repeat(3, 1)) is None
 
 
 def test_partial_conjunction_by_hand():
