@@ -19,6 +19,7 @@ from scipy import sparse
 TOLERANCE = 1e-9
 MAX_ORDINAL_VALUES = 40
 MAX_NOMINAL_LABELS = 5000  # beyond it the per-resample label counts alone take gigabytes
+CONFUSION_MAX_VALUES = 40  # kappa_features: L × L confusion blocks up to here, 3L columns above
 
 
 @dataclass
@@ -174,27 +175,40 @@ def check_labels(n_labels: int) -> None:
 def kappa_features(
     judge_codes: np.ndarray, human_codes: np.ndarray, n_values: int
 ) -> sparse.csr_matrix:
-    """Per human h, per item: (shared, agree, judge one-hot over L, human one-hot over L):
-    an (items × m·(2L + 2)) matrix whose weighted sums give every human's Cohen's κ with the
-    judge (p_o from agree / shared, p_e from the two label counts). NaN = missing."""
+    """Per human h, the counts whose weighted sums give h's Cohen's κ with the judge: an
+    (items × m·width) matrix, one block per human. Up to `CONFUSION_MAX_VALUES` labels the
+    block is the L × L confusion matrix (one entry per item and human: the cheapest product);
+    above, 3L columns — the judge's label, then the human's label split by agreement — so the
+    width grows with L, not L². NaN = missing."""
     items, raters = np.nonzero(~np.isnan(human_codes) & ~np.isnan(judge_codes)[:, None])
     judge = judge_codes[items].astype(int)
     human = human_codes[items, raters].astype(int)
-    width = 2 * n_values + 2
-    base = raters * width
-    rows = np.concatenate([items, items, items, items])
-    cols = np.concatenate([base, base + 1, base + 2 + judge, base + 2 + n_values + human])
-    data = np.concatenate([np.ones(len(items)), (judge == human).astype(float),
-                           np.ones(len(items)), np.ones(len(items))])  # fmt: skip
+    if n_values <= CONFUSION_MAX_VALUES:
+        width = n_values * n_values
+        rows, cols = items, raters * width + judge * n_values + human
+    else:
+        width = 3 * n_values
+        base = raters * width
+        rows = np.concatenate([items, items])
+        split = np.where(judge == human, 2 * n_values, n_values)
+        cols = np.concatenate([base + judge, base + split + human])
     shape = (len(judge_codes), human_codes.shape[1] * width)
-    return sparse.csr_matrix((data, (rows, cols)), shape=shape)
+    return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
 
 
 def mean_cohen_kappa(sums: np.ndarray, n_values: int) -> np.ndarray:
-    """Mean over humans of Cohen's κ = (p_o − p_e) / (1 − p_e), from (B, m, 2L + 2) sums of
+    """Mean over humans of Cohen's κ = (p_o − p_e) / (1 − p_e), from (B, m, width) sums of
     `kappa_features`; a human whose κ is undefined (no shared items, p_e = 1) is left out."""
-    total, agree = sums[:, :, 0], sums[:, :, 1]
-    judge, human = sums[:, :, 2 : 2 + n_values], sums[:, :, 2 + n_values :]
+    size = n_values
+    if sums.shape[2] == size * size:
+        confusion = sums.reshape(*sums.shape[:2], size, size)
+        agree = np.trace(confusion, axis1=2, axis2=3)
+        judge, human = confusion.sum(3), confusion.sum(2)
+    else:
+        judge = sums[:, :, :size]
+        human = sums[:, :, size : 2 * size] + sums[:, :, 2 * size :]
+        agree = sums[:, :, 2 * size :].sum(2)
+    total = judge.sum(2)
     with np.errstate(divide="ignore", invalid="ignore"):
         observed = agree / total
         chance = (judge * human).sum(2) / (total * total)

@@ -67,12 +67,8 @@ def _pairs_where(test):
     return lambda d: (d.pair & test(_gap(d))).sum(1)
 
 
-def _rank_levels(d: JudgeInputs) -> tuple[np.ndarray, np.ndarray]:
-    return np.unique(np.round(d.judge[d.ok], 9)), np.unique(np.round(d.ref[d.ok], 9))
-
-
 def _too_many_pairs(d: JudgeInputs) -> bool:
-    xs, ys = _rank_levels(d)
+    xs, ys = d.rank_levels
     return len(xs) * len(ys) > MAX_RANK_CELLS
 
 
@@ -81,7 +77,7 @@ def _rank_table(d: JudgeInputs):
     when there are too many distinct pairs for a table per resample (the metric is null)."""
     if _too_many_pairs(d):
         return sparse.csr_matrix((len(d.ok), 1))
-    xs, ys = _rank_levels(d)
+    xs, ys = d.rank_levels
     lx, ly = max(len(xs), 1), max(len(ys), 1)
     rows = np.flatnonzero(d.ok)
     cells = codes(d.judge[d.ok], xs) * ly + codes(d.ref[d.ok], ys)
@@ -94,7 +90,7 @@ def _rank_metric(statistic):
     def value(sums: dict[str, np.ndarray], d: JudgeInputs) -> np.ndarray:
         if _too_many_pairs(d):
             return np.full(len(sums["rank_table"]), np.nan)
-        xs, ys = _rank_levels(d)
+        xs, ys = d.rank_levels
         return statistic(sums["rank_table"].reshape(-1, max(len(xs), 1), max(len(ys), 1)))
 
     return value
@@ -150,7 +146,7 @@ def _correlation_reason(d: JudgeInputs) -> str:
     if d.ok.sum() < 2:
         return "fewer than two items"
     if _too_many_pairs(d):
-        xs, ys = _rank_levels(d)
+        xs, ys = d.rank_levels
         return (
             f"{len(xs)} × {len(ys)} distinct (judge, reference) scores: too many for the "
             f"rank-table bootstrap (at most {MAX_RANK_CELLS:,}); round the scores"

@@ -38,6 +38,13 @@ class JudgeInputs:
         return ~np.isnan(self.judge) & ~np.isnan(self.ref)
 
     @cached_property
+    def rank_levels(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sorted distinct judge and reference scores on `ok` items (the rank tables'
+        axes), computed once per judge and block rather than once per batch of resamples."""
+        judge, ref = self.judge[self.ok], self.ref[self.ok]
+        return np.unique(np.round(judge, 9)), np.unique(np.round(ref, 9))
+
+    @cached_property
     def pair(self) -> np.ndarray:
         """(item, human) pairs on items in `ok`."""
         return self.ok[:, None] & ~np.isnan(self.human)

@@ -287,3 +287,20 @@ def test_many_labels_stay_linear_in_memory_and_too_many_are_refused():
             for i in range(MAX_NOMINAL_LABELS + 1)]  # fmt: skip
     with pytest.raises(ValueError, match=f"level: {MAX_NOMINAL_LABELS + 1} distinct labels"):
         calibrate(many, CalibrationOptions(level="nominal", bootstrap=0))
+
+
+def test_kappa_over_many_labels_matches_scikit_learn():
+    """Above 40 labels κ is computed from label counts (3L columns per human), not confusion
+    matrices: the same Cohen's κ as scikit-learn's, human by human."""
+    rng = np.random.default_rng(12)
+    truth = rng.integers(0, 45, 90)
+    humans = [np.where(rng.random(90) < 0.7, truth, rng.integers(0, 45, 90)) for _ in range(2)]
+    judge = np.where(rng.random(90) < 0.6, truth, rng.integers(0, 45, 90))
+    rows = [LabelRow(item_id=f"i{i}", rater=f"h{k}", rater_kind="human", score=f"l{h[i]}")
+            for k, h in enumerate(humans) for i in range(90)]  # fmt: skip
+    rows += [LabelRow(item_id=f"i{i}", rater="j", rater_kind="judge", score=f"l{judge[i]}")
+             for i in range(90)]  # fmt: skip
+    report = calibrate(rows, CalibrationOptions(level="nominal", bootstrap=0))
+    assert len(report["scale"]["labels"]) > 40
+    expected = np.mean([cohen_kappa_score(judge, h) for h in humans])
+    assert report["judges"]["j"]["overall"]["cohen_kappa"] == pytest.approx(expected)
