@@ -3,8 +3,10 @@
 Each function takes sums over items already weighted by a resample's draw counts (a row
 per resample), so the bootstrap is a matrix product, not a loop: rank correlations from
 contingency tables of (judge level, reference level), Krippendorff's alpha from per-unit
-coincidence matrices (nominal, ordinal) or moment sums (interval), Cohen's kappa from
-per-human confusion matrices.
+coincidence matrices (ordinal), value counts and the coincidence diagonal (nominal) or moment
+sums (interval), Cohen's kappa from per-human agreement counts and the two raters' label
+counts. Every nominal feature grows linearly with the number of labels L (never L × L per
+item), and more than `MAX_NOMINAL_LABELS` labels are refused with a clear error.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from scipy import sparse
 
 TOLERANCE = 1e-9
 MAX_ORDINAL_VALUES = 40
+MAX_NOMINAL_LABELS = 5000  # beyond it the per-resample label counts alone take gigabytes
+CONFUSION_MAX_VALUES = 40  # kappa_features: L × L confusion blocks up to here, 3L columns above
 
 
 @dataclass
@@ -23,7 +27,9 @@ class AlphaFeatures:
     """Per-unit sums for Krippendorff's alpha.
 
     interval: columns (pairable count m, Σv, Σv², within-unit Σ_{i≠j}(v_i-v_j)²/(m-1));
-    nominal and ordinal: the unit's coincidence matrix, flattened, over the value codes.
+    nominal: columns (Σ_c n_uc(n_uc − 1)/(m − 1), the coincidence diagonal; n_u0 … n_u(L−1),
+    the unit's value counts), since nominal δ needs only the diagonal and the marginals;
+    ordinal: the unit's coincidence matrix, flattened, over the value codes.
     """
 
     level: str
@@ -52,10 +58,18 @@ def alpha_features(ratings: np.ndarray, level: str, values: np.ndarray) -> Alpha
             f"level: {len(values)} distinct scores is too many for an ordinal scale; "
             "use --level interval"
         )
+    check_labels(len(values))
     nv = len(values)
-    counts = np.zeros((len(ratings), nv))
     units, coders = np.nonzero(present & pairable[:, None])
-    np.add.at(counts, (units, codes(ratings[units, coders], values)), 1.0)
+    cells = codes(ratings[units, coders], values)
+    counts = sparse.csr_matrix(
+        (np.ones(len(units)), (units, cells)), shape=(len(ratings), nv)
+    )  # duplicates summed: n_uc
+    if level == "nominal":
+        squares = np.asarray(counts.multiply(counts).sum(1)).ravel()
+        diagonal = (squares - m * pairable) / np.maximum(m - 1, 1)
+        return AlphaFeatures(level, sparse.hstack([diagonal[:, None], counts]).tocsr(), values)
+    counts = counts.toarray()
     per_unit = counts[:, :, None] * counts[:, None, :]
     idx = np.arange(nv)
     per_unit[:, idx, idx] -= counts
@@ -121,12 +135,18 @@ def alpha_from_sums(sums: np.ndarray, level: str, n_values: int) -> np.ndarray:
             expected = 2 * (total * s2 - s1 * s1)
             result = 1 - (total - 1) * within / expected
             return np.where(expected > TOLERANCE, result, np.nan)
-        coincidence = sums.reshape(len(sums), n_values, n_values)
-        marginals = coincidence.sum(2)
-        total = marginals.sum(1)
-        delta = _ordinal_delta(marginals) if level == "ordinal" else _nominal_delta(n_values)[None]
-        observed = (coincidence * delta).sum((1, 2))
-        expected = np.einsum("bc,bk,bck->b", marginals, marginals, delta)
+        if level == "nominal":  # δ = 1 off the diagonal: Σ o δ = N − Σ o_cc, Σ n n δ = N² − Σ n²
+            marginals = sums[:, 1:]
+            total = marginals.sum(1)
+            observed = total - sums[:, 0]
+            expected = total * total - (marginals * marginals).sum(1)
+        else:
+            coincidence = sums.reshape(len(sums), n_values, n_values)
+            marginals = coincidence.sum(2)
+            total = marginals.sum(1)
+            delta = _ordinal_delta(marginals)
+            observed = (coincidence * delta).sum((1, 2))
+            expected = np.einsum("bc,bk,bck->b", marginals, marginals, delta)
         result = 1 - (total - 1) * observed / expected
         return np.where(expected > TOLERANCE, result, np.nan)
 
@@ -142,31 +162,56 @@ def _ordinal_delta(marginals: np.ndarray) -> np.ndarray:
     return delta * delta
 
 
-def _nominal_delta(nv: int) -> np.ndarray:
-    """δ²(c, k) = 1 for c ≠ k, 0 on the diagonal (Krippendorff's nominal metric)."""
-    return 1.0 - np.eye(nv)
+def check_labels(n_labels: int) -> None:
+    """Refuse a label set too large for agreement statistics (free text is not a label)."""
+    if n_labels > MAX_NOMINAL_LABELS:
+        raise ValueError(
+            f"level: {n_labels} distinct labels, more than {MAX_NOMINAL_LABELS}: agreement "
+            "statistics over so many labels would not fit in memory; group the labels "
+            "(free text is not a label)"
+        )
 
 
-def confusion_features(
+def kappa_features(
     judge_codes: np.ndarray, human_codes: np.ndarray, n_values: int
 ) -> sparse.csr_matrix:
-    """One-hot (human h, judge code, human code) per item: an (items × m·L·L) matrix whose
-    weighted sums are every human's confusion matrix with the judge. NaN = missing."""
+    """Per human h, the counts whose weighted sums give h's Cohen's κ with the judge: an
+    (items × m·width) matrix, one block per human. Up to `CONFUSION_MAX_VALUES` labels the
+    block is the L × L confusion matrix (one entry per item and human: the cheapest product);
+    above, 3L columns — the judge's label, then the human's label split by agreement — so the
+    width grows with L, not L². NaN = missing."""
     items, raters = np.nonzero(~np.isnan(human_codes) & ~np.isnan(judge_codes)[:, None])
-    cells = (raters * n_values + judge_codes[items].astype(int)) * n_values + human_codes[
-        items, raters
-    ].astype(int)
-    shape = (len(judge_codes), human_codes.shape[1] * n_values * n_values)
-    return sparse.csr_matrix((np.ones(len(items)), (items, cells)), shape=shape)
+    judge = judge_codes[items].astype(int)
+    human = human_codes[items, raters].astype(int)
+    if n_values <= CONFUSION_MAX_VALUES:
+        width = n_values * n_values
+        rows, cols = items, raters * width + judge * n_values + human
+    else:
+        width = 3 * n_values
+        base = raters * width
+        rows = np.concatenate([items, items])
+        split = np.where(judge == human, 2 * n_values, n_values)
+        cols = np.concatenate([base + judge, base + split + human])
+    shape = (len(judge_codes), human_codes.shape[1] * width)
+    return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
 
 
-def mean_cohen_kappa(confusions: np.ndarray) -> np.ndarray:
-    """Mean over humans of Cohen's κ = (p_o − p_e) / (1 − p_e), from (B, m, L, L) confusion
-    matrices; a human whose κ is undefined (no shared items, p_e = 1) is left out."""
-    total = confusions.sum((2, 3))
+def mean_cohen_kappa(sums: np.ndarray, n_values: int) -> np.ndarray:
+    """Mean over humans of Cohen's κ = (p_o − p_e) / (1 − p_e), from (B, m, width) sums of
+    `kappa_features`; a human whose κ is undefined (no shared items, p_e = 1) is left out."""
+    size = n_values
+    if sums.shape[2] == size * size:
+        confusion = sums.reshape(*sums.shape[:2], size, size)
+        agree = np.trace(confusion, axis1=2, axis2=3)
+        judge, human = confusion.sum(3), confusion.sum(2)
+    else:
+        judge = sums[:, :, :size]
+        human = sums[:, :, size : 2 * size] + sums[:, :, 2 * size :]
+        agree = sums[:, :, 2 * size :].sum(2)
+    total = judge.sum(2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        observed = np.trace(confusions, axis1=2, axis2=3) / total
-        chance = (confusions.sum(3) * confusions.sum(2)).sum(2) / (total * total)
+        observed = agree / total
+        chance = (judge * human).sum(2) / (total * total)
         kappa = np.where(1 - chance > TOLERANCE, (observed - chance) / (1 - chance), np.nan)
     defined = np.isfinite(kappa)
     count = defined.sum(1)

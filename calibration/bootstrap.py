@@ -1,7 +1,9 @@
-"""Percentile bootstrap over items (or clusters of items), as weight matrices.
+"""The bootstrap over items (or clusters of items), as weight matrices, and its intervals.
 
 A resample is represented by how often each item was drawn, so metrics become weighted
-sums; resamples are produced in chunks to bound memory (chunk × items floats).
+sums; resamples are produced in chunks to bound memory (chunk × items floats). The
+leave-one-unit-out jackknife is the same kind of weight matrix (zero for the unit left out).
+Which interval a metric gets is decided in `calibration.intervals`.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+from scipy import stats
 
 CHUNK = 250
 
@@ -38,3 +41,39 @@ def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> list[f
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(finite, [tail, 100 - tail])
     return [float(low), float(high)]
+
+
+def bca_interval(
+    samples: np.ndarray, point: float, jackknife: np.ndarray, confidence: float = 0.95
+) -> list[float] | None:
+    """Efron's BCa interval: percentiles of the bootstrap shifted by the bias correction z0
+    (share of resamples below the point, ties counted half) and the acceleration a from the
+    jackknife skewness; None when the jackknife or the resamples cannot define them."""
+    finite = samples[np.isfinite(samples)]
+    if finite.size == 0 or not np.all(np.isfinite(jackknife)) or jackknife.size < 3:
+        return None
+    below = (np.sum(finite < point) + 0.5 * np.sum(finite == point)) / finite.size
+    if below <= 0 or below >= 1:
+        return None
+    z0 = stats.norm.ppf(below)
+    spread = jackknife.mean() - jackknife
+    denominator = 6 * float((spread**2).sum()) ** 1.5
+    acceleration = float((spread**3).sum()) / denominator if denominator > 0 else 0.0
+    tails = stats.norm.ppf([(1 - confidence) / 2, (1 + confidence) / 2])
+    shifted = z0 + (z0 + tails) / (1 - acceleration * (z0 + tails))
+    low, high = np.quantile(finite, stats.norm.cdf(shifted))
+    return [float(low), float(high)]
+
+
+def bootstrap_se(samples: np.ndarray) -> float | None:
+    finite = samples[np.isfinite(samples)]
+    return float(finite.std(ddof=1)) if finite.size >= 2 else None
+
+
+def jackknife_weights(units: np.ndarray) -> Iterator[np.ndarray]:
+    """Yield (chunk, n_items) weights of the leave-one-unit-out jackknife: row u is 1 for
+    every item but those of unit u (`units`: a unit code 0..U−1 per item)."""
+    n_units = int(units.max()) + 1 if units.size else 0
+    for start in range(0, n_units, CHUNK):
+        left_out = np.arange(start, min(start + CHUNK, n_units))
+        yield (units[None, :] != left_out[:, None]).astype(np.float64)

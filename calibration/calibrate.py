@@ -12,13 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from calibration.agreement import alpha, alpha_features
+from calibration.agreement import alpha, alpha_features, check_labels
 from calibration.alt_test import MIN_ANNOTATORS, alt_test_family
-from calibration.blocks import block_metrics, number, resamples
-from calibration.bootstrap import percentile_interval
+from calibration.blocks import block_metrics, clusters_of, number, resamples, unit_codes
+from calibration.bootstrap import jackknife_weights
 from calibration.checks import check_attributes, check_scale
 from calibration.criteria import criterion_blocks
 from calibration.interchange import Row, as_labels
+from calibration.intervals import BCA_MAX_UNITS, METHODS, bootstrap_interval, units_of
 from calibration.metrics import METRIC_UNITS, human_alpha_reason
 from calibration.options import CalibrationOptions
 from calibration.report import (
@@ -28,8 +29,9 @@ from calibration.report import (
     JudgeReport,
     MetricBlock,
 )
+from calibration.scoring import SCORINGS, AlignContext
 from calibration.table import GradeTable, build_table
-from calibration.trust import trust_map
+from calibration.trust import PROCEDURES, trust_map
 
 __all__ = ["CalibrationOptions", "build_calibration", "calibrate"]
 
@@ -49,6 +51,8 @@ def build_calibration(
     check_attributes(rows, options)
     table = build_table(rows)
     values = _values(table)
+    if level == "nominal":
+        check_labels(len(values))
     rng = np.random.default_rng(options.seed)
     humans = _humans(table, level, values, options, rng)
     blocks = {"overall": table}
@@ -74,7 +78,8 @@ def build_calibration(
     if options.alt_test:
         _require_alt_test(judges, options)
     return CalibrationReport(
-        trust=trust_map(judges, options.epsilon, options.alt_min_items),
+        trust=trust_map(judges, options.epsilon, level, options.alt_min_items),
+        methods=report_methods(),
         scale={"min": options.scale_min, "max": options.scale_max, "level": level}
         | ({"labels": table.labels} if table.labels is not None else {}),
         reference=options.reference,
@@ -97,10 +102,25 @@ def build_calibration(
 def _judge_alt_test(table: GradeTable, j: int, options: CalibrationOptions) -> JudgeAltTest:
     """The overall family, then one BY family per `--by` attribute over its strata."""
 
+    clusters = clusters_of(table, options.cluster)
+    context = AlignContext(labels=table.labels)
+
     def family(masks: dict[str, np.ndarray]):
-        data = {k: (table.judge_scores[m, j], table.human_scores[m]) for k, m in masks.items()}
+        data = {
+            k: (
+                table.judge_scores[m, j],
+                table.human_scores[m],
+                None if clusters is None else clusters[m],
+            )
+            for k, m in masks.items()
+        }
         return alt_test_family(
-            data, table.humans, options.scoring, options.epsilon, options.alt_min_items
+            data,
+            table.humans,
+            options.scoring,
+            options.epsilon,
+            options.alt_min_items,
+            context=context,
         )
 
     everything = np.ones(table.n_items, dtype=bool)
@@ -128,6 +148,22 @@ def _require_alt_test(judges: dict[str, JudgeReport], options: CalibrationOption
         )
 
 
+def report_methods() -> dict[str, dict[str, str]]:
+    """The glossary of every method name a report uses (`ci_method`, alt-test, trust map)."""
+    return {
+        "intervals": METHODS,
+        "alt_test_scoring": {unit.name: unit.description for unit in SCORINGS},
+        "alt_test": {
+            "t": "one-sided t-test of mean(d) (the authors' ttest_1samp)",
+            "t_cr1": "one-sided t-test with the CR1 cluster-robust SE, t(G − 1)",
+            "weighted_t": "one-sided t-test of the weighted mean of d (linearised SE)",
+            "weighted_t_cr1": "weighted mean of d with the CR1 cluster-robust SE, t(G − 1)",
+            "p_verdict": "the same test with Var(d) floored at ε(1 − ε) (trust verdict)",
+        },
+        "trust": PROCEDURES,
+    }
+
+
 def _values(table: GradeTable) -> np.ndarray:
     if table.labels is not None:
         return np.arange(len(table.labels), dtype=float)
@@ -136,15 +172,38 @@ def _values(table: GradeTable) -> np.ndarray:
 
 
 def _humans(table, level, values, options, rng) -> HumanBlock:
+    """Krippendorff's α among the humans, with the interval rule of the metric blocks."""
     feats = alpha_features(table.human_scores, level, values)
     point = number(alpha(np.ones((1, table.n_items)), feats)[0])
     samples = [alpha(w, feats) for w in resamples(table, options, rng)]
-    ci = percentile_interval(np.concatenate(samples), options.confidence) if samples else None
+    if point is None:
+        reason = human_alpha_reason(table.human_scores)
+        return HumanBlock(
+            n_raters=len(table.humans),
+            human_alpha=None,
+            ci={"human_alpha": None},
+            ci_method={"human_alpha": None},
+            undefined={"human_alpha": reason},
+        )
+    pairable = (~np.isnan(table.human_scores)).sum(1) >= 2
+    clusters = clusters_of(table, options.cluster)
+    units = units_of(pairable, clusters)
+    codes = unit_codes(table, options)
+    jack = None
+    if samples and units <= BCA_MAX_UNITS:
+        jack = np.concatenate([alpha(w, feats) for w in jackknife_weights(codes)])
+        jack = jack[np.unique(codes[pairable])]
+    interval = bootstrap_interval(
+        np.concatenate(samples) if samples else None,
+        point,
+        jack,
+        units,
+        clusters is not None,
+        options.confidence,
+    )
     return HumanBlock(
         n_raters=len(table.humans),
         human_alpha=point,
-        ci={"human_alpha": ci if point is not None else None},
-        undefined={}
-        if point is not None
-        else {"human_alpha": human_alpha_reason(table.human_scores)},
+        ci={"human_alpha": interval.ci},
+        ci_method={"human_alpha": interval.method},
     )

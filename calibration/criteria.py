@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from calibration.alt_test import alt_test
-from calibration.blocks import block_metrics
+from calibration.blocks import block_metrics, clusters_of
 from calibration.interchange import Row
 from calibration.metrics import METRIC_UNITS
 from calibration.options import CalibrationOptions
@@ -52,6 +52,10 @@ def _criterion(
         agreement=agreement,
         cohen_kappa=block["cohen_kappa"],
         ci={"agreement": block["ci"]["exact_match"], "cohen_kappa": block["ci"]["cohen_kappa"]},
+        ci_method={
+            "agreement": block["ci_method"]["exact_match"],
+            "cohen_kappa": block["ci_method"]["cohen_kappa"],
+        },
         alt_test=alt_test(
             judge,
             table.human_scores,
@@ -59,6 +63,7 @@ def _criterion(
             "accuracy",
             options.epsilon,
             options.alt_min_items,
+            clusters=clusters_of(table, options.cluster),
         ),
         weight=weight,
         points_at_stake=abs(weight) * (1 - agreement)

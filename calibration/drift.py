@@ -1,44 +1,118 @@
-"""Drift between two calibration reports: a judge whose MAD or signed error, overall or in a
-stratum, left the previous report's bootstrap interval (`qadi report nightly` exits 3 on it).
+"""Drift between two calibration reports: a two-sample test of each change, controlled over
+every cell of the night (`qadi report nightly` and `qadi report diff` exit 3 on it).
 
-A stratum counts only when both reports hold at least `SMALL_N` of its items: below that the
-intervals are too wide for a change to mean anything and every night would raise an alert.
+A cell is one judge × stratum (overall or ATTR=VALUE) × metric — MAD and signed error on a
+numeric scale, exact match on labels — present in both reports. For each cell, Welch's test
+of "the metric did not change": t = (new − old) / √(SE_new² + SE_old²) on Welch–Satterthwaite
+degrees of freedom from each report's units − 1 (Welch 1947, "The generalization of
+'Student's' problem when several different population variances are involved", Biometrika
+34). It assumes the two windows are independent samples (disjoint judgments; an item graded in
+both makes the test conservative) and each metric roughly normal over its units (the t
+intervals' assumption).
+
+The two-sided p-values of all cells of the night are adjusted with Benjamini–Hochberg
+(`calibration.multiplicity`), and a cell drifts when its q-value is ≤ `DRIFT_Q`. On a night
+where nothing changed, BH's false discovery rate is the probability of any alarm, so at most
+5% of unchanged nights alarm; when a judge does drift it moves several cells at once (its
+stratum, the overall value, MAD and signed error together), where BH's step-up keeps more
+power than Holm's. Cells are positively dependent (strata inside the overall block, MAD with
+signed error), the PRDS case in which BH keeps its rate (Benjamini & Yekutieli 2001); the
+simulation in tests/stats/test_drift.py checks it.
+
+A report stores each metric's `se` and `units`. An older report without them is still read:
+its SE is the half-width of its stored interval over z(1 − (1 − confidence)/2) (exact for a
+normal statistic, which its percentile interval approximated) and its units are n.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from calibration.trust import SMALL_N
+from scipy import special, stats
+
+from calibration.multiplicity import DESCRIPTIONS, adjust
 
 DRIFT_METRICS = ("mad", "signed_error")
+LABEL_DRIFT_METRICS = ("exact_match",)
+DRIFT_Q = 0.05
+DRIFT_PROCEDURE = "bh"
+METHOD = (
+    "Welch two-sample t-test per judge × stratum × metric on each report's standard error; "
+    f"{DESCRIPTIONS[DRIFT_PROCEDURE]} over every cell of the night at q = {DRIFT_Q}"
+)
 
 
 def _blocks(judge: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {"overall": judge["overall"], **judge.get("strata", {})}
 
 
-def _change(judge, stratum, metric, now, before) -> dict[str, Any] | None:
-    value = now.get(metric)
-    interval = (before.get("ci") or {}).get(metric)
-    if value is None or interval is None or interval[0] <= value <= interval[1]:
+def metrics_of(report: dict[str, Any]) -> tuple[str, ...]:
+    level = (report.get("scale") or {}).get("level")
+    return LABEL_DRIFT_METRICS if level == "nominal" else DRIFT_METRICS
+
+
+def standard_error(
+    block: dict[str, Any], metric: str, confidence: float
+) -> tuple[float | None, int | None, str]:
+    """(SE, units, source) of one metric: stored, or derived from an older report's interval."""
+    stored = (block.get("se") or {}).get(metric)
+    units = block.get("units")
+    if stored is not None and units:
+        return float(stored), int(units), "stored"
+    interval = (block.get("ci") or {}).get(metric)
+    if interval is None:
+        return None, None, "none"
+    z = float(stats.norm.ppf(1 - (1 - confidence) / 2))
+    return (interval[1] - interval[0]) / (2 * z), int(block.get("n") or 0), "interval"
+
+
+def welch_p(
+    difference: float, se_now: float, units_now: int, se_then: float, units_then: int
+) -> tuple[float | None, float | None]:
+    """(two-sided p, Welch–Satterthwaite df) of a difference; None with fewer than 2 units."""
+    if min(units_now, units_then) < 2:
+        return None, None
+    variance = se_now**2 + se_then**2
+    if variance == 0:
+        return (1.0 if difference == 0 else 0.0), None
+    df = variance**2 / (se_now**4 / (units_now - 1) + se_then**4 / (units_then - 1))
+    return float(2 * special.stdtr(df, -abs(difference) / variance**0.5)), float(df)
+
+
+def _confidence(report: dict[str, Any]) -> float:
+    return float((report.get("options") or {}).get("confidence") or 0.95)
+
+
+def _cell(judge, stratum, metric, now, then, current, previous) -> dict[str, Any] | None:
+    value, before = now.get(metric), then.get(metric)
+    if value is None or before is None:
         return None
+    se_now, units_now, _ = standard_error(now, metric, _confidence(current))
+    se_then, units_then, source = standard_error(then, metric, _confidence(previous))
+    p, df = None, None
+    if se_now is not None and se_then is not None:
+        p, df = welch_p(value - before, se_now, units_now, se_then, units_then)
     return {
         "judge": judge,
-        "metric": metric,
         "stratum": stratum,
+        "metric": metric,
         "value": value,
         "ci": (now.get("ci") or {}).get(metric),
-        "previous": before.get(metric),
-        "previous_ci": interval,
+        "se": se_now,
+        "previous": before,
+        "previous_ci": (then.get("ci") or {}).get(metric),
+        "previous_se": se_then,
+        "previous_se_source": source,
+        "difference": value - before,
+        "df": df,
+        "p_value": p,
     }
 
 
-def drift(current: dict[str, Any], previous: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Every (judge, stratum, metric) whose value left the previous report's interval."""
-    if previous is None:
-        return []
+def cells(current: dict[str, Any], previous: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every judge × stratum × metric the two reports share, with its Welch p-value."""
     found = []
+    metrics = metrics_of(current)
     for judge, data in current["judges"].items():
         before = previous["judges"].get(judge)
         if before is None:
@@ -46,12 +120,32 @@ def drift(current: dict[str, Any], previous: dict[str, Any] | None) -> list[dict
         earlier = _blocks(before)
         for stratum, now in _blocks(data).items():
             then = earlier.get(stratum)
-            if then is None:
-                continue
-            if stratum != "overall" and min(now["n"], then["n"]) < SMALL_N:
-                continue
-            for metric in DRIFT_METRICS:
-                change = _change(judge, stratum, metric, now, then)
-                if change is not None:
-                    found.append(change)
+            for metric in metrics if then is not None else ():
+                cell = _cell(judge, stratum, metric, now, then, current, previous)
+                if cell is not None:
+                    found.append(cell)
     return found
+
+
+def drift(current: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
+    """The night's drift: every cell with its p and BH q-value, and the cells that drifted
+    (`changes`). Without a previous report nothing is tested."""
+    tested = cells(current, previous) if previous is not None else []
+    adjusted = adjust([c["p_value"] for c in tested], DRIFT_PROCEDURE)
+    for cell, q in zip(tested, adjusted, strict=True):
+        cell["q_value"] = q if cell["p_value"] is not None else None
+        cell["drift"] = cell["p_value"] is not None and q <= DRIFT_Q
+    return {
+        "method": METHOD,
+        "procedure": DRIFT_PROCEDURE,
+        "q": DRIFT_Q,
+        "tested": sum(c["p_value"] is not None for c in tested),
+        "untested": sum(c["p_value"] is None for c in tested),
+        "cells": tested,
+        "changes": [c for c in tested if c["drift"]],
+    }
+
+
+def drifted(found: dict[str, Any]) -> bool:
+    """The one rule both `qadi report nightly` and `qadi report diff` exit 3 on."""
+    return bool(found["changes"])

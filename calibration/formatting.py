@@ -29,11 +29,22 @@ def with_interval(value: Any, ci: list[float] | None, digits: int = 3) -> str:
 
 
 def drift_line(change: dict[str, Any]) -> str:
-    """'gpt-judge · MAD · overall: 16.7 [12.1, 21.0], was 2.1 [0.0, 5.3]'."""
-    metric = {"mad": "MAD", "signed_error": "signed error"}.get(change["metric"], change["metric"])
+    """'gpt-judge · MAD · overall: 16.7 [12.1, 21.0], was 2.1 [0.0, 5.3] (p 0.0001, q 0.0012)'."""
+    names = {"mad": "MAD", "signed_error": "signed error", "exact_match": "exact match"}
+    metric = names.get(change["metric"], change["metric"])
     now = with_interval(change["value"], change.get("ci"))
     before = with_interval(change["previous"], change["previous_ci"])
-    return f"{change['judge']} · {metric} · {change.get('stratum', 'overall')}: {now}, was {before}"
+    line = f"{change['judge']} · {metric} · {change.get('stratum', 'overall')}: {now}, was {before}"
+    if change.get("q_value") is not None:
+        line += f" (p {p_value(change['p_value'])}, q {p_value(change['q_value'])})"
+    return line
+
+
+def p_value(value: float | None) -> str:
+    """A p- or q-value: 4 decimals, '< 0.0001' below that."""
+    if value is None:
+        return "—"
+    return "< 0.0001" if value < 0.0001 else f"{value:.4f}"
 
 
 def input_lines(inputs: dict[str, Any]) -> list[str]:

@@ -22,16 +22,17 @@ from calibration.agreement import (
     alpha_features,
     alpha_from_sums,
     codes,
-    confusion_features,
+    kappa_features,
     kendall_tau_b,
     mean_cohen_kappa,
     spearman_rho,
 )
-from calibration.registry import Feature, JudgeInputs, Metric
+from calibration.registry import Feature, JudgeInputs, Metric, Ratio
 
 NUMERIC = frozenset({"ordinal", "interval"})
 LABELS = frozenset({"nominal", "ordinal"})
 NOT_FOR_LABELS = "a numeric metric; nominal labels have no order or distance"
+MAX_RANK_CELLS = 100_000  # (judge levels × reference levels): 0-100 scores × means of 3 fit
 
 
 def reference_scores(human: np.ndarray, reference: str, humans: list[str]) -> np.ndarray:
@@ -66,22 +67,33 @@ def _pairs_where(test):
     return lambda d: (d.pair & test(_gap(d))).sum(1)
 
 
-def _rank_levels(d: JudgeInputs) -> tuple[np.ndarray, np.ndarray]:
-    return np.unique(np.round(d.judge[d.ok], 9)), np.unique(np.round(d.ref[d.ok], 9))
+def _too_many_pairs(d: JudgeInputs) -> bool:
+    xs, ys = d.rank_levels
+    return len(xs) * len(ys) > MAX_RANK_CELLS
 
 
 def _rank_table(d: JudgeInputs):
-    """One-hot of (judge level, reference level) per item, for the rank correlations."""
-    xs, ys = _rank_levels(d)
+    """One-hot of (judge level, reference level) per item, for the rank correlations; empty
+    when there are too many distinct pairs for a table per resample (the metric is null)."""
+    if _too_many_pairs(d):
+        return sparse.csr_matrix((len(d.ok), 1))
+    xs, ys = d.rank_levels
     lx, ly = max(len(xs), 1), max(len(ys), 1)
     rows = np.flatnonzero(d.ok)
     cells = codes(d.judge[d.ok], xs) * ly + codes(d.ref[d.ok], ys)
     return sparse.csr_matrix((np.ones(len(rows)), (rows, cells)), shape=(len(d.ok), lx * ly))
 
 
-def _tables(sums: dict[str, np.ndarray], d: JudgeInputs) -> np.ndarray:
-    xs, ys = _rank_levels(d)
-    return sums["rank_table"].reshape(-1, max(len(xs), 1), max(len(ys), 1))
+def _rank_metric(statistic):
+    """A rank correlation from the weighted contingency tables; NaN without a table."""
+
+    def value(sums: dict[str, np.ndarray], d: JudgeInputs) -> np.ndarray:
+        if _too_many_pairs(d):
+            return np.full(len(sums["rank_table"]), np.nan)
+        xs, ys = d.rank_levels
+        return statistic(sums["rank_table"].reshape(-1, max(len(xs), 1), max(len(ys), 1)))
+
+    return value
 
 
 def _judge_alpha(d: JudgeInputs):
@@ -93,10 +105,10 @@ def _human_alpha(d: JudgeInputs):
     return alpha_features(np.where(d.ok[:, None], d.human, np.nan), d.level, d.values).data
 
 
-def _confusions(d: JudgeInputs):
+def _kappa_counts(d: JudgeInputs):
     judge = np.where(d.ok, codes(np.nan_to_num(d.judge), d.values), np.nan)
     human = np.where(d.pair, codes(np.nan_to_num(d.human), d.values), np.nan)
-    return confusion_features(judge, human, len(d.values))
+    return kappa_features(judge, human, len(d.values))
 
 
 FEATURES: dict[str, Feature] = {
@@ -116,7 +128,7 @@ FEATURES: dict[str, Feature] = {
     "rank_table": Feature(_rank_table, vector=False),
     "judge_alpha": Feature(_judge_alpha, vector=False),
     "human_alpha": Feature(_human_alpha, vector=False),
-    "confusion": Feature(_confusions, vector=False),
+    "kappa_counts": Feature(_kappa_counts, vector=False),
 }
 
 
@@ -133,6 +145,12 @@ def _pearson(s: dict[str, np.ndarray], _: JudgeInputs) -> np.ndarray:
 def _correlation_reason(d: JudgeInputs) -> str:
     if d.ok.sum() < 2:
         return "fewer than two items"
+    if _too_many_pairs(d):
+        xs, ys = d.rank_levels
+        return (
+            f"{len(xs)} × {len(ys)} distinct (judge, reference) scores: too many for the "
+            f"rank-table bootstrap (at most {MAX_RANK_CELLS:,}); round the scores"
+        )
     if np.ptp(d.judge[d.ok]) == 0:
         return "the judge's scores are constant"
     return "the reference scores are constant"
@@ -150,24 +168,23 @@ def _numeric(name: str, needs: tuple[str, ...] = (), value=None, **extra) -> Met
 
 
 def _share(column: str) -> dict:
-    """value and needs of a share of (item, human) pairs."""
-    return {"value": lambda s, _: s[column] / s["pairs"], "needs": ("pairs", column)}
+    """A share of (item, human) pairs: a ratio of item sums, between 0 and 1."""
+    return {"ratio": Ratio(column, "pairs"), "bounds": (0.0, 1.0)}
+
+
+def _percent_of_scale(d: JudgeInputs) -> float:
+    return 100 / d.scale_range
+
+
+POSITIVE = (0.0, float("inf"))
 
 
 METRIC_UNITS: tuple[Metric, ...] = (
     Metric("n", lambda s, _: s["count"], ("count",)),
-    _numeric("mad", ("abs_diff", "count"), lambda s, _: s["abs_diff"] / s["count"]),
-    _numeric(
-        "mad_pp",
-        ("abs_diff", "count"),
-        lambda s, d: 100 * s["abs_diff"] / s["count"] / d.scale_range,
-    ),
-    _numeric("signed_error", ("diff", "count"), lambda s, _: s["diff"] / s["count"]),
-    _numeric(
-        "signed_error_pp",
-        ("diff", "count"),
-        lambda s, d: 100 * s["diff"] / s["count"] / d.scale_range,
-    ),
+    _numeric("mad", ratio=Ratio("abs_diff", "count"), bounds=POSITIVE),
+    _numeric("mad_pp", ratio=Ratio("abs_diff", "count", _percent_of_scale), bounds=POSITIVE),
+    _numeric("signed_error", ratio=Ratio("diff", "count")),
+    _numeric("signed_error_pp", ratio=Ratio("diff", "count", _percent_of_scale)),
     Metric("exact_match", **_share("equal")),
     _numeric("judge_higher", **_share("higher")),
     _numeric("judge_lower", **_share("lower")),
@@ -180,13 +197,13 @@ METRIC_UNITS: tuple[Metric, ...] = (
     _numeric(
         "kendall_tau",
         ("rank_table",),
-        lambda s, d: kendall_tau_b(_tables(s, d)),
+        _rank_metric(kendall_tau_b),
         undefined=_correlation_reason,
     ),
     _numeric(
         "spearman_rho",
         ("rank_table",),
-        lambda s, d: spearman_rho(_tables(s, d)),
+        _rank_metric(spearman_rho),
         undefined=_correlation_reason,
     ),
     _numeric(
@@ -198,9 +215,9 @@ METRIC_UNITS: tuple[Metric, ...] = (
     Metric(
         "cohen_kappa",
         lambda s, d: mean_cohen_kappa(
-            s["confusion"].reshape(len(s["confusion"]), d.human.shape[1], *[len(d.values)] * 2)
+            s["kappa_counts"].reshape(len(s["kappa_counts"]), d.human.shape[1], -1), len(d.values)
         ),
-        ("confusion",),
+        ("kappa_counts",),
         levels=LABELS,
         inapplicable="Cohen's kappa compares labels; an interval scale has none",
         undefined=lambda _: "chance agreement is 1 for every human (a single label in use)",

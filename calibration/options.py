@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from calibration.alt_test import Scoring
+from calibration.alt_test import MIN_ITEMS_FLOOR, check_min_items
+from calibration.scoring import ScoringName, scoring_unit
 
 
 class CalibrationOptions(BaseModel):
@@ -23,24 +24,31 @@ class CalibrationOptions(BaseModel):
     confidence: float = Field(default=0.95, gt=0, lt=1)
     alt_test: bool = Field(default=False, description="require the alt-test (error if untestable)")
     epsilon: float = Field(default=0.2, ge=0, lt=1)
-    alt_scoring: Literal["accuracy", "neg_rmse"] | None = Field(
+    alt_scoring: ScoringName | None = Field(  # type: ignore[valid-type]
         default=None, description="default: accuracy for labels, neg_rmse for numbers"
     )
-    alt_min_items: int = Field(default=30, ge=2)
+    alt_min_items: int = Field(
+        default=30, description=f"independent units an annotator needs; at least {MIN_ITEMS_FLOOR}"
+    )
     criterion_weights: dict[str, float] = Field(
         default_factory=dict, description="rubric weight per criterion id (points at stake)"
     )
 
+    _floor = field_validator("alt_min_items")(check_min_items)
+
     @model_validator(mode="after")
     def _check(self) -> CalibrationOptions:
-        if self.level == "nominal":
-            if self.alt_scoring == "neg_rmse":
-                raise ValueError("alt_scoring: neg_rmse needs numbers; labels use accuracy")
-            return self
-        if self.scale_min is None or self.scale_max is None:
-            raise ValueError("scale: MIN-MAX is required unless the level is nominal")
-        if self.scale_min >= self.scale_max:
-            raise ValueError(f"scale: min {self.scale_min} must be below max {self.scale_max}")
+        if self.level != "nominal":
+            if self.scale_min is None or self.scale_max is None:
+                raise ValueError("scale: MIN-MAX is required unless the level is nominal")
+            if self.scale_min >= self.scale_max:
+                raise ValueError(f"scale: min {self.scale_min} must be below max {self.scale_max}")
+        unit = scoring_unit(self.alt_scoring) if self.alt_scoring else None
+        if unit is not None and self.effective_level not in unit.levels:
+            needs = "needs numbers; labels use accuracy" if self.level == "nominal" else (
+                f"applies to level {' or '.join(sorted(unit.levels))}"
+            )
+            raise ValueError(f"alt_scoring: {unit.name} {needs}, not {self.effective_level}")
         return self
 
     @property
@@ -51,7 +59,7 @@ class CalibrationOptions(BaseModel):
         return "ordinal" if integral and self.scale_max - self.scale_min <= 10 else "interval"
 
     @property
-    def scoring(self) -> Scoring:
+    def scoring(self) -> str:
         if self.alt_scoring:
             return self.alt_scoring
         return "accuracy" if self.effective_level == "nominal" else "neg_rmse"

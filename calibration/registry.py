@@ -38,6 +38,13 @@ class JudgeInputs:
         return ~np.isnan(self.judge) & ~np.isnan(self.ref)
 
     @cached_property
+    def rank_levels(self) -> tuple[np.ndarray, np.ndarray]:
+        """The sorted distinct judge and reference scores on `ok` items (the rank tables'
+        axes), computed once per judge and block rather than once per batch of resamples."""
+        judge, ref = self.judge[self.ok], self.ref[self.ok]
+        return np.unique(np.round(judge, 9)), np.unique(np.round(ref, 9))
+
+    @cached_property
     def pair(self) -> np.ndarray:
         """(item, human) pairs on items in `ok`."""
         return self.ok[:, None] & ~np.isnan(self.human)
@@ -52,10 +59,25 @@ class Feature:
 
 
 @dataclass(frozen=True)
+class Ratio:
+    """A metric that is factor · Σ numerator / Σ denominator over items (a mean or a share):
+    its value follows from the two features, and its standard error is the linearised one
+    of a ratio (`calibration.intervals.ratio_se`), so its interval is Student t."""
+
+    numerator: str
+    denominator: str
+    factor: Callable[[JudgeInputs], float] = lambda _: 1.0
+
+    def value(self, sums: dict[str, np.ndarray], inputs: JudgeInputs) -> np.ndarray:
+        return self.factor(inputs) * sums[self.numerator] / sums[self.denominator]
+
+
+@dataclass(frozen=True)
 class Metric:
     """One metric: `value` maps the weighted sums of the features in `needs` to one value
     per weight row (or `per_resample` computes it from one row of weights); `levels` it
-    applies to, `inapplicable` / `undefined` say why it is null."""
+    applies to, `inapplicable` / `undefined` say why it is null. A `ratio` metric needs
+    neither `value` nor `needs`: both follow from it. `bounds` clip its interval."""
 
     name: str
     value: Callable[[dict[str, np.ndarray], JudgeInputs], np.ndarray] | None = None
@@ -66,6 +88,13 @@ class Metric:
         default=lambda _: "no variation among the ratings (expected disagreement is 0)"
     )
     per_resample: Callable[[np.ndarray, JudgeInputs], float] | None = None
+    ratio: Ratio | None = None
+    bounds: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.ratio is not None:
+            object.__setattr__(self, "value", self.ratio.value)
+            object.__setattr__(self, "needs", (self.ratio.numerator, self.ratio.denominator))
 
 
 class Prepared:
@@ -89,15 +118,24 @@ class Prepared:
         }
         widths = np.cumsum([0, *(m.shape[1] for m in matrices.values())])
         self.spans = {n: (widths[k], widths[k + 1]) for k, n in enumerate(matrices)}
-        self.stacked = (
-            sparse.hstack(list(matrices.values())).tocsr()
-            if matrices
-            else sparse.csr_matrix((len(inputs.judge), 0))
-        )
+        self.stacked = sparse.hstack(list(matrices.values())).tocsr() if matrices else None
+
+    def feature(self, name: str) -> np.ndarray:
+        """The per-item values of one vector feature this judge's metrics need."""
+        return self.dense[:, self.vectors.index(name)]
+
+    @property
+    def width(self) -> int:
+        """Columns of the matrix features (0 without any)."""
+        return 0 if self.stacked is None else self.stacked.shape[1]
 
     def run(self, weights: np.ndarray) -> dict[str, np.ndarray]:
         """Values for each row of `weights` (one judge; `Group` shares the products)."""
-        stacked = np.asarray((self.stacked.T @ weights.T).T)
+        stacked = (
+            np.zeros((len(weights), 0))
+            if self.stacked is None
+            else np.asarray((self.stacked.T @ weights.T).T)
+        )
         return self.evaluate(weights, weights @ self.dense, stacked)
 
     def evaluate(
@@ -125,13 +163,17 @@ class Group:
         """`prepared`: at least one judge, all on the same items."""
         self.prepared = prepared
         self.dense = np.hstack([p.dense for p in prepared.values()])
-        self.stacked_t = sparse.vstack([p.stacked.T for p in prepared.values()]).tocsr()
+        matrices = [p.stacked.T for p in prepared.values() if p.stacked is not None]
+        self.stacked_t = sparse.vstack(matrices).tocsr() if matrices else None
         self.dense_cuts = np.cumsum([0, *(p.dense.shape[1] for p in prepared.values())])
-        self.sparse_cuts = np.cumsum([0, *(p.stacked.shape[1] for p in prepared.values())])
+        self.sparse_cuts = np.cumsum([0, *(p.width for p in prepared.values())])
 
     def run(self, weights: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
         dense = weights @ self.dense
-        stacked = (self.stacked_t @ np.ascontiguousarray(weights.T)).T
+        if self.stacked_t is None:  # only vector features: no sparse product to pay for
+            stacked = np.zeros((len(weights), 0))
+        else:
+            stacked = (self.stacked_t @ np.ascontiguousarray(weights.T)).T
         d, c = self.dense_cuts, self.sparse_cuts
         return {
             judge: p.evaluate(weights, dense[:, d[k] : d[k + 1]], stacked[:, c[k] : c[k + 1]])

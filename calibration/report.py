@@ -36,7 +36,19 @@ class _DropsEmpty(BaseModel):
 
 
 class MetricBlock(_DropsEmpty, _MetricValues):  # type: ignore[misc, valid-type]
+    """One judge on one block: each metric's value, interval, the interval's method (a key
+    of `methods` in the report) and standard error, and the independent units (items, or
+    clusters with `--cluster`) the t intervals and the drift test count degrees of freedom
+    from (units − 1)."""
+
+    _optional = ("undefined", "no_interval")
     ci: dict[str, list[float] | None]
+    se: dict[str, float | None] = Field(default_factory=dict)
+    ci_method: dict[str, str | None] = Field(default_factory=dict)
+    units: int | None = None
+    no_interval: dict[str, str] = Field(
+        default_factory=dict, description="why a defined metric has no interval"
+    )
     undefined: dict[str, str] = Field(default_factory=dict)
 
 
@@ -44,6 +56,7 @@ class HumanBlock(_DropsEmpty):
     n_raters: int
     human_alpha: float | None
     ci: dict[str, list[float] | None]
+    ci_method: dict[str, str | None] = Field(default_factory=dict)
     undefined: dict[str, str] = Field(default_factory=dict)
 
 
@@ -61,6 +74,7 @@ class CriterionBlock(BaseModel):
     agreement: float | None
     cohen_kappa: float | None
     ci: dict[str, list[float] | None]
+    ci_method: dict[str, str | None] = Field(default_factory=dict)
     alt_test: AltTestResult
     weight: float | None = None
     points_at_stake: float | None = Field(
@@ -80,9 +94,18 @@ class TrustRow(BaseModel):
     stratum: str
     judge: str
     verdict: Verdict
+    reason: str | None = Field(default=None, description="why the verdict is not 'replace'")
     winning_rate: float | None
     advantage_probability: float | None
+    p_replace: float | None = Field(
+        default=None, description="partial-conjunction p of 'beats at least half the annotators'"
+    )
+    q_replace: float | None = Field(
+        default=None, description="p_replace adjusted over the report's cells (procedures)"
+    )
     bias: Literal["lenient", "harsh"] | None
+    bias_p: float | None = Field(default=None, description="two-sided p of signed error = 0")
+    bias_q: float | None = Field(default=None, description="bias_p adjusted over the report")
     rank: int
     tested: int
     small_n: bool = Field(description="fewest items of a tested annotator below SMALL_N")
@@ -96,10 +119,16 @@ class TrustMap(BaseModel):
     q: float
     rows: list[TrustRow]
     best: dict[str, str | None]
+    procedures: dict[str, str] = Field(
+        default_factory=dict, description="how 'replace' and the bias flags are decided"
+    )
 
 
 class CalibrationReport(BaseModel):
     trust: TrustMap
+    methods: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="what each named method in the report means"
+    )
     scale: dict[str, Any]
     reference: str
     n_items: int

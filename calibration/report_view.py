@@ -73,7 +73,14 @@ def _trust_cell(row: dict[str, Any]) -> dict[str, str]:
     text = f"{mark} ω {fmt(row['winning_rate'], 2)} ρ {fmt(row['advantage_probability'], 2)}"
     text += f" {ARROWS[row['bias']]}" if row["bias"] else ""
     text += " †" if row["small_n"] else ""
-    return {"verdict": row["verdict"], "text": text, "title": meaning}
+    title = f"{meaning}: {row['reason']}" if row.get("reason") else meaning
+    return {"verdict": row["verdict"], "text": text, "title": title}
+
+
+def _reasons(trust: dict[str, Any]) -> list[str]:
+    """'stratum · judge: why not replace', for every cell with a reason (older reports: none)."""
+    rows = [r for r in trust["rows"] if r.get("reason")]
+    return [f"{r['stratum']} · {r['judge']}: {r['reason']}" for r in rows]
 
 
 def _ranked(row: dict[str, Any]) -> str:
@@ -101,6 +108,8 @@ def _trust(report: dict[str, Any]) -> dict[str, Any]:
     return {
         "epsilon": trust["epsilon"],
         "q": trust["q"],
+        "procedures": trust.get("procedures") or {},
+        "reasons": _reasons(trust),
         "strata": strata,
         "grid": grid,
         "ranking": ranking,
@@ -143,6 +152,7 @@ def _annotators(report: dict[str, Any]) -> list[dict[str, Any]]:
                         str(t["n"]),
                         fmt(t["p_value"], 4),
                         "yes" if t["rejected"] else "no",
+                        fmt(t.get("p_verdict"), 4),
                         fmt(t["advantage"], 3),
                     ]
                     for t in result["annotators"]
@@ -198,9 +208,16 @@ def _drift(report: dict[str, Any]) -> dict[str, Any] | None:
     if found is None:
         return None
     changes = found["changes"]
+    tested = found.get("tested")
     return {
         "previous": found["previous_report"],
         "any": bool(changes),
+        "rule": (
+            f"Welch's test per judge × stratum × metric, Benjamini–Hochberg over {tested} "
+            f"cells, q ≤ {found.get('q')}"
+            if tested is not None
+            else "the value left the previous 95% interval"  # a report stored before the test
+        ),
         "overall": [drift_line(c) for c in changes if c.get("stratum", "overall") == "overall"],
         "strata": [drift_line(c) for c in changes if c.get("stratum", "overall") != "overall"],
     }

@@ -19,7 +19,6 @@ import cli_reference
 import http_api_reference
 import settings_reference
 from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File, Files
 
 GENERATORS = {
     "cli": cli_reference.markdown,
@@ -27,23 +26,6 @@ GENERATORS = {
     "settings": settings_reference.markdown,
 }
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.MULTILINE)
-
-# docs/statistics.md is written on another branch; until it lands, the nav entry and the
-# links to it point at this stand-in, so the strict build holds on either side of the merge.
-STATISTICS = "statistics.md"
-STATISTICS_STAND_IN = """# Statistics
-
-The methods behind every interval, test and verdict in qadi, and their measured coverage,
-are documented on this page. It is being written; until then each method is described in
-the docstring of its module in `calibration/`.
-"""
-
-
-def on_files(files: Files, config) -> Files:
-    if files.get_file_from_path(STATISTICS) is None:
-        files.append(File.generated(config, STATISTICS, content=STATISTICS_STAND_IN))
-    return files
-
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     def fill(match: re.Match[str]) -> str:

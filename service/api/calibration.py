@@ -8,11 +8,14 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy.orm import Session
 
+from calibration.alt_test import MIN_ITEMS_FLOOR, check_min_items
 from calibration.calibrate import CalibrationOptions
 from calibration.checks import CalibrationInputError
+from calibration.drift import drift
+from calibration.scoring import ScoringName
 from service.api.deps import GradesKey
 from service.api.errors import error_responses
 from service.api.formats import negotiate, split_suffix
@@ -75,13 +78,25 @@ class ReportRequest(BaseModel):
     cluster: str | None = None
     alt_test: bool = Field(default=False, description="require the alt-test (422 if untestable)")
     epsilon: float = Field(default=0.2, ge=0, lt=1, description="alt-test cost-benefit allowance")
-    alt_scoring: Literal["accuracy", "neg_rmse"] | None = None
-    alt_min_items: int = Field(default=30, ge=2, le=100000)
+    alt_scoring: ScoringName | None = Field(  # type: ignore[valid-type]
+        default=None,
+        description="accuracy | neg_rmse (published) | balanced_accuracy (chance-corrected) "
+        "| jaccard (tag sets); default accuracy for labels, neg_rmse for numbers",
+    )
+    alt_min_items: int = Field(
+        default=30,
+        le=100000,
+        json_schema_extra={"minimum": MIN_ITEMS_FLOOR},
+        description=f"independent units (items, or clusters) an annotator needs; the floor "
+        f"{MIN_ITEMS_FLOOR} keeps the alt-test at its level",
+    )
     probe_run: str | None = Field(
         default=None,
         description="stored probe run (id or 'latest'): its moved judges are marked on the "
         "trust map (`probes` on a row) and its table and plot added to the report",
     )
+
+    _floor = field_validator("alt_min_items")(check_min_items)
 
 
 def _input_error(exc: CalibrationInputError, body: ReportRequest) -> HTTPException:
@@ -207,6 +222,28 @@ def show(report_id: str, request: Request, _: GradesKey):
     report_id, fmt = split_suffix(report_id)
     with session_scope(request.app.state.sessions) as session:
         return _respond(session.get(CalibrationReportRow, report_id), request, fmt)
+
+
+@router.get(
+    "/calibration/reports/{report_id}/drift",
+    summary="Drift of a report against an earlier one (the rule of `qadi report diff`)",
+)
+def report_drift(report_id: str, against: str, request: Request, _: GradesKey):
+    """Welch's test per judge × stratum × metric on both reports' standard errors,
+    Benjamini–Hochberg over every cell; `changes` lists the cells that drifted."""
+    with session_scope(request.app.state.sessions) as session:
+        new = session.get(CalibrationReportRow, report_id)
+        old = session.get(CalibrationReportRow, against)
+        if new is None:
+            raise HTTPException(404, "no such calibration report")
+        if old is None:
+            detail = [
+                {"loc": ["query", "against"], "msg": f"no stored report '{against}'",
+                 "type": "not_found"}
+            ]  # fmt: skip
+            raise HTTPException(404, detail)
+        found = drift(new.report, old.report)
+    return JSONResponse({"report": report_id, "previous_report": against, **found})
 
 
 class LinkRequest(BaseModel):

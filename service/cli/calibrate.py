@@ -27,7 +27,13 @@ def parse_scale(text: str) -> tuple[float, float]:
 
 LEVELS = ("nominal", "ordinal", "interval")
 SCORES = ("discrete", "expected", "both")
-SCORINGS = ("accuracy", "neg_rmse")
+
+
+def scorings() -> tuple[str, ...]:
+    """The registered alt-test scorings (`calibration.scoring`), loaded only when asked."""
+    from calibration.scoring import BY_NAME
+
+    return tuple(BY_NAME)
 
 
 def cli_options(scale, level, by, **fields):
@@ -147,9 +153,14 @@ def calibrate(
         0.2, help="alt-test cost-benefit allowance: 0.2 experts, 0.15 skilled, 0.1 crowd"
     ),
     alt_scoring: str | None = typer.Option(
-        None, help="accuracy | neg_rmse (default: accuracy for labels, neg_rmse for numbers)"
+        None,
+        help="accuracy | neg_rmse (the authors') | balanced_accuracy (chance-corrected: every "
+        "label class weighs the same) | jaccard (tag sets 'a|b'); default: accuracy for labels, "
+        "neg_rmse for numbers",
     ),
-    alt_min_items: int = typer.Option(30, help="items an annotator needs to be tested"),
+    alt_min_items: int = typer.Option(
+        30, help="items (clusters with --cluster) an annotator needs to be tested; at least 20"
+    ),
     out_path: Path | None = typer.Option(
         None, "--out", help="report JSON; without --out, --html or --md the table is printed"
     ),
@@ -178,7 +189,7 @@ def calibrate(
     check_choice("--score", score, SCORES)
     if score != "discrete" and not from_db:
         fail("--score: expected scores come from stored judgments; add --from-db")
-    check_choice("--alt-scoring", alt_scoring, SCORINGS)
+    check_choice("--alt-scoring", alt_scoring, scorings() if alt_scoring else ())
     fields = {
         "reference": reference,
         "bootstrap": bootstrap,

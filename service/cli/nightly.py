@@ -1,4 +1,5 @@
-"""`qadi report nightly`: a report over a rolling window, with drift against the last one."""
+"""`qadi report nightly`: a report over a rolling window, with drift against the last one;
+`qadi report diff OLD NEW`: the same drift test between any two reports."""
 
 from __future__ import annotations
 
@@ -8,18 +9,19 @@ from datetime import timedelta
 from pathlib import Path
 
 import typer
+from rich.table import Table
 
-from calibration.formatting import drift_line
+from calibration.formatting import drift_line, fmt, with_interval
 from service.cli.app import app, console, fail, out
 from service.cli.calibrate import (
     LEVELS,
-    SCORINGS,
     attach_probe_run,
     check_choice,
     cli_options,
     compute_report,
     print_summary,
     scale_for,
+    scorings,
     write_outputs,
 )
 from service.db.engine import open_database, session_scope
@@ -63,8 +65,12 @@ def nightly(
     level: str | None = typer.Option(None, help="nominal | ordinal | interval"),
     alt_test: bool = typer.Option(False, "--alt-test", help="require the alt-test"),
     epsilon: float = typer.Option(0.2, help="alt-test cost-benefit allowance"),
-    alt_scoring: str | None = typer.Option(None, help="accuracy | neg_rmse"),
-    alt_min_items: int = typer.Option(30, help="items an annotator needs to be tested"),
+    alt_scoring: str | None = typer.Option(
+        None, help="accuracy | neg_rmse | balanced_accuracy | jaccard (see qadi calibrate)"
+    ),
+    alt_min_items: int = typer.Option(
+        30, help="items (clusters with --cluster) an annotator needs to be tested; at least 20"
+    ),
     probe_run: str | None = typer.Option(
         None,
         "--probe-run",
@@ -74,8 +80,9 @@ def nightly(
     """Report over the window, compared with the previous nightly report; it carries the
     judges' corrected means (PPI, `qadi estimate`) per --by stratum as `estimate`.
 
-    Exit code 3 when a judge's MAD or signed error moved outside the previous interval
-    (drift), so cron or CI can alert; 0 otherwise.
+    Exit code 3 on drift — a judge × stratum × metric whose change from the previous report
+    is significant by Welch's test after Benjamini–Hochberg over the night's cells (the rule
+    of `qadi report diff`) — so cron or CI can alert; 0 otherwise.
     """
     from calibration.drift import drift
     from calibration.history import history_point
@@ -93,7 +100,7 @@ def nightly(
     until = utcnow()
     since = until - parse_window(window)
     check_choice("--level", level, LEVELS)
-    check_choice("--alt-scoring", alt_scoring, SCORINGS)
+    check_choice("--alt-scoring", alt_scoring, scorings() if alt_scoring else ())
     sessions = open_database(get_settings().database_url)
     with session_scope(sessions) as session:
         bounds, level, weights = scale_for(session, scale, rubric, level)
@@ -118,7 +125,7 @@ def nightly(
     # holds the write lock, and every POST /judge would wait for the report (issue 31.10)
     report = compute_report(rows, options, inputs)
     found = drift(report, previous.report if previous else None)
-    report["drift"] = {"previous_report": previous.id if previous else None, "changes": found}
+    report["drift"] = {"previous_report": previous.id if previous else None, **found}
     report["history"] = [*history, history_point(report, until.isoformat(), None)]
     rendered = with_estimate(render_report(report, rows, options), rows, options.by, bounds)
     with session_scope(sessions) as session:
@@ -136,7 +143,88 @@ def nightly(
     )
     print_summary(report)
     out.print(f"report {stored.id} written to {base}.{{json,md,html}}")
-    if found:
-        for change in found:
-            console.print(f"[bold red]drift[/] {drift_line(change)}", highlight=False)
+    for change in found["changes"]:
+        console.print(f"[bold red]drift[/] {drift_line(change)}", highlight=False)
+    exit_on_drift(found)
+
+
+def exit_on_drift(found: dict) -> None:
+    """Exit 3 when the drift rule (`calibration.drift.drifted`) says so; return otherwise."""
+    from calibration.drift import drifted
+
+    if drifted(found):
         raise typer.Exit(DRIFT_EXIT)
+
+
+def load_report(reference: str, name: str) -> dict:
+    """A report from a JSON file (`qadi calibrate --out`, a nightly JSON, an API payload) or,
+    when no such file exists, a stored report id."""
+    path = Path(reference)
+    if not path.is_file() and (path.suffix == ".json" or "/" in reference):
+        fail(f"{name}: no such file {reference}")
+    if path.is_file():
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            fail(f"{name}: {reference} is not a report JSON file ({exc})")
+    else:
+        from service.db.schema import CalibrationReportRow
+
+        with session_scope(open_database(get_settings().database_url)) as session:
+            row = session.get(CalibrationReportRow, reference)
+            if row is None:
+                fail(f"{name}: no file and no stored report '{reference}'")
+            report = row.report
+    if not isinstance(report, dict) or not isinstance(report.get("judges"), dict):
+        fail(f"{name}: {reference} has no 'judges': not a calibration report")
+    return report
+
+
+def _cell_row(cell: dict) -> list[str]:
+    return [
+        cell["judge"],
+        cell["stratum"],
+        cell["metric"],
+        with_interval(cell["previous"], cell["previous_ci"]),
+        with_interval(cell["value"], cell["ci"]),
+        f"{cell['difference']:+.3f}",
+        fmt(cell["p_value"], 4),
+        fmt(cell["q_value"], 4),
+        "DRIFT" if cell["drift"] else "",
+    ]
+
+
+@report_app.command("diff")
+def diff(
+    old: str = typer.Argument(..., help="the earlier report: a JSON file or a stored report id"),
+    new: str = typer.Argument(..., help="the later report: a JSON file or a stored report id"),
+    all_cells: bool = typer.Option(False, "--all", help="print every tested cell, not only drift"),
+    as_json: bool = typer.Option(False, "--json", help="print the drift JSON instead of a table"),
+) -> None:
+    """Test every judge × stratum × metric the two reports share for a change (Welch's test
+    on both reports' standard errors, Benjamini–Hochberg over all cells at q = 0.05) and
+    print the changes with their p- and q-values.
+
+    Exit code 3 when any cell drifted (the rule of `qadi report nightly`), 0 otherwise.
+    """
+    from calibration.drift import drift
+
+    before = load_report(old, "OLD")
+    found = drift(load_report(new, "NEW"), before)
+    if as_json:
+        out.print_json(data=found)
+    else:
+        shown = found["cells"] if all_cells else found["changes"]
+        table = Table(
+            "judge", "stratum", "metric", "old [CI]", "new [CI]", "Δ", "p", "q (BH)", "",
+            title="drift: every tested cell" if all_cells else "drift",
+        )
+        for cell in sorted(shown, key=lambda c: (c["q_value"] is None, c["q_value"] or 0)):
+            table.add_row(*_cell_row(cell))
+        if shown:
+            out.print(table)
+        out.print(
+            f"{found['tested']} cell(s) tested, {found['untested']} without a standard "
+            f"error; {len(found['changes'])} drifted (Benjamini–Hochberg, q ≤ {found['q']})"
+        )
+    exit_on_drift(found)

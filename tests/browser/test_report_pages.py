@@ -71,7 +71,7 @@ def nightly_html() -> str:
                 for r in rows
             ]
         report = calibrate(rows, OPTIONS, {"source": "database"})
-        report["drift"] = {"previous_report": f"r{night}", "changes": drift(report, previous)}
+        report["drift"] = {"previous_report": f"r{night}", **drift(report, previous)}
         history.append(history_point(report, f"2026-11-0{night + 1}T02:00:00", f"r{night + 1}"))
         report["history"] = list(history)
         previous = report

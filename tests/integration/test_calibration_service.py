@@ -234,15 +234,30 @@ def test_nightly_detects_drift_and_exits_3(app_client, llm_server, migrated_db, 
     assert second.returncode == 3, second.stdout + second.stderr
     assert "drift" in second.stderr and "gpt-judge" in second.stderr
     latest = app_client.get("/calibration/reports/latest", params={"kind": "nightly"}).json()
-    metrics = {c["metric"] for c in latest["drift"]["changes"]}
-    assert metrics == {"mad", "signed_error"}
-    assert {c["stratum"] for c in latest["drift"]["changes"]} == {"overall"}  # strata < 50
+    changes = latest["drift"]["changes"]
+    # Welch per cell, Benjamini–Hochberg over the night: overall and both dialects moved
+    assert {(c["stratum"], c["metric"]) for c in changes} >= {
+        ("overall", "mad"),
+        ("overall", "signed_error"),
+    }
+    assert all(c["q_value"] <= 0.05 and c["p_value"] <= c["q_value"] for c in changes)
+    assert latest["drift"]["procedure"] == "bh" and latest["drift"]["tested"] == 6
     assert [p["report"] for p in latest["history"]] == [latest["drift"]["previous_report"], None]
     # MAD: all 0 marks = score 0 against SMEs at 0/16.7 → 8.35; all good = 100 → 91.65
     assert [round(p["judges"]["gpt-judge"]["mad"], 2) for p in latest["history"]] == [8.35, 91.65]
     html = app_client.get(f"/calibration/reports/{latest['id']}.html").text
     banner = html.split('<section id="drift" class="banner drift">')[1].split("</section>")[0]
     assert "gpt-judge · MAD · overall: 91.650" in banner and "was 8.350 [" in banner
+    assert "Benjamini–Hochberg over 6 cells" in html
+    # the same rule from two stored ids: `qadi report diff` exits 3 and prints the q-values
+    diffed = qadi("report", "diff", latest["drift"]["previous_report"], latest["id"], env=env)
+    assert diffed.returncode == 3, diffed.stdout + diffed.stderr
+    assert "DRIFT" in diffed.stdout and "6 cell(s) tested" in diffed.stdout
+    api = app_client.get(
+        f"/calibration/reports/{latest['id']}/drift",
+        params={"against": latest["drift"]["previous_report"]},
+    ).json()
+    assert len(api["changes"]) == len(changes)
     assert "nightly · iraqi-linguistic-shaku-maku@2 · " in html
     third = qadi(*args, env=env)  # nothing new: no drift against the second report
     assert third.returncode == 0, third.stderr
@@ -253,6 +268,33 @@ def test_nightly_detects_drift_and_exits_3(app_client, llm_server, migrated_db, 
     assert '<section id="trend"><h2>Trend over 3 nightly reports</h2>' in html
     markdown = app_client.get(f"/calibration/reports/{latest['id']}.md").text
     assert markdown.count("| gpt-judge | 91.650 [") == 2 and "| gpt-judge | 8.350 [" in markdown
+
+
+def test_report_diff_between_two_json_files(tmp_path):
+    """`qadi report diff OLD NEW` on files: two samples of one distribution do not drift
+    (exit 0); the same judges one point more lenient do (exit 3, p and q printed)."""
+    before, same, lenient = (tmp_path / f"{n}.jsonl" for n in ("before", "same", "lenient"))
+    write_grades(before, synthetic_rows(200, seed=1))
+    write_grades(same, synthetic_rows(200, seed=2))
+    write_grades(lenient, [
+        r.model_copy(update={"score": min(5.0, r.score + 1)}) if r.rater == "judge1" else r
+        for r in synthetic_rows(200, seed=2)
+    ])  # fmt: skip
+    for source in (before, same, lenient):
+        made = qadi("calibrate", str(source), "--scale", "1-5", "--by", "dialect",
+                    "--bootstrap", "200", "--out", str(source.with_suffix(".json")))  # fmt: skip
+        assert made.returncode == 0, made.stderr
+    steady = qadi("report", "diff", str(before.with_suffix(".json")), str(same.with_suffix(".json")))
+    assert steady.returncode == 0, steady.stdout + steady.stderr
+    assert "60 cell(s) tested" in steady.stdout and "0 drifted" in steady.stdout  # 6 × 5 × 2
+    moved = qadi("report", "diff", str(before.with_suffix(".json")),
+                 str(lenient.with_suffix(".json")), "--json")  # fmt: skip
+    assert moved.returncode == 3, moved.stdout + moved.stderr
+    found = json.loads(moved.stdout)
+    assert {c["judge"] for c in found["changes"]} == {"judge1"}
+    assert all(c["q_value"] <= 0.05 for c in found["changes"])
+    bad = qadi("report", "diff", str(tmp_path / "missing.json"), str(same.with_suffix(".json")))
+    assert bad.returncode == 2 and "OLD:" in bad.stderr
 
 
 def test_cli_calibrate_from_db_stores_the_report(app_client, llm_server, migrated_db, tmp_path):
@@ -331,20 +373,23 @@ def test_cli_alt_test_required_and_bad_alt_options(tmp_path):
     required = qadi(*args, "--alt-test")
     assert required.returncode != 0
     assert "alt_test: needs at least 3 human annotators" in required.stderr
-    assert (
-        "--alt-scoring: expected accuracy or neg_rmse" in qadi(*args, "--alt-scoring", "f1").stderr
+    assert "--alt-scoring: expected accuracy or neg_rmse or balanced_accuracy or jaccard" in (
+        qadi(*args, "--alt-scoring", "f1").stderr
     )
+    floor = qadi(*args, "--alt-min-items", "5")
+    assert floor.returncode == 2 and floor.stderr.count("\n") == 1
+    assert "--alt-min-items: 5 is below the floor of 20 items" in floor.stderr
     assert "--epsilon:" in qadi(*args, "--epsilon", "1.5").stderr
     assert (
         "--scale: required"
         in qadi("calibrate", str(tmp_path / "two.csv"), "--out", "x.json").stderr
     )
     nightly = qadi("report", "nightly", "--scale", "1-5", "--alt-scoring", "f1")
-    assert "--alt-scoring: expected accuracy or neg_rmse" in nightly.stderr
+    assert "--alt-scoring: expected accuracy or neg_rmse or" in nightly.stderr
 
 
 def test_report_api_alt_test_options_criteria_and_field_errors(app_client, llm_server):
-    grade_items(app_client, llm_server, ALL_GOOD)
+    grade_items(app_client, llm_server, ALL_GOOD, count=24)
     # three SMEs; sme2 disagrees on shaku_meaning for the even items
     humans = [
         {
@@ -354,7 +399,7 @@ def test_report_api_alt_test_options_criteria_and_field_errors(app_client, llm_s
             "score": 100.0,
             "criteria": {**ALL_GOOD, "shaku_meaning": not (k == 2 and i % 2 == 0)},
         }
-        for i in range(12)
+        for i in range(24)
         for k in range(3)
     ]
     assert app_client.post("/grades", json=humans).status_code in (200, 201)
@@ -362,7 +407,7 @@ def test_report_api_alt_test_options_criteria_and_field_errors(app_client, llm_s
         "rubric": "iraqi-linguistic-shaku-maku",
         "bootstrap": 50,
         "epsilon": 0.1,
-        "alt_min_items": 10,
+        "alt_min_items": 20,
         "alt_test": True,
     }
     created = app_client.post("/calibration/reports", json=body)
@@ -370,14 +415,14 @@ def test_report_api_alt_test_options_criteria_and_field_errors(app_client, llm_s
     report = created.json()
     assert report["options"]["alt_test"] == {
         "epsilon": 0.1,
-        "min_items": 10,
+        "min_items": 20,
         "scoring": "neg_rmse",
         "required": True,
     }
     judge = report["judges"]["gpt-judge"]
     assert judge["alt_test"]["overall"]["tested"] == 3
     shaku = judge["criteria"]["shaku_meaning"]
-    # judge marks met on 12 items; humans: 36 marks, 6 not met -> agreement 30/36
+    # judge marks met on 24 items; humans: 72 marks, 12 not met -> agreement 60/72 = 30/36
     assert shaku["agreement"] == pytest.approx(30 / 36)
     assert shaku["points_at_stake"] == pytest.approx(3 * 6 / 36)  # weight 3
     assert judge["criteria"]["maku_meaning"]["points_at_stake"] == 0.0
@@ -397,10 +442,15 @@ def test_report_api_alt_test_options_criteria_and_field_errors(app_client, llm_s
     )
     assert clash.status_code == 422
     assert "neg_rmse needs numbers" in clash.json()["detail"][0]["msg"]
-    too_few = app_client.post("/calibration/reports", json={**body, "alt_min_items": 13})
+    too_few = app_client.post("/calibration/reports", json={**body, "alt_min_items": 25})
     assert too_few.status_code == 422
     [problem] = too_few.json()["detail"]
     assert problem["loc"] == ["body", "alt_test"] and problem["msg"].startswith("needs")
+    floor = app_client.post("/calibration/reports", json={**body, "alt_min_items": 5})
+    assert floor.status_code == 422
+    [problem] = floor.json()["detail"]
+    assert problem["loc"] == ["body", "alt_min_items"]
+    assert "below the floor of 20 items" in problem["msg"]
 
 
 def test_cli_refuses_out_of_scale_scores_and_unknown_strata(tmp_path):

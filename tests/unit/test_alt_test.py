@@ -7,11 +7,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 from scipy import stats
 
-from calibration.alt_test import alignment, alt_test, alt_test_family, by_rejections
+from calibration.alt_test import (
+    MIN_ITEMS_FLOOR,
+    alignment,
+    alt_test,
+    alt_test_family,
+    by_rejections,
+    one_sided_p,
+    robust_p,
+)
 from calibration.calibrate import CalibrationOptions, calibrate
+from calibration.degenerate import constant_reason, copy_reason, near_constant_reason
 from calibration.interchange import LabelRow
+from calibration.scoring import AlignContext, majority_weights
+from calibration.trust import partial_conjunction
 
 A, B = 0.0, 1.0
 NAN = np.nan
@@ -27,6 +39,7 @@ HUMANS = np.array(
     ]
 )
 JUDGE = np.array([A, B, A, B, B, NAN])
+NAMES3 = ["h0", "h1", "h2"]
 
 
 def test_hand_computed_alt_test_with_a_skipped_annotator():
@@ -128,12 +141,115 @@ def test_strata_share_one_benjamini_yekutieli_family():
 
 def test_report_alt_test_on_labels_and_the_required_flag():
     rows = []
-    for i in range(4):
+    for i in range(20):
         for h, label in enumerate(["A", "B", "B"] if i % 2 else ["A", "A", "B"]):
             rows.append(LabelRow(item_id=f"i{i}", rater=f"h{h}", rater_kind="human", score=label))
         rows.append(LabelRow(item_id=f"i{i}", rater="J", rater_kind="judge", score="B"))
-    options = CalibrationOptions(level="nominal", bootstrap=0, alt_min_items=2)
+    options = CalibrationOptions(level="nominal", bootstrap=0, alt_min_items=20)
     report = calibrate(rows, options)
     assert report["judges"]["J"]["alt_test"]["overall"]["scoring"] == "accuracy"
     with pytest.raises(ValueError, match="alt_test: needs at least 3 human annotators"):
-        calibrate(rows, options.model_copy(update={"alt_test": True, "alt_min_items": 5}))
+        calibrate(rows, options.model_copy(update={"alt_test": True, "alt_min_items": 25}))
+
+
+def test_min_items_below_the_floor_is_refused_naming_the_field():
+    with pytest.raises(ValidationError) as raised:
+        CalibrationOptions(level="nominal", alt_min_items=MIN_ITEMS_FLOOR - 1)
+    [error] = raised.value.errors()
+    assert error["loc"] == ("alt_min_items",)
+    assert f"below the floor of {MIN_ITEMS_FLOOR} items" in error["msg"]
+    assert CalibrationOptions(level="nominal", alt_min_items=MIN_ITEMS_FLOOR).alt_min_items == 20
+
+
+def test_one_sided_p_is_scipys_ttest_1samp_written_out():
+    """The authors call scipy's ttest_1samp; qadi computes the same t and t(n − 1) cdf without
+    scipy's per-call overhead: equal to 1e-12, zero-variance cases (±inf, NaN) included."""
+    import warnings
+
+    rng = np.random.default_rng(8)
+    cases = [np.zeros(5), np.full(6, -1.0), np.ones(4), np.full(5, 0.2), np.array([1.0])]
+    cases += [rng.choice([-1.0, 0.0, 1.0], size=int(rng.integers(2, 50))) for _ in range(300)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for d in cases:
+            for epsilon in (0.0, 0.1, 0.2):
+                expected = stats.ttest_1samp(d, epsilon, alternative="less").pvalue
+                got = one_sided_p(d, epsilon)
+                assert (np.isnan(got) and np.isnan(expected)) or got == pytest.approx(
+                    expected, abs=1e-12
+                )
+
+
+def test_clusters_of_one_item_give_the_authors_p_and_shared_clusters_widen_it():
+    d = np.array([-1.0, 0.0, 0.0, -1.0, 0.0, 1.0, -1.0, 0.0, 0.0, -1.0])
+    ones = np.ones(10)
+    assert robust_p(d, ones, np.arange(10), 0.2) == pytest.approx(one_sided_p(d, 0.2))
+    # two clusters of five: CR1 on 1 df -> far less certain than 10 independent items.
+    # By hand: mean −0.3; cluster sums −2 and −1, residuals −2 + 1.5 = −0.5 and +0.5;
+    # Var = 2/1 · (0.25 + 0.25) / 10² = 0.01, SE 0.1, t = (−0.3 − 0.2)/0.1 = −5 on 1 df
+    paired = robust_p(d, ones, np.repeat([0, 1], 5), 0.2)
+    assert paired == pytest.approx(stats.t.cdf(-5.0, 1))
+    assert paired > 2 * one_sided_p(d, 0.2)  # 0.063 against 0.022
+
+
+def test_the_verdicts_p_floors_the_variance_at_the_null():
+    """All ties over 20 items: the authors' t-test says p = 0 (variance 0); under the null
+    mean(d) >= ε the variance of d is at least ε(1 − ε), so the verdict's p is the t(19) cdf
+    of −ε / √(ε(1 − ε)/20)."""
+    d = np.zeros(20)
+    assert one_sided_p(d, 0.2) == 0.0
+    floored = robust_p(d, np.ones(20), None, 0.2, null_floor=True)
+    assert floored == pytest.approx(stats.t.cdf(-0.2 / np.sqrt(0.2 * 0.8 / 20), 19))
+    assert floored > 0.01
+
+
+def test_balanced_accuracy_weights_each_majority_class_equally():
+    # others' labels: majority A on items 0-2, B on item 3, a tie A/B on item 4
+    others = np.array([[A, A], [A, A], [A, A], [B, B], [A, B]])
+    weights = majority_weights(others, AlignContext())
+    # memberships: A 3.5 items, B 1.5 items; per item 1/3.5 (A), 1/1.5 (B), the tie half each;
+    # scaled to mean 1 over 5 items with 2 classes: × 5/2
+    a, b = 1 / 3.5, 1 / 1.5
+    expected = np.array([a, a, a, b, (a + b) / 2]) * 5 / 2
+    assert weights == pytest.approx(expected)
+    assert weights.sum() == pytest.approx(5.0)  # mean 1; each class's share of it 5/2
+
+
+def test_jaccard_scores_tag_sets():
+    labels = ["a|b", "a", '["b", "c"]', "c|a|b"]
+    others = np.array([[1.0, 2.0], [3.0, np.nan]])
+    got = alignment(np.array([0.0, 0.0]), others, "jaccard", AlignContext(labels))
+    # {a,b} vs {a}: 1/2, vs {b,c}: 1/3 -> mean 5/12; {a,b} vs {a,b,c}: 2/3
+    assert got == pytest.approx([5 / 12, 2 / 3])
+    with pytest.raises(ValueError, match="jaccard compares labels"):
+        alignment(np.array([0.0]), others[:1], "jaccard", AlignContext())
+
+
+def test_constant_and_copying_judges_are_named():
+    humans = np.array([[A, B, A], [B, B, A], [A, A, B], [B, A, B]] * 3)
+    constant = np.full(12, A)
+    assert constant_reason(constant, humans, AlignContext(["ok", "bad"])) == (
+        "constant: the judge gave 'ok' on all 12 items"
+    )
+    copy = humans[:, 1].copy()
+    # the judge equals h1 on 12/12; h0 agrees with h1 on 6/12, h2 on 3/12
+    assert copy_reason(copy, humans, NAMES3) == (
+        "reproduces annotator h1: the same score on 100% of 12 shared items "
+        "(next closest, h0: 50%)"
+    )
+    assert copy_reason(humans[:, 0], humans[:, :1].repeat(3, 1), NAMES3) is None  # all agree
+    # 19 of 20 items A (95%) while the humans say A on 30 of 60 scores (50%): near-constant;
+    # humans who also say A 95% of the time make the same judge unremarkable
+    mostly = np.array([A] * 19 + [B])
+    spread = np.array([[A, B, A], [B, A, B]] * 10)
+    assert near_constant_reason(mostly, spread) == (
+        "near-constant: the judge gave 0 on 95% of 20 items, the humans on 50% of their scores"
+    )
+    assert near_constant_reason(mostly, mostly[:, None].repeat(3, 1)) is None
+
+
+def test_partial_conjunction_by_hand():
+    # m = 3, u = 2: (3 − 2 + 1) · p_(2); m = 4, u = 2: 3 · p_(2); None counts as 1
+    assert partial_conjunction([0.01, 0.2, 0.002]) == pytest.approx(0.02)
+    assert partial_conjunction([0.01, None, 0.03, 0.5]) == pytest.approx(0.09)
+    assert partial_conjunction([0.6, 0.7, 0.9]) == 1.0

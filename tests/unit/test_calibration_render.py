@@ -4,10 +4,12 @@ and what a calibration refuses (scores outside the scale, unknown strata)."""
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 
 import pytest
+from scipy import stats
 
 from calibration.calibrate import CalibrationOptions, calibrate
 from calibration.checks import CalibrationInputError
@@ -128,41 +130,77 @@ def test_unknown_strata_attribute_is_refused():
         calibrate(two_judges(10), options)
 
 
-def block(n, mad, mad_ci, signed, signed_ci):
-    return {
-        "n": n,
-        "mad": mad,
-        "signed_error": signed,
-        "ci": {"mad": mad_ci, "signed_error": signed_ci},
-    }
+def block(n, mad, mad_ci, signed, signed_ci, se=None):
+    """A stored metric block; `se` (mad, signed) and units as a report writes them today,
+    none as a report stored before the two-sample drift test."""
+    out = {"n": n, "mad": mad, "signed_error": signed,
+           "ci": {"mad": mad_ci, "signed_error": signed_ci}}  # fmt: skip
+    if se is not None:
+        out |= {"se": {"mad": se[0], "signed_error": se[1]}, "units": n}
+    return out
 
 
-def test_drift_names_judge_metric_and_stratum_with_both_intervals():
+def welch(diff, se1, n1, se2, n2):
+    """Two-sided Welch p, written out here from the textbook formula."""
+    var = se1**2 + se2**2
+    df = var**2 / (se1**4 / (n1 - 1) + se2**4 / (n2 - 1))
+    return 2 * stats.t.sf(abs(diff) / math.sqrt(var), df)
+
+
+def test_drift_is_welch_per_cell_with_benjamini_hochberg_over_the_night():
+    # the previous report is an old one (no se): its SE is its interval's half-width / 1.96
     before = {
         "judges": {
             "j": {
                 "overall": block(100, 0.5, [0.4, 0.6], 0.0, [-0.1, 0.1]),
-                "strata": {
-                    "d=a": block(60, 0.5, [0.3, 0.7], 0.0, [-0.2, 0.2]),
-                    "d=b": block(10, 0.5, [0.3, 0.7], 0.0, [-0.2, 0.2]),
-                },
+                "strata": {"d=a": block(60, 0.5, [0.3, 0.7], 0.0, [-0.2, 0.2])},
             }
         }
     }
-    after = {"judges": {"j": {"overall": block(100, 0.55, [0.45, 0.65], 0.3, [0.2, 0.4]),
-                             "strata": {"d=a": block(60, 0.9, [0.8, 1.0], 0.1, [0.0, 0.2]),
-                                        "d=b": block(10, 2.0, [1.0, 3.0], 1.0, [0.5, 1.5])}}}}  # fmt: skip
+    after = {"judges": {"j": {"overall": block(100, 0.55, [0.45, 0.65], 0.3, [0.2, 0.4],
+                                               se=(0.05, 0.05)),
+                             "strata": {"d=a": block(60, 0.9, [0.8, 1.0], 0.1, [0.0, 0.2],
+                                                     se=(0.05, 0.05))}}}}  # fmt: skip
     found = drift(after, before)
-    # overall MAD 0.55 is inside [0.4, 0.6]; signed 0.3 is outside [-0.1, 0.1];
-    # d=a MAD 0.9 outside [0.3, 0.7], signed 0.1 inside [-0.2, 0.2]; d=b has 10 < 50 items
-    assert [(c["stratum"], c["metric"]) for c in found] == [
+    z = stats.norm.ppf(0.975)
+    old_overall, old_stratum = 0.1 / z, 0.2 / z
+    p = {
+        ("overall", "mad"): welch(0.05, 0.05, 100, old_overall, 100),
+        ("overall", "signed_error"): welch(0.3, 0.05, 100, old_overall, 100),
+        ("d=a", "mad"): welch(0.4, 0.05, 60, old_stratum, 60),
+        ("d=a", "signed_error"): welch(0.1, 0.05, 60, old_stratum, 60),
+    }
+    got = {(c["stratum"], c["metric"]): c for c in found["cells"]}
+    assert {k: c["p_value"] for k, c in got.items()} == pytest.approx(p)
+    # BH by hand: sort the four p-values, q_(k) = min over j >= k of 4 p_(j) / j
+    ordered = sorted(p, key=p.get)
+    q, running = {}, 1.0
+    for rank in range(4, 0, -1):
+        key = ordered[rank - 1]
+        running = min(running, 4 * p[key] / rank)
+        q[key] = running
+    assert {k: c["q_value"] for k, c in got.items()} == pytest.approx(q)
+    # overall signed error (+0.3, z ≈ 4.2) and the stratum's MAD (+0.4, z ≈ 3.8) drift;
+    # the MAD +0.05 overall and the stratum's signed error +0.1 (z ≈ 0.95) do not
+    assert [(c["stratum"], c["metric"]) for c in found["changes"]] == [
         ("overall", "signed_error"),
         ("d=a", "mad"),
     ]
-    assert found[1] == {
-        "judge": "j", "metric": "mad", "stratum": "d=a", "value": 0.9, "ci": [0.8, 1.0],
-        "previous": 0.5, "previous_ci": [0.3, 0.7],
-    }  # fmt: skip
+    assert found["tested"] == 4 and found["procedure"] == "bh" and found["q"] == 0.05
+    change = found["changes"][1]
+    assert change["previous_se_source"] == "interval" and change["se"] == 0.05
+    assert (change["value"], change["ci"], change["previous"], change["previous_ci"]) == (
+        0.9, [0.8, 1.0], 0.5, [0.3, 0.7]
+    )
+
+
+def test_the_same_night_twice_is_not_drift_and_nothing_to_compare_is_not_drift():
+    report = {"judges": {"j": {"overall": block(40, 0.5, [0.4, 0.6], 0.1, [0.0, 0.2],
+                                                se=(0.05, 0.05))}}}  # fmt: skip
+    same = drift(report, report)
+    assert same["tested"] == 2 and same["changes"] == []
+    assert all(c["p_value"] == 1.0 for c in same["cells"])
+    assert drift(report, None) == drift(report, None) | {"tested": 0, "cells": [], "changes": []}
 
 
 def test_history_points_and_series():

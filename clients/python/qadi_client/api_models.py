@@ -507,9 +507,21 @@ class ReportRequest(BaseModel):
         ),
     ] = 0.2
     alt_scoring: Annotated[
-        Literal["accuracy", "neg_rmse"] | None, Field(title="Alt Scoring")
+        Literal["accuracy", "neg_rmse", "balanced_accuracy", "jaccard"] | None,
+        Field(
+            description="accuracy | neg_rmse (published) | balanced_accuracy (chance-corrected) | jaccard (tag sets); default accuracy for labels, neg_rmse for numbers",
+            title="Alt Scoring",
+        ),
     ] = None
-    alt_min_items: Annotated[int, Field(ge=2, le=100000, title="Alt Min Items")] = 30
+    alt_min_items: Annotated[
+        int,
+        Field(
+            description="independent units (items, or clusters) an annotator needs; the floor 20 keeps the alt-test at its level",
+            ge=20,
+            le=100000,
+            title="Alt Min Items",
+        ),
+    ] = 30
     probe_run: Annotated[
         str | None,
         Field(
