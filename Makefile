@@ -6,24 +6,28 @@ PY     := $(VENV)/bin/python
 # One stamp per set of declared dependencies, named by a hash of the files that declare them:
 # a fresh clone reusing a .venv does not reinstall while they are unchanged (file times say
 # nothing after a clone), and any change to them installs again.
-DEPS    := $(shell cat pyproject.toml clients/python/pyproject.toml | sha256sum | cut -c1-12)
+DEPS    := $(shell cat pyproject.toml clients/python/pyproject.toml requirements.lock | sha256sum | cut -c1-12)
 RUNTIME := $(VENV)/.runtime-$(DEPS)
 FULL    := $(VENV)/.full-$(DEPS)
+# Every install is constrained to requirements.lock's versions (its pins without the hashes):
+# the tests run on exactly what the image installs, not on whatever the registry has today.
+LOCKED  := $(VENV)/locked-$(DEPS).txt
 
 .PHONY: run test lint venv clean docs docs-serve judge judge-stop
 
 venv: $(FULL)
 
-$(RUNTIME):
+$(LOCKED): requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	sed -n 's/^\([A-Za-z0-9_.-]*==[^ ;\\]*\).*/\1/p' requirements.lock > $@
+
+$(RUNTIME): $(LOCKED)
+	$(PY) -m pip install --quiet -c $(LOCKED) -e .
 	@touch $@
 
-$(FULL):
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,ray,docs]" -e "./clients/python[inspect]"
+$(FULL): $(LOCKED)
+	$(PY) -m pip install --quiet -c $(LOCKED) -e ".[test,ray,docs]" -e "./clients/python[inspect]"
 	@touch $@ $(RUNTIME)
 
 run: $(RUNTIME)

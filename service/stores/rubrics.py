@@ -83,8 +83,11 @@ def find_rubric(session: Session, ref: str) -> tuple[Rubric, bool]:
     A bare 'id' takes the newest of the database and the bundled library: a release that
     ships kinayat-explanation v2 must not keep answering with the v1 stored on first use.
     Stored bodies are parsed once per process: a row is found by its content hash, and a
-    hash names one body forever."""
-    name, version = split_ref(ref)
+    hash names one body forever. A malformed ref ('x@v2') names no rubric either."""
+    try:
+        name, version = split_ref(ref)
+    except RubricError as exc:
+        raise RubricNotFound(str(exc)) from None
     query = select(RubricRow.content_hash, RubricRow.version).where(RubricRow.rubric_id == name)
     if version is not None:
         query = query.where(RubricRow.version == version)
