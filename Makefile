@@ -17,16 +17,22 @@ LOCKED  := $(VENV)/locked-$(DEPS).txt
 
 venv: $(FULL)
 
-$(LOCKED): requirements.lock
+# The venv, pip, and the constraints file: the first lines of both installs (a recipe, not
+# a target of its own, so a stamp that is there makes the install nothing, whatever the
+# file times of a fresh clone say).
+define prepare
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	sed -n 's/^\([A-Za-z0-9_.-]*==[^ ;\\]*\).*/\1/p' requirements.lock > $@
+	sed -n 's/^\([A-Za-z0-9_.-]*==[^ ;\\]*\).*/\1/p' requirements.lock > $(LOCKED)
+endef
 
-$(RUNTIME): $(LOCKED)
+$(RUNTIME):
+	$(prepare)
 	$(PY) -m pip install --quiet -c $(LOCKED) -e .
 	@touch $@
 
-$(FULL): $(LOCKED)
+$(FULL):
+	$(prepare)
 	$(PY) -m pip install --quiet -c $(LOCKED) -e ".[test,ray,docs]" -e "./clients/python[inspect]"
 	@touch $@ $(RUNTIME)
 

@@ -111,7 +111,7 @@ def probe(
             "calls": calls,
             "pairs": len(plan.slots),
             "skipped": _skipped(plan),
-            "cost": regrading.estimate_cost(grader.config, graded_rubric, pending),
+            "cost": regrading.estimate_cost(grader.config, pending),
         }
         out.print_json(json.dumps(summary, ensure_ascii=False))
         return

@@ -263,6 +263,7 @@ def test_csv_export_neutralises_formulas(service):
         "rater_kind": "human",
         "score": "-1.5",
         "criteria": "",
+        "inclusion_prob": "",
         "note": "'+1",
         "dash": "'-2+3",
         "tab": "'\tcmd",

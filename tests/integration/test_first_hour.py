@@ -38,7 +38,7 @@ def labelled_grades(path):
     rows = []
     for i in range(40):
         truth = 1 + i % 5
-        for h, offset in enumerate((0, 1, -1)):
+        for h, offset in enumerate((1, 1, -1)):  # no annotator is the truth ("close")
             score = min(5, max(1, truth + (offset if i % 3 == h else 0)))
             rows.append({"item_id": f"i{i}", "rater": f"h{h}", "rater_kind": "human",
                          "score": score, "topic": "a" if i < 20 else "b"})
@@ -133,7 +133,7 @@ def test_semicolon_csv_and_workbooks_get_a_hint(migrated_db, tmp_path):
 def test_qadi_judge_prints_a_summary_and_json_on_request(migrated_db, llm_server, tmp_path):
     config = tmp_path / "judges.yaml"
     config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
-    llm_server.script({"content": "4"}, {"content": "4"})
+    llm_server.script({"content": '{"rating": 4}'}, {"content": '{"rating": 4}'})
     args = ["judge", "--rubric", "kinayat-explanation", "--response", "r", "--reference", "g",
             "--candidate-model", "qwen-2.5", "--judges", "claude-judge", "--config", str(config)]
     env = {"QADI_DATABASE_URL": migrated_db}
@@ -165,9 +165,11 @@ def make_dry_run(target: str, venv) -> str:
 def test_make_run_installs_the_runtime_and_make_test_everything(tmp_path):
     run = make_dry_run("run", tmp_path / "venv")
     [install] = [line for line in run.splitlines() if "pip install" in line and " -e " in line]
-    assert install.endswith("pip install --quiet -e ."), install  # no [test], [ray], inspect
+    # the runtime only (no [test], [ray], inspect), constrained to requirements.lock's pins
+    assert re.search(r"pip install --quiet -c \S+/locked-\w+\.txt -e \.$", install), install
     test = make_dry_run("test", tmp_path / "venv")
     assert '-e ".[test,ray,docs]" -e "./clients/python[inspect]"' in test
+    assert "requirements.lock >" in test
 
 
 def test_make_run_with_a_fresh_stamp_installs_nothing(tmp_path):

@@ -294,7 +294,9 @@ def test_imported_scorer_grades_stay_out_of_a_rubric_report(
     assert night.returncode in (0, 3), night.stderr
     report = json.loads(next(tmp_path.glob("nightly-*.json")).read_text())
     # the scorer's value is the mean of qadi's own judgments; match() graded no rubric
-    assert set(report["judges"]) == {"claude-judge"}
+    # (other tests of this server grade under the rubric too: only the imports are checked)
+    assert "claude-judge" in report["judges"]
+    assert not {"match", "qadi_scorer"} & set(report["judges"])
     assert report["inputs"]["imported_judge_grades_excluded"] == ["match", "qadi_scorer"]
     assert report["judges"]["claude-judge"]["overall"]["n"] == 2
 
@@ -328,7 +330,7 @@ def test_regrade_grades_each_line_under_its_own_rubric_id(llm_server, migrated_d
     with engine.connect() as connection:
         stored = dict(connection.execute(select(JudgmentRow.rubric_ref, JudgmentRow.score)).all())
     engine.dispose()
-    assert stored == {"iraqi-linguistic-shaku-maku@1": pytest.approx(500 / 6),
+    assert stored == {"iraqi-linguistic-shaku-maku@2": pytest.approx(500 / 6),
                       "kinayat-explanation@2": 4.0}
     overridden = run_cli("regrade", str(answers), "--config", path, "--rubric",
                          "iraqi-linguistic-shaku-maku", "--dry-run", env=env)

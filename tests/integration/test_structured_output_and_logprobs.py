@@ -13,6 +13,10 @@ from judges import BatchGrader, BatchOptions, Grader, GradeRequest, parse_config
 from rubrics import library_rubric
 from tests.conftest import judges_config_data, run_cli
 
+# the columns of `qadi judges check`'s table
+HEADERS = ["judge", "model", "maker", "reachable", "structured output", "latency ms", "logprobs",
+           "detail"]
+
 RATING_RUBRIC = library_rubric("kinayat-explanation")
 CRITERIA_RUBRIC = library_rubric("iraqi-linguistic-shaku-maku")
 
@@ -124,8 +128,9 @@ def test_judges_check_finds_the_mode_the_server_takes(llm_server, tmp_path):
     fixed = run_cli("judges", "check", "--config", str(config))
     assert fixed.returncode == 0, fixed.stdout
     row = next(line for line in fixed.stdout.splitlines() if "gpt-judge" in line)
-    assert row.split("│")[4].strip() == "yes"
-    assert row.split("│")[6].strip() == "off"  # an openai/ route: logprobs not asked
+    cells = dict(zip(HEADERS, (cell.strip() for cell in row.split("│")[1:]), strict=False))
+    assert cells["structured output"] == "yes"
+    assert cells["logprobs"] == "off"  # an openai/ route: logprobs not asked
 
 
 def test_hosted_vllm_judges_ask_for_logprobs_by_default(llm_server):

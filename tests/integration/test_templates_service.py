@@ -116,7 +116,8 @@ def test_qadi_judge_takes_a_template_file(migrated_db, llm_server, tmp_path):
         "--response", "It ships today.", "--candidate-model", "qwen-2.5",
         "--config", str(config), "--template", str(template),
     ]  # fmt: skip
-    done = run_cli(*args, env={"QADI_DATABASE_URL": migrated_db})
+    args_json = [*args, "--json"]
+    done = run_cli(*args_json, env={"QADI_DATABASE_URL": migrated_db})
     assert done.returncode == 0, done.stderr
     [result] = json.loads(done.stdout)["results"]
     assert result["template"] == "support-judge@1"
