@@ -30,6 +30,7 @@ from calibration.report import (
     MetricBlock,
 )
 from calibration.scoring import SCORINGS, AlignContext
+from calibration.selective_report import selective_section, wanted
 from calibration.table import GradeTable, build_table
 from calibration.trust import PROCEDURES, trust_map
 
@@ -77,6 +78,17 @@ def build_calibration(
     }
     if options.alt_test:
         _require_alt_test(judges, options)
+    selective = None
+    if wanted(table, options.selective):
+        selective = selective_section(
+            table,
+            level,
+            options.scale_range,
+            options.reference,
+            options.by,
+            options.selective,
+            (inputs or {}).get("judge_versions"),
+        )
     return CalibrationReport(
         trust=trust_map(judges, options.epsilon, level, options.alt_min_items),
         methods=report_methods(),
@@ -86,8 +98,11 @@ def build_calibration(
         n_items=table.n_items,
         humans=humans,
         judges=judges,
+        selective=selective,
         options={
-            **options.model_dump(include={"bootstrap", "seed", "cluster", "by", "confidence"}),
+            **options.model_dump(
+                include={"bootstrap", "seed", "cluster", "by", "confidence", "selective"}
+            ),
             "alt_test": {
                 "epsilon": options.epsilon,
                 "min_items": options.alt_min_items,

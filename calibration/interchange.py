@@ -3,8 +3,10 @@
 Columns: item_id, rater, rater_kind (human|judge), score (a number; a label compared as
 text with level nominal), optional criteria (JSON object criterion id -> bool), optional
 inclusion_prob (the probability the labelling design gave the item of being labelled, in
-(0, 1]; `qadi sme queue` writes it, see calibration/design.py); every other column is an
-attribute of the item (a stratum).
+(0, 1]; `qadi sme queue` writes it, see calibration/design.py), optional confidence (a judge
+row's probability of its verdict, in [0, 1], e.g. from its token probabilities: what
+selective judging thresholds, calibration/selective.py); every other column is an attribute
+of the item (a stratum).
 Errors name the row and the field; no row is silently dropped or altered.
 """
 
@@ -17,12 +19,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from calibration.lines import csv_reader, jsonl_records
 
 REQUIRED = ("item_id", "rater", "rater_kind", "score")
-OPTIONAL = ("criteria", "inclusion_prob")
+OPTIONAL = ("criteria", "inclusion_prob", "confidence")
 
 
 class GradeFormatError(ValueError):
@@ -41,7 +43,14 @@ class _Grade(BaseModel):
     rater_kind: Literal["human", "judge"]
     criteria: dict[str, bool] | None = None
     inclusion_prob: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    confidence: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
     attributes: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _judges_have_confidence(self):
+        if self.confidence is not None and self.rater_kind != "judge":
+            raise ValueError("confidence: only a judge's grade carries a confidence")
+        return self
 
 
 class GradeRow(_Grade):
@@ -135,11 +144,14 @@ def _row(record: dict[str, Any], model: type[Row] = GradeRow) -> Row:
     if isinstance(record.get("attributes"), dict):
         attributes.update({str(k): str(v) for k, v in record["attributes"].items()})
     data = {k: record.get(k) for k in REQUIRED}
-    probability = record.get("inclusion_prob")
-    if isinstance(probability, str):  # a CSV cell; an empty one (an unqueued label) is absent
-        probability = probability.strip() or None
+    optional = {
+        # a CSV cell; an empty one (an unqueued label, a judge without one) is absent
+        name: (value.strip() or None) if isinstance(value, str) else value
+        for name in ("inclusion_prob", "confidence")
+        for value in [record.get(name)]
+    }
     return model.model_validate(
-        {**data, "criteria": criteria, "inclusion_prob": probability, "attributes": attributes}
+        {**data, "criteria": criteria, **optional, "attributes": attributes}
     )
 
 
@@ -234,6 +246,8 @@ def to_records(rows: Iterable[Row]) -> list[dict[str, Any]]:
             record["criteria"] = row.criteria
         if row.inclusion_prob is not None:
             record["inclusion_prob"] = row.inclusion_prob
+        if row.confidence is not None:
+            record["confidence"] = row.confidence
         record.update(row.attributes)
         out.append(record)
     return out

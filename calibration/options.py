@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from calibration.alt_test import MIN_ITEMS_FLOOR, check_min_items
 from calibration.scoring import ScoringName, scoring_unit
+from calibration.selective_report import SelectiveOptions
 
 
 class CalibrationOptions(BaseModel):
@@ -32,6 +33,10 @@ class CalibrationOptions(BaseModel):
     )
     criterion_weights: dict[str, float] = Field(
         default_factory=dict, description="rubric weight per criterion id (points at stake)"
+    )
+    selective: SelectiveOptions = Field(
+        default_factory=SelectiveOptions,
+        description="thresholds of selective judging (trust at request time)",
     )
 
     _floor = field_validator("alt_min_items")(check_min_items)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_serialize
 
 from calibration.alt_test import AltTestResult
 from calibration.metrics import METRICS
+from calibration.selective_report import SelectiveSection
 
 Verdict = Literal["replace", "not_replacement", "insufficient"]
 NO_JUDGE = "no judge replaces an SME here"
@@ -134,6 +135,12 @@ class CalibrationReport(BaseModel):
     n_items: int
     humans: HumanBlock
     judges: dict[str, JudgeReport]
+    selective: SelectiveSection | None = Field(
+        default=None,
+        description="per judge, cascade and stratum: the confidence threshold above which a "
+        "verdict is trusted at request time, with its guarantee (null: no judge carries a "
+        "confidence)",
+    )
     options: dict[str, Any]
     inputs: dict[str, Any]
 

@@ -238,6 +238,47 @@ def _trend_table(report: dict[str, Any]) -> list[list[str]]:
     ]
 
 
+def selective_view(section: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Trust at request time: per judge or cascade and stratum, the threshold chosen, on how
+    many items, the coverage it buys and the agreement it certifies."""
+    if not section:
+        return None
+    rows = []
+    for row in section["rows"]:
+        result = row["result"]
+        threshold = result["threshold"]
+        notes = [m["note"] for m in result.get("monotonicity", {}).values() if m.get("note")]
+        rows.append(
+            [
+                row["evaluator"],
+                row["stratum"],
+                str(result["n_calibration"]),
+                "abstain" if threshold is None else f"{threshold:.3f}",
+                fmt(result["coverage"]),
+                fmt(result["agreement"]),
+                "—" if threshold is None else f"≥ {1 - section['alpha']:g}",
+                "; ".join(filter(None, [result.get("reason"), *notes, _unbound(section, row)])),
+            ]
+        )
+    return {
+        "title": (
+            f"Trust at request time: α = {section['alpha']}, δ = {section['delta']}, "
+            f"{section['confidence']} confidence"
+        ),
+        "method": section["method"],
+        "agreement": section["agreement_text"],
+        "assumptions": section["assumptions"],
+        "notes": section.get("notes") or [],
+        "rows": rows,
+    }
+
+
+def _unbound(section: dict[str, Any], row: dict[str, Any]) -> str | None:
+    if section.get("bound") and not row.get("binding"):
+        return "not applied at request time: its items were graded by several versions"
+    return None
+
+
 def view(report: dict[str, Any]) -> dict[str, Any]:
     """Everything the templates print, as strings; the numbers stay in the JSON."""
     scale = report["scale"]
@@ -253,6 +294,7 @@ def view(report: dict[str, Any]) -> dict[str, Any]:
         "history": len(report.get("history") or []),
         "trend_table": _trend_table(report),
         "trust": _trust(report),
+        "selective": selective_view(report.get("selective")),
         "scale": described,
         "reference": report["reference"],
         "n_items": report["n_items"],

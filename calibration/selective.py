@@ -80,6 +80,22 @@ CASCADE_METHOD = (
 )
 
 
+class AgreementRule(BaseModel):
+    """When a judge's verdict counts as agreeing with the humans (stated in every report
+    and guarantee): `exact` for labels and ratings (the verdict is the humans' majority,
+    any tied mode), `within` for interval scores (|verdict − humans' mean| ≤ tolerance)."""
+
+    rule: Literal["exact", "within"]
+    tolerance: float = Field(default=0.0, ge=0)
+
+
+def verdicts_agree(a: float, b: float, rule: AgreementRule) -> bool:
+    """Two verdicts agree under `rule` (panel agreement compares judges with each other)."""
+    if rule.rule == "exact":
+        return bool(np.isclose(a, b))
+    return abs(a - b) <= rule.tolerance + 1e-9
+
+
 class Bin(BaseModel):
     """Disagreement among calibration verdicts whose confidence falls in [low, high)."""
 

@@ -24,10 +24,13 @@ class GradeTable:
     conflicts: list[str] = field(default_factory=list)
     labels: list[str] | None = None  # level nominal: scores are codes into this list
     inclusion_prob: np.ndarray | None = None  # per item, NaN where no row carries one
+    judge_confidence: np.ndarray | None = None  # like judge_scores: NaN where none was given
 
     def __post_init__(self) -> None:
         if self.inclusion_prob is None:
             self.inclusion_prob = np.full(len(self.items), np.nan)
+        if self.judge_confidence is None:
+            self.judge_confidence = np.full(self.judge_scores.shape, np.nan)
 
     @property
     def n_items(self) -> int:
@@ -44,6 +47,7 @@ class GradeTable:
             attributes=[self.attributes[i] for i in keep],
             labels=self.labels,
             inclusion_prob=self.inclusion_prob[keep],
+            judge_confidence=self.judge_confidence[keep],
         )
 
     def attribute_values(self, name: str) -> list[str]:
@@ -94,6 +98,7 @@ def _pivot(rows: list[Row], score: Callable[[Row], float]) -> GradeTable:
     attributes: list[dict[str, str]] = [{} for _ in items]
     conflicts: list[str] = []
     probability = np.full(len(items), np.nan)
+    confidence = np.full(judge_scores.shape, np.nan)
     for row in rows:
         i = item_index[row.item_id]
         if row.inclusion_prob is not None:
@@ -101,14 +106,16 @@ def _pivot(rows: list[Row], score: Callable[[Row], float]) -> GradeTable:
         if row.rater_kind == "human":
             human_scores[i, human_index[row.rater]] = score(row)
         else:
-            judge_scores[i, judge_index[row.rater]] = score(row)
+            j = judge_index[row.rater]
+            judge_scores[i, j] = score(row)
+            confidence[i, j] = np.nan if row.confidence is None else row.confidence
         for key, value in row.attributes.items():
             known = attributes[i].setdefault(key, value)
             if known != value:
                 conflicts.append(f"item {row.item_id}: {key} is both '{known}' and '{value}'")
     return GradeTable(
         items, humans, judges, human_scores, judge_scores, attributes, conflicts,
-        inclusion_prob=probability,
+        inclusion_prob=probability, judge_confidence=confidence,
     )  # fmt: skip
 
 

@@ -130,11 +130,16 @@ class BatchGrader:
         return await self.store.find_done(sorted(keys), self.options.reuse) if keys else {}
 
     async def grade(
-        self, plan: PlannedGrade, known: Mapping[str, JudgeResult], tag: Any = None
+        self,
+        plan: PlannedGrade,
+        known: Mapping[str, JudgeResult],
+        tag: Any = None,
+        stop: Callable[[JudgeResult], bool] | None = None,
     ) -> Graded:
-        """Grade one plan and choose what to persist (reused results only when recorded; a
-        reused result that is not recorded again keeps the id of the stored one)."""
-        result = await self.grader.grade(plan, known, self.slots)
+        """Grade one plan (a cascade when `stop` is given, see `Grader.grade`) and choose
+        what to persist (reused results only when recorded; a reused result that is not
+        recorded again keeps the id of the stored one)."""
+        result = await self.grader.grade(plan, known, self.slots, stop)
         if self.options.record_reused:
             return Graded(plan.request, result, judgments=list(result.results), tag=tag)
         results = [

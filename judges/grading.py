@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -115,23 +115,32 @@ class Grader:
         plan: PlannedGrade,
         known: Mapping[str, JudgeResult] | None = None,
         slots: asyncio.Semaphore | None = None,
+        stop: Callable[[JudgeResult], bool] | None = None,
     ) -> GradeResult:
         """Grade a plan. `known` holds stored results by cache key: those judges are not
-        called again (their result comes back `cached`). `slots` bounds calls in flight."""
+        called again (their result comes back `cached`). `slots` bounds calls in flight.
+
+        With `stop` the panel is a cascade: its judges answer one after another, in order,
+        until `stop` accepts a result (a trusted verdict); the later ones are not called.
+        A cascade brings in no substitutes: its next stage is the escalation, and a stand-in
+        in a stage would not be the judge its threshold was calibrated for."""
         known = known or {}
 
         def judge_all(names: list[str]):
             return asyncio.gather(*(self._judge(name, plan, known, slots) for name in names))
 
-        results = list(await judge_all(plan.panel.judges))
-        unavailable = self._unavailable(results, plan)
-        stand_ins = list(await judge_all([u.substitute for u in unavailable if u.substitute]))
-        unavailable += [
-            UnavailableJudge(judge=r.judge, status=r.status, error=r.error)
-            for r in stand_ins
-            if r.status in PROVIDER_FAILURES
-        ]
-        results += stand_ins
+        if stop is not None:
+            results, unavailable = await self._cascade(plan, known, slots, stop), []
+        else:
+            results = list(await judge_all(plan.panel.judges))
+            unavailable = self._unavailable(results, plan)
+            stand_ins = list(await judge_all([u.substitute for u in unavailable if u.substitute]))
+            unavailable += [
+                UnavailableJudge(judge=r.judge, status=r.status, error=r.error)
+                for r in stand_ins
+                if r.status in PROVIDER_FAILURES
+            ]
+            results += stand_ins
         ok = [r for r in results if r.status == "ok"]
         status = "ok" if len(ok) == len(results) else ("partial" if ok else "failed")
         return GradeResult(
@@ -146,6 +155,21 @@ class Grader:
             skipped=plan.panel.skipped,
             unavailable=unavailable,
         )
+
+    async def _cascade(
+        self,
+        plan: PlannedGrade,
+        known: Mapping[str, JudgeResult],
+        slots: asyncio.Semaphore | None,
+        stop: Callable[[JudgeResult], bool],
+    ) -> list[JudgeResult]:
+        """The cascade's stages in order, up to and including the first one `stop` accepts."""
+        results: list[JudgeResult] = []
+        for name in plan.panel.judges:
+            results.append(await self._judge(name, plan, known, slots))
+            if stop(results[-1]):
+                break
+        return results
 
     def _unavailable(self, results: list[JudgeResult], plan: PlannedGrade):
         """Judges whose provider failed, each with a guard-eligible stand-in if it has one."""

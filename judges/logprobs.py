@@ -9,6 +9,10 @@ also puts weight on tokens the schema forbids), and derives
 
 - `confidence`: P(chosen value) renormalised over the allowed values (probs[chosen] / mass),
   the per-judgment confidence selective judging thresholds ("Trust or Escalate");
+- `confidence` of the whole verdict: for a rating, the rating's confidence; for a criteria
+  verdict, the probability of every criterion's mark as given, the product of their
+  confidences (criteria taken as independent): the judge's probability of exactly the
+  verdict it returned. Selective judging (calibration/selective.py) thresholds it;
 - `expected`: the probability-weighted expected rating, sum_v v * probs[v] / mass, the
   distributional score of G-Eval (Liu et al. 2023, section 2.3; also TrustJudge, 2025);
   for a penalty-weighted rubric, the expected rubric score over the criterion verdicts,
@@ -62,6 +66,11 @@ class TokenProbabilities(BaseModel):
     criteria: dict[str, Distribution] = Field(default_factory=dict)
     expected: float | None = Field(
         default=None, description="probability-weighted expected score (distributional)"
+    )
+    confidence: float | None = Field(
+        default=None,
+        description="the judge's probability of its whole verdict (a rating's confidence; for "
+        "criteria, the product of each mark's, taken as independent)",
     )
     unavailable: str | None = Field(
         default=None, description="why part of the verdict has no distribution"
@@ -194,7 +203,11 @@ def _rating(
         )
     expected = sum(int(v) * p for v, p in dist.probs.items()) / dist.mass
     return TokenProbabilities(
-        method=method, top_logprobs=top_k, rating=dist, expected=round(expected, 6)
+        method=method,
+        top_logprobs=top_k,
+        rating=dist,
+        expected=round(expected, 6),
+        confidence=dist.confidence,
     )
 
 
@@ -234,6 +247,7 @@ def _criteria(
         else:
             criteria[cid] = dist
     expected = None if missing else _expected_rubric_score(rubric, criteria)
+    joint = None if missing else round(math.prod(d.confidence for d in criteria.values()), 6)
     unavailable = None
     if missing:
         unavailable = f"no distribution for criteria {', '.join(missing)} (not one token)"
@@ -244,6 +258,7 @@ def _criteria(
         top_logprobs=top_k,
         criteria=criteria,
         expected=expected,
+        confidence=joint,
         unavailable=unavailable,
     )
 

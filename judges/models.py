@@ -106,6 +106,11 @@ class JudgeResult(BaseModel):
         default=None,
         description="probability-weighted expected score (distributional), beside `score`",
     )
+    confidence: float | None = Field(
+        default=None,
+        description="the judge's probability of its verdict, from its token probabilities "
+        "(`probabilities.confidence`); null where the judge gave none, never invented",
+    )
     raw_reply: str | None = None
     error: str | None = None
     latency_ms: float = 0.0

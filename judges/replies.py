@@ -124,4 +124,5 @@ def judge_result(
     if probabilities is not None:
         verdict_fields["probabilities"] = probabilities
         verdict_fields["expected_score"] = probabilities.expected
+        verdict_fields["confidence"] = probabilities.confidence
     return base.model_copy(update={**update, "status": "ok", **verdict_fields})

@@ -23,6 +23,7 @@ from service.api import (
     probes,
     requests,
     rubrics,
+    sme,
 )
 from service.db.engine import open_database, storage_guard
 from service.errors import StorageUnavailable
@@ -74,7 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.judging = judging
     for module in (judge, judgments, requests, rubrics, grades, health):
         app.include_router(module.router)
-    for module in (calibration, estimates, probes):  # their errors, documented in one shape
+    for module in (calibration, estimates, probes, sme):  # their errors, documented in one shape
         app.include_router(module.router, responses=errors.error_responses(401, 403, 422, 503))
     errors.install(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)

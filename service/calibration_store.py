@@ -19,6 +19,7 @@ from service.db.filters import not_a_probe, rubric_matches
 from service.db.schema import CalibrationReportRow, HumanGradeRow, JudgmentRow, ResponseRow
 from service.grade_store import grade_from_row
 from service.stores.rubrics import RubricNotFound, get_rubric
+from service.stores.trust import save_thresholds
 
 EXPECTED_SUFFIX = "~expected"  # the rater name of a judge's expected score
 
@@ -94,7 +95,9 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
     latest: dict[tuple[str, str], tuple[JudgmentRow, ResponseRow]] = {}
     failures: dict[str, int] = {}
     rubric_refs, judge_models = set(), set()
-    for judgment, response in session.execute(query.order_by(JudgmentRow.created_at)):
+    for judgment, response in session.execute(
+        query.order_by(JudgmentRow.created_at, JudgmentRow.id)
+    ):
         if judgment.status != "ok":
             failures[judgment.status] = failures.get(judgment.status, 0) + 1
             continue
@@ -107,7 +110,9 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
             (judgment.judge, judgment.judge_model, judgment.template, judgment.template_hash)
         )
     rows = []
+    versions: dict[str, set[tuple[str, ...]]] = {}
     for (item, judge), (judgment, response) in latest.items():
+        versions.setdefault(judge, set()).add(_version(judgment))
         attributes = {k: v for k, v in (response.attributes or {}).items() if k != "item_id"}
         attributes["candidate_model"] = response.candidate_model
         marks = {c["id"]: bool(c["met"]) for c in judgment.criteria or [] if "id" in c}
@@ -118,6 +123,7 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
                 rater_kind="judge",
                 score=value,
                 criteria=(marks or None) if rater == judge else None,
+                confidence=judgment.confidence if rater == judge else None,
                 attributes=attributes,
             )
             for rater, value in judge_rows(judge, judgment, selection.score)
@@ -156,11 +162,29 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
         },
         "failed_judgments_excluded": failures,
         "judge_scores": selection.score,
+        # what each judge graded the items with (selective judging binds its guarantees)
+        "judge_versions": {
+            judge: [dict(zip(_VERSION_FIELDS, v, strict=True)) for v in sorted(found)]
+            for judge, found in sorted(versions.items())
+        },
         "items_on_other_scales_excluded": len(off_scale),
     }
     if imported_judges:
         inputs["imported_judge_grades_excluded"] = sorted(imported_judges)
     return rows, inputs
+
+
+_VERSION_FIELDS = ("model", "template", "template_hash", "rubric_ref", "rubric_hash")
+
+
+def _version(judgment: JudgmentRow) -> tuple[str, ...]:
+    return (
+        judgment.judge_model,
+        judgment.template,
+        judgment.template_hash,
+        judgment.rubric_ref,
+        judgment.rubric_hash,
+    )
 
 
 class _ScaleFilter:
@@ -234,6 +258,7 @@ def store_report(
     )
     session.add(row)
     session.flush()
+    save_thresholds(session, row.id, report)
     return row
 
 

@@ -54,6 +54,7 @@ def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) ->
             "score": row.score,
             "criteria": row.criteria,
             "inclusion_prob": row.inclusion_prob,
+            "confidence": row.confidence,
             "attributes": row.attributes,
             "created_at": now,
         }
@@ -68,6 +69,7 @@ def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) ->
             "score": replaced.score,
             "criteria": replaced.criteria,
             "inclusion_prob": replaced.inclusion_prob,
+            "confidence": replaced.confidence,
             "attributes": replaced.attributes,
         },
     )
@@ -110,6 +112,7 @@ def grade_from_row(row: HumanGradeRow) -> GradeRow:
         score=row.score,
         criteria=row.criteria,
         inclusion_prob=row.inclusion_prob,
+        confidence=row.confidence,
         attributes=row.attributes or {},
     )
 

@@ -11,6 +11,7 @@ its answer, together, ending the leases). Errors are raised as the types of
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,6 +28,7 @@ from judges import (
     GradeRequest,
     PlannedGrade,
 )
+from judges.trust import TrustDecider, TrustOutcome, evaluators, stratum_for
 from rubrics import Rubric, content_hash
 from service import metrics
 from service.db.engine import storage_guard
@@ -46,6 +48,7 @@ from service.settings import Settings
 from service.stores import requests
 from service.stores.group import GroupCommit
 from service.stores.judgments import SqlJudgmentStore, find_done_in, write_judgments
+from service.stores.trust import enqueue, find_calibrations
 
 log = logging.getLogger("qadi")
 FINISH_PATIENCE_SECONDS = 120.0  # how long a finished grade waits for the database to return
@@ -59,6 +62,7 @@ class _Item:
     claim: requests.Claim | None = None
     plan: PlannedGrade | None = None
     slots: int = 0  # judge calls admitted (`Admission`), released when the request ends
+    trust: TrustDecider | None = None  # the request asked whether its verdict may stand
 
 
 class GradingService:
@@ -156,7 +160,10 @@ class GradingService:
                     outcomes[item.index] = exc
                 return
         graded = await asyncio.gather(
-            *(self.batch.grade(item.plan, known, tag=item.claim.id) for item in planned)
+            *(
+                self.batch.grade(item.plan, known, tag=item.claim.id, stop=_cascade_stop(item))
+                for item in planned
+            )
         )
         answers = [self._answer(item, g) for item, g in zip(planned, graded, strict=True)]
         finished = [
@@ -210,7 +217,7 @@ class GradingService:
         for item in items:
             if item.slots:
                 self.admission.release(item.slots)
-            item.slots, item.claim, item.plan = 0, None, None
+            item.slots, item.claim, item.plan, item.trust = 0, None, None, None
             outcomes[item.index] = None
 
     def _prepare(
@@ -243,6 +250,9 @@ class GradingService:
                     self.batch.grader.template_for,
                 )
                 request = GradeRequest.from_body(rubric, item.body)
+                policy = getattr(item.body, "trust", None)
+                if policy is not None and policy.cascade:
+                    request = request.model_copy(update={"judges": policy.cascade})
                 plan = self.batch.plan(request)
                 if isinstance(plan, Exception):
                     raise plan
@@ -253,11 +263,18 @@ class GradingService:
                 outcomes[item.index] = refused
                 continue
             item.plan = plan
+            if policy is not None:
+                item.trust = _decider(session, policy, plan)
 
     def _answer(self, item: _Item, graded: Graded) -> tuple[str, dict[str, Any]]:
         for judged in graded.result.results:
             metrics.observe_judge(judged)
-        return outcome_of(item.claim.id, graded.result)
+        outcome, payload = outcome_of(item.claim.id, graded.result)
+        if item.trust is not None and graded.result.status != "failed":
+            trust = item.trust.outcome(graded.result.results, _audit_draw(item.claim.id))
+            metrics.observe_trust(trust)
+            payload["trust"] = trust.model_dump(mode="json")
+        return outcome, payload
 
     def _finish_all(self, session: Session, jobs: list[list]) -> list[list[bool]]:
         """Each request's judgments and its answer, in one transaction: a crash leaves all or
@@ -271,13 +288,19 @@ class GradingService:
             ]
             for job in jobs
         ]
-        write_judgments(
+        kept = [
+            (claimed, graded, payload)
+            for job, kept in zip(jobs, landed, strict=True)
+            for (claimed, graded, (_, payload)), k in zip(job, kept, strict=True)
+            if k
+        ]
+        write_judgments(session, [graded for _, graded, _ in kept])
+        enqueue(
             session,
             [
-                graded
-                for job, kept in zip(jobs, landed, strict=True)
-                for (_, graded, _), k in zip(job, kept, strict=True)
-                if k
+                (claimed.id, graded.request, TrustOutcome.model_validate(payload["trust"]))
+                for claimed, graded, payload in kept
+                if (payload.get("trust") or {}).get("queued")
             ],
         )
         if self.shared is not None:  # kept or not, these calls are over
@@ -324,6 +347,28 @@ class GradingService:
         if closed:
             metrics.REQUESTS_ABANDONED.inc(closed)
         return closed
+
+
+def _decider(session: Session, policy: Any, plan: PlannedGrade) -> TrustDecider:
+    """The request's trust policy with the calibrations it needs, looked up in the prepare
+    transaction (the newest stored report that calibrated them for this α, δ, stratum)."""
+    stratum = stratum_for(policy, plan.request.metadata)
+    calibrations = {}
+    if stratum is not None:
+        wanted = evaluators(policy, plan.panel.judges)
+        calibrations = find_calibrations(session, plan.request.rubric.id, wanted, stratum, policy)
+    return TrustDecider(policy, stratum, calibrations, plan.panel.judges)
+
+
+def _cascade_stop(item: _Item):
+    """A calibrated cascade grades stage by stage until a verdict is trusted."""
+    return item.trust.stop if item.trust is not None and item.trust.sequential else None
+
+
+def _audit_draw(request_id: str) -> float:
+    """A uniform draw in [0, 1) for the audit of a trusted verdict, fixed by the request id
+    (random, and the same if the request's finish is retried)."""
+    return int(hashlib.sha256(request_id.encode()).hexdigest()[:13], 16) / 16**13
 
 
 def _check_rate(wait: int | None, per_minute: int) -> None:

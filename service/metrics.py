@@ -13,6 +13,7 @@ import os
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 
 from judges.models import JudgeResult
+from judges.trust import TrustOutcome
 
 HTTP_REQUESTS = Counter(
     "qadi_http_requests_total", "HTTP requests by route and status", ["method", "route", "status"]
@@ -39,6 +40,11 @@ JUDGE_COST = Counter(
     "qadi_judge_cost_usd_total",
     "Cost of judge backend calls in USD, as LiteLLM prices them; calls without a price add 0",
     ["judge"],
+)
+TRUST_DECISIONS = Counter(
+    "qadi_trust_decisions_total",
+    "Requests that asked for trust, by outcome (trusted|escalated) and the judge that decided",
+    ["status", "judge"],
 )
 REQUESTS_ABANDONED = Counter(
     "qadi_requests_abandoned_total",
@@ -76,3 +82,8 @@ def observe_judge(result: JudgeResult) -> None:
         JUDGE_TOKENS.labels(judge=judge, kind="completion").inc(result.completion_tokens)
     if result.cost_usd:
         JUDGE_COST.labels(judge=judge).inc(result.cost_usd)
+
+
+def observe_trust(outcome: TrustOutcome) -> None:
+    """Count one trust decision (the SME queue itself is in the database: GET /sme/queue)."""
+    TRUST_DECISIONS.labels(status=outcome.status, judge=outcome.judge or "").inc()

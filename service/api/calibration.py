@@ -16,6 +16,7 @@ from calibration.calibrate import CalibrationOptions
 from calibration.checks import CalibrationInputError
 from calibration.drift import drift
 from calibration.scoring import ScoringName
+from calibration.selective_report import SelectiveOptions
 from service.api.deps import GradesKey
 from service.api.errors import error_responses
 from service.api.formats import negotiate, split_suffix
@@ -95,6 +96,11 @@ class ReportRequest(BaseModel):
         description="stored probe run (id or 'latest'): its moved judges are marked on the "
         "trust map (`probes` on a row) and its table and plot added to the report",
     )
+    trust: SelectiveOptions = Field(
+        default_factory=SelectiveOptions,
+        description="selective judging: the α, δ, agreement tolerance, cascades and "
+        "confidence source whose thresholds the report fixes (POST /judge applies them)",
+    )
 
     _floor = field_validator("alt_min_items")(check_min_items)
 
@@ -170,6 +176,7 @@ def _report_inputs(
             scale_max=high,
             level=level,
             criterion_weights=weights,
+            selective=body.trust,
         )
     except ValidationError as exc:
         raise RequestValidationError(

@@ -190,7 +190,9 @@ def _csv(sessions, query) -> Iterator[str]:
     """All rows matching `query`, streamed: one pass collects the attribute columns (the
     header comes first), a second writes the rows."""
     with session_scope(sessions) as session:
-        columns = ["item_id", "rater", "rater_kind", "score", "criteria", "inclusion_prob"]
+        columns = [
+            "item_id", "rater", "rater_kind", "score", "criteria", "inclusion_prob", "confidence"
+        ]  # fmt: skip
         seen = set(columns)
         for attributes in session.scalars(
             query.with_only_columns(HumanGradeRow.attributes).execution_options(yield_per=1000)

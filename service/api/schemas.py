@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judges import JudgeResult, SkippedJudge
 from judges.models import Aggregate, UnavailableJudge
+from judges.trust import TrustOutcome, TrustPolicy
 
 EXAMPLE_RUBRIC_BODY = {
     "kind": "rubric",
@@ -58,11 +59,19 @@ class JudgeBody(BaseModel):
     metadata: dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=512)]] = (
         Field(default_factory=dict, max_length=64, description="strata: dialect, item_id, ...")
     )
+    trust: TrustPolicy | None = Field(
+        default=None,
+        description="ask whether the verdict may stand without an SME, under the calibrated "
+        "guarantee for this α and δ (README: Trust at request time); a verdict nobody "
+        "trusts is escalated to the SME queue",
+    )
 
     @model_validator(mode="after")
     def _one_rubric(self):
         if (self.rubric is None) == (self.rubric_id is None):
             raise ValueError("give exactly one of 'rubric' (inline) or 'rubric_id'")
+        if self.trust is not None and self.trust.cascade and self.judges is not None:
+            raise ValueError("give a cascade's judges in trust.cascade only, not in 'judges'")
         return self
 
 
@@ -83,6 +92,9 @@ class JudgeResponse(BaseModel):
     skipped: list[SkippedJudge]
     unavailable: list[UnavailableJudge] = Field(
         default_factory=list, description="judges whose provider failed, with their stand-in"
+    )
+    trust: TrustOutcome | None = Field(
+        default=None, description="present when the request asked for `trust`"
     )
 
 

@@ -56,6 +56,51 @@ def cli_options(scale, level, by, **fields):
         fail(f"--{field.replace('_', '-')}: {message}" if field else message)
 
 
+# Selective judging (README: Trust at request time): the options `qadi calibrate` and
+# `qadi report nightly` share, defaults of both commands.
+TRUST_ALPHA = typer.Option(
+    0.1, "--trust-alpha", help="trust at request time: most disagreement with the SMEs allowed "
+    "among trusted verdicts"
+)  # fmt: skip
+TRUST_DELTA = typer.Option(
+    0.1, "--trust-delta", help="trust at request time: chance the guarantee fails"
+)
+TRUST_TOLERANCE = typer.Option(
+    None, "--trust-tolerance", help="interval scales: a verdict this close to the humans' "
+    "reference agrees (default 10% of the range); labels and ratings agree when equal"
+)  # fmt: skip
+CASCADE = typer.Option(
+    [], "--cascade", help="judges in escalation order, e.g. cheap,strong (repeatable): its "
+    "threshold is calibrated too"
+)  # fmt: skip
+TRUST_CONFIDENCE = typer.Option(
+    "token", "--trust-confidence", help="token (the judge's token probability of its verdict) "
+    "| panel (the share of the other judges that agree)"
+)  # fmt: skip
+
+
+def trust_options(alpha, delta, tolerance, cascades, confidence) -> dict:
+    """The `selective` field of CalibrationOptions from the --trust-* and --cascade options,
+    or a clean exit naming the option at fault."""
+    from calibration.selective_report import SelectiveOptions
+
+    check_choice("--trust-confidence", confidence, ("token", "panel"))
+    try:
+        return SelectiveOptions(
+            alpha=alpha,
+            delta=delta,
+            tolerance=tolerance,
+            cascades=[split_names(c) for c in cascades],
+            confidence=confidence,
+        ).model_dump()
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = {"cascades": "cascade", "confidence": "trust-confidence"}.get(
+            str(error["loc"][0]), f"trust-{error['loc'][0]}"
+        )
+        fail(f"--{name}: {error['msg'].removeprefix('Value error, ')}")
+
+
 def check_choice(option: str, value: str | None, choices: tuple[str, ...]) -> None:
     if value not in (None, *choices):
         fail(f"{option}: expected {' or '.join(choices)}, got '{value}'")
@@ -104,6 +149,32 @@ def print_trust_map(report: dict, target=out) -> None:
     table = Table("judge", *strata, title="trust map by stratum")
     for judge in report["judges"]:
         table.add_row(judge, *[cells.get((judge, s), "—") for s in strata])
+    target.print(table)
+
+
+def print_thresholds(report: dict, target=out) -> None:
+    """Selective judging: per judge or cascade and stratum, the threshold and what it buys."""
+    section = report.get("selective")
+    if not section:
+        return
+    title = (
+        f"trust at request time (α = {section['alpha']}, δ = {section['delta']}, "
+        f"{section['confidence']} confidence)"
+    )
+    table = Table("judge or cascade", "stratum", "n", "threshold", "coverage", "agreement",
+                  "guaranteed", title=title)  # fmt: skip
+    for row in section["rows"]:
+        result = row["result"]
+        threshold = result["threshold"]
+        table.add_row(
+            row["evaluator"],
+            row["stratum"],
+            str(result["n_calibration"]),
+            "abstain" if threshold is None else f"{threshold:.3f}",
+            _two(result["coverage"]),
+            _two(result["agreement"]),
+            "—" if threshold is None else f"≥ {1 - section['alpha']:g}",
+        )
     target.print(table)
 
 
@@ -171,9 +242,15 @@ def calibrate(
         "--probe-run",
         help="stored probe run (ID or 'latest') whose moved judges are marked on the trust map",
     ),
+    trust_alpha: float = TRUST_ALPHA,
+    trust_delta: float = TRUST_DELTA,
+    trust_tolerance: float | None = TRUST_TOLERANCE,
+    cascade: list[str] = CASCADE,
+    trust_confidence: str = TRUST_CONFIDENCE,
 ) -> None:
     """Measure every judge against the human grades, overall and per stratum, with CIs,
-    the alt-test and the trust map (which judge may replace the SMEs, where)."""
+    the alt-test and the trust map (which judge may replace the SMEs, where); where judges
+    give confidences, the thresholds POST /judge trusts their verdicts above."""
     # numpy, scipy and matplotlib load only when a report is computed, not for `qadi --help`
     from calibration.interchange import GradeFormatError, read_grades
     from service.calibration_store import (
@@ -199,6 +276,9 @@ def calibrate(
         "epsilon": epsilon,
         "alt_scoring": alt_scoring,
         "alt_min_items": alt_min_items,
+        "selective": trust_options(
+            trust_alpha, trust_delta, trust_tolerance, cascade, trust_confidence
+        ),
     }
     if grades_file is not None:
         if scale is None and level != "nominal":
@@ -239,6 +319,7 @@ def calibrate(
     if out_path is None and html is None and md is None:
         print_summary(report, target=out)
         print_trust_map(report)
+        print_thresholds(report)
     else:
         print_summary(report)
 

@@ -122,8 +122,19 @@ def _summary(report: dict) -> None:
 
 @sme_app.command("queue")
 def queue(
-    grades_file: Path = typer.Argument(..., help="CSV/JSONL grades (interchange format)"),
-    n: int = typer.Option(..., "--n", min=1, help="how many items to queue"),
+    grades_file: Path | None = typer.Argument(
+        None, help="CSV/JSONL grades (interchange format); not with --escalated"
+    ),
+    n: int | None = typer.Option(None, "--n", min=1, help="how many items to queue"),
+    escalated: bool = typer.Option(
+        False,
+        "--escalated",
+        help="the items POST /judge sent to the SMEs (no trusted verdict, or audited), "
+        "from the database, instead of choosing from a grades file",
+    ),
+    reason: str | None = typer.Option(
+        None, help="with --escalated: only 'escalated' or only 'audit' items"
+    ),
     by: str | None = typer.Option(None, help="the strata attribute, e.g. candidate_model"),
     alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="1 − confidence"),
     seed: int = typer.Option(0, help="seed of the random draw inside a stratum"),
@@ -136,7 +147,17 @@ def queue(
     labels go to the strata whose corrected interval is widest; items are drawn at random
     inside a stratum. Written in the interchange format with rater and score empty and each
     item's `inclusion_prob` and `inclusion_stratum`, which `qadi estimate` weights by (keep
-    them when you append the filled file to the grades; see calibration/sme_queue.py)."""
+    them when you append the filled file to the grades; see calibration/sme_queue.py).
+
+    With --escalated, the items trust at request time sent to the SMEs (README: Trust at
+    request time), each with its `inclusion_prob` (1 escalated, the audit rate audited)."""
+    if escalated:
+        if grades_file is not None or n is not None:
+            fail("--escalated lists the database's queue: give no grades file and no --n")
+        _write_escalated(reason, out_path)
+        return
+    if grades_file is None or n is None:
+        fail("give a grades file and --n (or --escalated for the items POST /judge escalated)")
     from calibration.sme_queue import choose, queue_records
 
     try:
@@ -144,12 +165,7 @@ def queue(
     except ValueError as exc:  # the option it names is --by; a grades problem says grades
         fail(f"--{exc}" if str(exc).startswith("by:") else str(exc))
     records = queue_records(found)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    with out_path.open("w", newline="", encoding="utf-8") as handle:
-        fields = list(records[0]) if records else ["item_id", "rater", "rater_kind", "score"]
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(records)
+    _write_records(records, out_path)
     table = Table("stratum", "judged", "labelled", "queued", "inclusion_prob", title="queue")
     for stratum in found.strata.values():
         table.add_row(
@@ -160,4 +176,48 @@ def queue(
     out.print(
         f"{len(records)} item(s) queued in {out_path}"
         + (f" (only {len(records)} unlabelled)" if len(records) < n else "")
+    )
+
+
+def _write_records(records: list[dict[str, str]], out_path: Path) -> None:
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with out_path.open("w", newline="", encoding="utf-8") as handle:
+        fields = list(records[0]) if records else ["item_id", "rater", "rater_kind", "score"]
+        for record in records[1:]:  # attributes differ between items: every one a column
+            fields += [key for key in record if key not in fields]
+        writer = csv.DictWriter(handle, fieldnames=fields, restval="")
+        writer.writeheader()
+        writer.writerows(records)
+
+
+def _write_escalated(reason: str | None, out_path: Path) -> None:
+    """The database's SME queue as interchange rows with rater and score empty."""
+    from service.db.engine import open_database, session_scope
+    from service.settings import get_settings
+    from service.stores.trust import queued_items
+
+    if reason not in (None, "escalated", "audit"):
+        fail(f"--reason: '{reason}' is not escalated or audit")
+    with session_scope(open_database(get_settings().database_url)) as session:
+        items = queued_items(session, reason)
+    records = [
+        {
+            "item_id": item["item_id"],
+            "rater": "",
+            "rater_kind": "human",
+            "score": "",
+            "inclusion_prob": repr(item["inclusion_prob"]),
+            "queue_reason": item["reason"],
+            "request_id": item["request_id"],
+            **item["attributes"],
+        }
+        for item in items
+    ]
+    _write_records(records, out_path)
+    counts = {
+        kind: sum(r["queue_reason"] == kind for r in records) for kind in ("escalated", "audit")
+    }
+    out.print(
+        f"{len(records)} item(s) from the SME queue in {out_path} "
+        f"({counts['escalated']} escalated, {counts['audit']} audited); texts: GET /sme/queue"
     )

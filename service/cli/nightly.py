@@ -14,7 +14,12 @@ from rich.table import Table
 from calibration.formatting import drift_line, fmt, with_interval
 from service.cli.app import app, console, fail, out
 from service.cli.calibrate import (
+    CASCADE,
     LEVELS,
+    TRUST_ALPHA,
+    TRUST_CONFIDENCE,
+    TRUST_DELTA,
+    TRUST_TOLERANCE,
     attach_probe_run,
     check_choice,
     cli_options,
@@ -22,6 +27,7 @@ from service.cli.calibrate import (
     print_summary,
     scale_for,
     scorings,
+    trust_options,
     write_outputs,
 )
 from service.db.engine import open_database, session_scope
@@ -76,6 +82,11 @@ def nightly(
         "--probe-run",
         help="stored probe run (ID or 'latest') whose moved judges are marked on the trust map",
     ),
+    trust_alpha: float = TRUST_ALPHA,
+    trust_delta: float = TRUST_DELTA,
+    trust_tolerance: float | None = TRUST_TOLERANCE,
+    cascade: list[str] = CASCADE,
+    trust_confidence: str = TRUST_CONFIDENCE,
 ) -> None:
     """Report over the window, compared with the previous nightly report; it carries the
     judges' corrected means (PPI, `qadi estimate`) per --by stratum as `estimate`.
@@ -117,6 +128,9 @@ def nightly(
             epsilon=epsilon,
             alt_scoring=alt_scoring,
             alt_min_items=alt_min_items,
+            selective=trust_options(
+                trust_alpha, trust_delta, trust_tolerance, cascade, trust_confidence
+            ),
         )
         options = with_stored_rubric_weights(session, options, inputs)
         previous = latest_report(session, kind="nightly", scope=rubric or "")

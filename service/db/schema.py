@@ -132,6 +132,7 @@ class JudgmentRow(Base):
     # token probabilities of the verdict and the expected score they give (migration 0006)
     probabilities: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     expected_score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    confidence: Mapped[float | None] = mapped_column(Float, nullable=True)
     raw_reply: Mapped[str | None] = mapped_column(Text, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
@@ -162,6 +163,8 @@ class HumanGradeRow(Base):
     criteria: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     # the labelling design's probability for this item (`qadi sme queue`); NULL when unknown
     inclusion_prob: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # an imported judge grade's probability of its verdict (selective judging); NULL if none
+    confidence: Mapped[float | None] = mapped_column(Float, nullable=True)
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
 
@@ -281,3 +284,48 @@ class ProbeRunRow(Base):
     html: Mapped[str] = mapped_column(Text)
     markdown: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class TrustThresholdRow(Base):
+    """A threshold of selective judging fixed by a stored calibration report: one judge or
+    cascade, one stratum, one (α, δ, confidence source). POST /judge applies the newest that
+    matches a request (service/stores/trust.py); `entry` keeps the whole calibration, its
+    guarantee and what it is bound to (rubric version, each stage's model and template)."""
+
+    __tablename__ = "trust_thresholds"
+    __table_args__ = (
+        Index("ix_trust_thresholds_lookup", "rubric_id", "evaluator", "stratum", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    report_id: Mapped[str] = mapped_column(
+        ForeignKey("calibration_reports.id", ondelete="CASCADE"), index=True
+    )
+    rubric_id: Mapped[str] = mapped_column(String(128))
+    evaluator: Mapped[str] = mapped_column(String(512))
+    stratum: Mapped[str] = mapped_column(String(256))
+    alpha: Mapped[float] = mapped_column(Float)
+    delta: Mapped[float] = mapped_column(Float)
+    confidence: Mapped[str] = mapped_column(String(16))  # token | panel
+    threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
+    entry: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class SmeQueueRow(Base):
+    """An item sent to the SMEs at request time: escalated (no judge's verdict was trusted;
+    inclusion probability 1) or audited (a trusted verdict drawn at the policy's audit rate;
+    that rate), so an estimate over the labels can weight each by its inverse."""
+
+    __tablename__ = "sme_queue"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    request_id: Mapped[str] = mapped_column(ForeignKey("grade_requests.id"), unique=True)
+    response_id: Mapped[int] = mapped_column(ForeignKey("responses.id"), index=True)
+    item_id: Mapped[str] = mapped_column(String(256), index=True)
+    rubric_ref: Mapped[str] = mapped_column(String(160))
+    reason: Mapped[str] = mapped_column(String(16))  # escalated | audit
+    inclusion_prob: Mapped[float] = mapped_column(Float)
+    trust: Mapped[dict[str, Any]] = mapped_column(JSONType)  # the request's trust outcome
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow, index=True)

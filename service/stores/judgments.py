@@ -29,6 +29,7 @@ _RESULT_COLUMNS = {
     "dimensions": "dimensions",
     "rationale": "rationale",
     "expected_score": "expected_score",
+    "confidence": "confidence",
     "raw_reply": "raw_reply",
     "error": "error",
     "latency_ms": "latency_ms",

@@ -264,6 +264,7 @@ def test_csv_export_neutralises_formulas(service):
         "score": "-1.5",
         "criteria": "",
         "inclusion_prob": "",
+        "confidence": "",
         "note": "'+1",
         "dash": "'-2+3",
         "tab": "'\tcmd",

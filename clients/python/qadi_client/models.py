@@ -92,6 +92,7 @@ class GradeRow(_Request):
     score: float
     criteria: dict[str, bool] | None = None
     inclusion_prob: float | None = Field(default=None, gt=0, le=1)  # from `qadi sme queue`
+    confidence: float | None = Field(default=None, ge=0, le=1)  # a judge's, of its verdict
 
 
 class Estimate(_Response):

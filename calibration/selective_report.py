@@ -1,0 +1,257 @@
+"""The report's section on selective judging ("trust at request time"): per judge, per
+configured cascade and per stratum, the confidence threshold above which a verdict is
+trusted with a guarantee, on how many SME-labelled items it was chosen, the coverage it buys
+and the agreement it certifies (the method: calibration/selective.py). A stored report's
+thresholds are what POST /judge applies (judges/trust.py), bound to the rubric, judge
+models and prompt templates the calibration items were graded with.
+
+A judge's confidence in its verdict on an item is either its token probability of the
+verdict (`token`, stored with each judgment) or, with a panel, the share of the other
+judges whose verdict agrees with it (`panel`: "simulated annotators", Jung et al. 2025 §4).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from calibration.metrics import reference_scores
+from calibration.selective import (
+    AgreementRule,
+    Threshold,
+    agreement_exact,
+    agreement_within,
+    calibrate_threshold,
+    verdicts_agree,
+)
+from calibration.table import GradeTable
+
+OVERALL = "overall"
+DEFAULT_TOLERANCE_SHARE = 0.1  # interval scales: within 10% of the range agrees
+
+
+class SelectiveOptions(BaseModel):
+    """What the section computes (`qadi calibrate --trust-*`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    alpha: float = Field(default=0.1, gt=0, lt=1, description="target disagreement")
+    delta: float = Field(default=0.1, gt=0, lt=1, description="chance the guarantee fails")
+    tolerance: float | None = Field(
+        default=None,
+        ge=0,
+        description="interval scales: a verdict within this distance of the humans' "
+        f"reference agrees (default {DEFAULT_TOLERANCE_SHARE:.0%} of the scale's range)",
+    )
+    cascades: list[list[str]] = Field(
+        default_factory=list, description="judges in escalation order, each a cascade"
+    )
+    confidence: Literal["token", "panel"] = "token"
+    min_items: int | None = Field(default=None, ge=1)
+
+
+class SelectiveRow(BaseModel):
+    evaluator: str = Field(description="a judge, or a cascade 'cheap>strong'")
+    stages: list[str]
+    stratum: str
+    result: Threshold
+    binding: dict[str, Any] | None = Field(
+        description="the rubric version and each stage's model and template the guarantee "
+        "holds for; null when the items were graded by several (not applicable at request time)"
+    )
+
+
+class SelectiveSection(BaseModel):
+    method: str
+    alpha: float
+    delta: float
+    confidence: Literal["token", "panel"]
+    agreement: AgreementRule
+    agreement_text: str
+    assumptions: list[str]
+    notes: list[str] = Field(default_factory=list)
+    bound: bool = Field(
+        description="the grades came with the versions they were graded by (a database "
+        "report): rows with a binding are what POST /judge applies"
+    )
+    rows: list[SelectiveRow]
+
+
+def wanted(table: GradeTable, options: SelectiveOptions) -> bool:
+    """Whether a report has the section: some judge gave confidences, or it was asked for."""
+    has_confidence = bool(np.isfinite(table.judge_confidence).any())
+    return has_confidence or bool(options.cascades) or options.confidence == "panel"
+
+
+def agreement_rule(level: str, scale_range: float, options: SelectiveOptions) -> AgreementRule:
+    if level in ("nominal", "ordinal"):
+        return AgreementRule(rule="exact")
+    tolerance = options.tolerance
+    if tolerance is None:
+        tolerance = DEFAULT_TOLERANCE_SHARE * scale_range
+    return AgreementRule(rule="within", tolerance=round(tolerance, 9))
+
+
+def selective_section(
+    table: GradeTable,
+    level: str,
+    scale_range: float,
+    reference: str,
+    by: list[str],
+    options: SelectiveOptions,
+    versions: dict[str, list[dict[str, Any]]] | None = None,
+) -> SelectiveSection:
+    """Every judge and configured cascade, overall and in each stratum of `by`.
+    `versions` (judge → the versions its items were graded with, from the database) binds
+    each guarantee to what it was calibrated on."""
+    _check_cascades(table, options)
+    rule = agreement_rule(level, scale_range, options)
+    agree = _agreement(table, rule, reference)
+    confidence = (
+        _panel_confidence(table, rule) if options.confidence == "panel" else table.judge_confidence
+    )
+    labelled = (~np.isnan(table.human_scores)).any(axis=1)
+    blocks = {OVERALL: np.ones(table.n_items, dtype=bool)}
+    for attribute in by:
+        for value in table.attribute_values(attribute):
+            blocks[f"{attribute}={value}"] = table.mask(attribute, value)
+    evaluators = [[j] for j in table.judges] + options.cascades
+    rows = []
+    for stages in evaluators:
+        columns = [table.judges.index(s) for s in stages]
+        for stratum, mask in blocks.items():
+            keep = mask & labelled
+            result = calibrate_threshold(
+                confidence[keep][:, columns],
+                agree[keep][:, columns],
+                options.alpha,
+                options.delta,
+                stage_names=stages,
+                requested_min_items=options.min_items,
+            )
+            rows.append(
+                SelectiveRow(
+                    evaluator=">".join(stages),
+                    stages=stages,
+                    stratum=stratum,
+                    result=_explained(result, confidence[keep][:, columns], options),
+                    binding=_binding(stages, versions),
+                )
+            )
+    return SelectiveSection(
+        method=rows[0].result.method if rows else "",
+        alpha=options.alpha,
+        delta=options.delta,
+        confidence=options.confidence,
+        agreement=rule,
+        agreement_text=_agreement_text(rule, reference),
+        assumptions=[
+            "the calibration items and the items judged later are exchangeable: the same "
+            "rubric version, judge models, prompt templates and kind of item, labelled items "
+            "a random sample of their stratum",
+            f"each row's guarantee holds with probability ≥ 1 − δ; across the {len(rows)} "
+            f"rows at once with probability ≥ 1 − {len(rows)}·δ (Bonferroni)",
+        ],
+        notes=_notes(table, options, versions is not None),
+        bound=versions is not None,
+        rows=rows,
+    )
+
+
+def _check_cascades(table: GradeTable, options: SelectiveOptions) -> None:
+    for cascade in options.cascades:
+        unknown = [name for name in cascade if name not in table.judges]
+        if unknown:
+            raise ValueError(f"cascade: {', '.join(unknown)} not a judge of these grades")
+        if len(set(cascade)) != len(cascade):
+            raise ValueError(f"cascade: {'>'.join(cascade)} names a judge twice")
+
+
+def _agreement(table: GradeTable, rule: AgreementRule, reference: str) -> np.ndarray:
+    """items × judges: does the judge's verdict agree with the humans (NaN: unknown)."""
+    if rule.rule == "exact":
+        columns = [agreement_exact(table.judge_scores[:, j], table.human_scores)
+                   for j in range(len(table.judges))]  # fmt: skip
+    else:
+        ref = reference_scores(table.human_scores, reference, table.humans)
+        columns = [agreement_within(table.judge_scores[:, j], ref, rule.tolerance)
+                   for j in range(len(table.judges))]  # fmt: skip
+    return np.column_stack(columns) if columns else np.empty((table.n_items, 0))
+
+
+def _panel_confidence(table: GradeTable, rule: AgreementRule) -> np.ndarray:
+    """items × judges: the share of the other judges with a verdict that agree with this
+    judge's (NaN where no other judge gave one), the confidence `panel` thresholds."""
+    scores = table.judge_scores
+    out = np.full(scores.shape, np.nan)
+    for i, row in enumerate(scores):
+        for j, verdict in enumerate(row):
+            others = [v for k, v in enumerate(row) if k != j and not np.isnan(v)]
+            if np.isnan(verdict) or not others:
+                continue
+            out[i, j] = sum(verdicts_agree(verdict, v, rule) for v in others) / len(others)
+    return out
+
+
+def _explained(result: Threshold, confidence: np.ndarray, options: SelectiveOptions) -> Threshold:
+    """Say why a row without a threshold has none when the reason is the missing input."""
+    if result.threshold is None and not np.isfinite(confidence).any():
+        source = (
+            "no token probabilities (the judge gave no logprobs)"
+            if options.confidence == "token"
+            else "no other judge's verdict on these items"
+        )
+        return result.model_copy(update={"reason": f"no confidence: {source}"})
+    return result
+
+
+def _binding(
+    stages: list[str], versions: dict[str, list[dict[str, Any]]] | None
+) -> dict[str, Any] | None:
+    """What every stage graded the calibration items with, when that is one version each
+    under one rubric version; otherwise nothing a request could be checked against."""
+    if versions is None:
+        return None
+    found = [versions.get(stage) or [] for stage in stages]
+    if any(len(v) != 1 for v in found):
+        return None
+    rubrics = {(v[0]["rubric_ref"], v[0]["rubric_hash"]) for v in found}
+    if len(rubrics) != 1:
+        return None
+    [(rubric_ref, rubric_hash)] = rubrics
+    return {
+        "rubric_ref": rubric_ref,
+        "rubric_hash": rubric_hash,
+        "stages": [
+            {k: v[0][k] for k in ("model", "template", "template_hash")} | {"judge": stage}
+            for stage, v in zip(stages, found, strict=True)
+        ],
+    }
+
+
+def _agreement_text(rule: AgreementRule, reference: str) -> str:
+    if rule.rule == "exact":
+        return "the verdict equals the humans' majority (any of tied modes)"
+    return f"|verdict − humans' {reference}| ≤ {rule.tolerance:g}"
+
+
+def _notes(table: GradeTable, options: SelectiveOptions, bound: bool) -> list[str]:
+    notes = []
+    if not bound:
+        notes.append(
+            "computed from grades without their rubric, model and template versions (a "
+            "file): POST /judge applies only thresholds of reports calibrated from the "
+            "database (qadi calibrate --from-db, qadi report nightly, POST /calibration/reports)"
+        )
+    probability = table.inclusion_prob[~np.isnan(table.inclusion_prob)]
+    if probability.size and not np.allclose(probability, probability[0]):
+        notes.append(
+            "the labels were drawn with unequal inclusion probabilities (an SME queue or "
+            "escalations): the test assumes a random sample of each stratum, so a threshold "
+            "below the confidences that were escalated rests on over-represented hard items"
+        )
+    if options.confidence == "panel" and len(table.judges) < 2:
+        notes.append("panel confidence needs at least two judges")
+    return notes

@@ -1,0 +1,380 @@
+"""Trust at request time: may this verdict stand without an expert?
+
+A request that asks for it (`trust`: α, δ, optionally a cascade) is answered with, per judge,
+its confidence and whether its verdict is *trusted* under the threshold that calibration
+fixed on SME-labelled items (calibration/selective.py: fixed-sequence testing, Jung, Brahman
+& Choi, "Trust or Escalate", ICLR 2025), with the guarantee it rests on:
+
+    P(the trusted verdict disagrees with the humans) ≤ α, with probability ≥ 1 − δ over the
+    draw of the calibration items,
+
+for items like the calibration items (same rubric version, judge model, prompt template and
+stratum; exchangeable with them). A cascade (cheap judge first) stops at its first trusted
+stage; a verdict nobody trusts is escalated to the SMEs, and so is a random `audit_rate`
+share of the trusted ones, each with its inclusion probability (1 for an escalated item,
+`audit_rate` for an audited one), so that estimates over the SME labels stay unbiased
+(calibration/design.py, rule 3: Horvitz–Thompson weights).
+
+A guarantee expires with what it was calibrated on: a different rubric version, judge model
+or prompt template answers "uncalibrated", never "trusted". Nothing here touches storage:
+the service looks the calibrations up and passes them in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from calibration.selective import AgreementRule, Threshold, verdicts_agree
+from judges.models import JudgeResult
+
+OVERALL = "overall"
+Confidence = Literal["token", "panel"]
+JudgeStatus = Literal["trusted", "abstained", "uncalibrated", "no_confidence", "no_verdict"]
+
+
+class TrustPolicy(BaseModel):
+    """What a request asks of its verdict (the `trust` field of POST /judge)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    alpha: float = Field(
+        gt=0, lt=1, description="most disagreement with the SMEs allowed among trusted verdicts"
+    )
+    delta: float = Field(
+        gt=0, lt=1, description="chance the guarantee fails over the draw of calibration items"
+    )
+    cascade: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=8,
+        description="judges in escalation order (cheap first); the first trusted verdict "
+        "stands and later judges are not called. Without it, each judge of the panel is "
+        "checked on its own",
+    )
+    by: str | None = Field(
+        default=None,
+        max_length=64,
+        description="metadata attribute whose stratum's calibration applies (e.g. dialect); "
+        "default: the overall calibration",
+    )
+    confidence: Confidence = Field(
+        default="token",
+        description="'token': the judge's token probability of its verdict; 'panel': the "
+        "share of the other judges of the panel that agree with it (no cascade)",
+    )
+    audit_rate: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="share of trusted verdicts also sent to the SMEs at random, so that "
+        "estimates over SME labels stay unbiased; 0 sends only escalations",
+    )
+
+    @model_validator(mode="after")
+    def _panel_has_no_cascade(self):
+        if self.cascade and self.confidence == "panel":
+            raise ValueError(
+                "confidence 'panel' compares the judges of one panel; a cascade stops at "
+                "its first trusted stage, so it uses 'token'"
+            )
+        return self
+
+
+class StageVersion(BaseModel):
+    """What one judge of a calibration graded with: a guarantee holds for these only."""
+
+    judge: str
+    model: str
+    template: str
+    template_hash: str
+
+
+class Binding(BaseModel):
+    rubric_ref: str
+    rubric_hash: str
+    stages: list[StageVersion]
+
+
+class Calibration(BaseModel):
+    """A stored threshold of one judge or cascade in one stratum, for one (α, δ)."""
+
+    report_id: str
+    evaluator: str = Field(description="a judge, or a cascade 'cheap>strong'")
+    stratum: str
+    confidence: Confidence
+    agreement: AgreementRule
+    threshold: Threshold
+    binding: Binding | None = Field(
+        description="null when the calibration items were graded by several versions"
+    )
+    calibrated_at: datetime
+
+
+class JudgeTrust(BaseModel):
+    judge: str
+    confidence: float | None = Field(description="null where the judge gave none")
+    status: JudgeStatus
+    threshold: float | None = Field(default=None, description="trusted when confidence ≥ it")
+    reason: str | None = None
+
+
+class Guarantee(BaseModel):
+    """What a trusted verdict rests on, with everything needed to find its calibration."""
+
+    statement: str
+    alpha: float
+    delta: float
+    method: str
+    evaluator: str
+    stratum: str
+    threshold: float
+    n_calibration: int
+    coverage: float | None
+    report_id: str
+    calibrated_at: datetime
+    agreement: AgreementRule
+    rubric_ref: str
+    rubric_hash: str
+    judges: list[StageVersion]
+
+
+class Queued(BaseModel):
+    reason: Literal["escalated", "audit"]
+    inclusion_prob: float = Field(description="the item's chance of reaching the SMEs")
+
+
+class TrustOutcome(BaseModel):
+    status: Literal["trusted", "escalated"]
+    judge: str | None = Field(description="the judge whose verdict stands")
+    score: float | None
+    stratum: str | None
+    policy: TrustPolicy
+    judges: list[JudgeTrust]
+    guarantee: Guarantee | None = None
+    reason: str | None = Field(default=None, description="why the item was escalated")
+    queued: Queued | None = None
+
+
+def cascade_key(judges: list[str]) -> str:
+    return ">".join(judges)
+
+
+def stratum_for(policy: TrustPolicy, metadata: Mapping[str, str]) -> str | None:
+    """The calibration stratum of an item; None when the item lacks the `by` attribute."""
+    if policy.by is None:
+        return OVERALL
+    value = metadata.get(policy.by)
+    return None if value is None else f"{policy.by}={value}"
+
+
+def evaluators(policy: TrustPolicy, panel: list[str]) -> list[str]:
+    """The calibrations a request needs: its cascade's, or each panel judge's."""
+    return [cascade_key(policy.cascade)] if policy.cascade else list(panel)
+
+
+class TrustDecider:
+    """Applies the calibrations of one request to its judges' results."""
+
+    def __init__(
+        self,
+        policy: TrustPolicy,
+        stratum: str | None,
+        calibrations: Mapping[str, Calibration],
+        panel: list[str],
+    ) -> None:
+        self.policy = policy
+        self.stratum = stratum
+        self.calibrations = calibrations
+        self.panel = panel
+        self.problem = self._cascade_problem()
+
+    @property
+    def sequential(self) -> bool:
+        """A calibrated cascade answers stage by stage; an uncalibrated one grades every
+        stage at once (their verdicts are kept for the next calibration) and escalates."""
+        return bool(self.policy.cascade) and self.problem is None
+
+    def _cascade_problem(self) -> str | None:
+        cascade = self.policy.cascade
+        if not cascade:
+            return None
+        if self.panel != cascade:
+            dropped = [name for name in cascade if name not in self.panel]
+            return (
+                f"the cascade {cascade_key(cascade)} cannot run as calibrated: "
+                f"{', '.join(dropped) or 'a stage'} skipped by the self-evaluation guard"
+            )
+        return self._missing(cascade_key(cascade))
+
+    def _missing(self, evaluator: str) -> str | None:
+        if self.stratum is None:
+            return f"the item has no '{self.policy.by}' in its metadata"
+        if evaluator not in self.calibrations:
+            return (
+                f"no calibration of {evaluator} for α = {self.policy.alpha}, "
+                f"δ = {self.policy.delta}, confidence '{self.policy.confidence}' in stratum "
+                f"{self.stratum} (run qadi calibrate with these --trust-* options)"
+            )
+        return None
+
+    def stop(self, result: JudgeResult) -> bool:
+        """For a cascade: does this stage's verdict stand (later stages not called)?"""
+        return (
+            self.judge_trust(result, self.calibrations[cascade_key(self.policy.cascade)], {})[
+                0
+            ].status
+            == "trusted"
+        )
+
+    def outcome(self, results: list[JudgeResult], audit_draw: float) -> TrustOutcome:
+        """Each judge's trust, the verdict that stands (the first trusted, in panel or
+        cascade order) or the escalation, and whether the item goes to the SMEs.
+        `audit_draw` is a uniform draw in [0, 1) made for this request."""
+        scores = {r.judge: r.score for r in results if r.status == "ok"}
+        judged: list[tuple[JudgeTrust, Calibration | None]] = []
+        for result in results:
+            evaluator = cascade_key(self.policy.cascade) if self.policy.cascade else result.judge
+            problem = self.problem if self.policy.cascade else self._missing(evaluator)
+            if problem is not None:
+                judged.append((_uncalibrated(result, problem), None))
+                continue
+            judged.append(self.judge_trust(result, self.calibrations[evaluator], scores))
+        trusted = next(((t, c) for t, c in judged if t.status == "trusted"), None)
+        common = {
+            "stratum": self.stratum,
+            "policy": self.policy,
+            "judges": [t for t, _ in judged],
+        }
+        if trusted is None:
+            return TrustOutcome(
+                status="escalated",
+                judge=None,
+                score=None,
+                reason=_escalation_reason(judged),
+                queued=Queued(reason="escalated", inclusion_prob=1.0),
+                **common,
+            )
+        verdict, calibration = trusted
+        audited = audit_draw < self.policy.audit_rate
+        return TrustOutcome(
+            status="trusted",
+            judge=verdict.judge,
+            score=scores[verdict.judge],
+            guarantee=_guarantee(calibration),
+            queued=Queued(reason="audit", inclusion_prob=self.policy.audit_rate)
+            if audited
+            else None,
+            **common,
+        )
+
+    def judge_trust(
+        self, result: JudgeResult, calibration: Calibration, scores: Mapping[str, float | None]
+    ) -> tuple[JudgeTrust, Calibration]:
+        """One judge's verdict against one calibration (a cascade's applies to each stage)."""
+        if result.status != "ok" or result.score is None:
+            return _status(
+                result, None, "no_verdict", f"the judge's call ended {result.status}"
+            ), calibration
+        expired = _expired(calibration, result)
+        if expired is not None:
+            return _uncalibrated(result, expired), calibration
+        confidence = self._confidence(result, calibration, scores)
+        threshold = calibration.threshold.threshold
+        if confidence is None:
+            why = (
+                "the judge gave no token probabilities"
+                if self.policy.confidence == "token"
+                else "no other judge of the panel gave a verdict"
+            )
+            return _status(result, None, "no_confidence", why, threshold), calibration
+        if threshold is None:
+            why = "no threshold passed at calibration: the judge abstains on every item here"
+            return _status(result, confidence, "abstained", why), calibration
+        if confidence < threshold:
+            why = f"confidence {confidence:.3g} below the threshold {threshold:.3g}"
+            return _status(result, confidence, "abstained", why, threshold), calibration
+        return _status(result, confidence, "trusted", None, threshold), calibration
+
+    def _confidence(
+        self, result: JudgeResult, calibration: Calibration, scores: Mapping[str, float | None]
+    ) -> float | None:
+        if self.policy.confidence == "token":
+            return result.confidence
+        others = [s for name, s in scores.items() if name != result.judge and s is not None]
+        if not others:
+            return None
+        agree = [verdicts_agree(result.score, s, calibration.agreement) for s in others]
+        return sum(agree) / len(agree)
+
+
+def _status(
+    result: JudgeResult,
+    confidence: float | None,
+    status: JudgeStatus,
+    reason: str | None,
+    threshold: float | None = None,
+) -> JudgeTrust:
+    return JudgeTrust(
+        judge=result.judge, confidence=confidence, status=status, threshold=threshold, reason=reason
+    )
+
+
+def _uncalibrated(result: JudgeResult, reason: str) -> JudgeTrust:
+    return _status(result, result.confidence, "uncalibrated", reason)
+
+
+def _expired(calibration: Calibration, result: JudgeResult) -> str | None:
+    """Why a calibration does not cover this verdict: what it was calibrated on changed."""
+    binding = calibration.binding
+    if binding is None:
+        return "the calibration items were graded by several rubric, model or template versions"
+    if binding.rubric_hash != result.rubric_hash:
+        return f"the rubric changed since calibration ({binding.rubric_ref} → {result.rubric_ref})"
+    stage = next((s for s in binding.stages if s.judge == result.judge), None)
+    if stage is None:
+        return f"{result.judge} is not a judge of calibration {calibration.evaluator}"
+    if stage.model != result.model:
+        return f"the judge's model changed since calibration ({stage.model} → {result.model})"
+    if stage.template_hash != result.template_hash:
+        return (
+            f"the prompt template changed since calibration ({stage.template} → {result.template})"
+        )
+    return None
+
+
+def _escalation_reason(judged: list[tuple[JudgeTrust, Calibration | None]]) -> str:
+    if not judged:
+        return "no judge answered"
+    return "no trusted verdict: " + "; ".join(
+        f"{t.judge}: {t.status}" + (f" ({t.reason})" if t.reason else "") for t, _ in judged
+    )
+
+
+def _guarantee(calibration: Calibration) -> Guarantee:
+    t, binding = calibration.threshold, calibration.binding
+    assert binding is not None and t.threshold is not None  # a trusted verdict has both
+    return Guarantee(
+        statement=(
+            f"P(a trusted verdict disagrees with the SMEs) ≤ {t.alpha}, with probability ≥ "
+            f"{1 - t.delta:g} over the draw of the {t.n_calibration} calibration items, for "
+            "items exchangeable with them"
+        ),
+        alpha=t.alpha,
+        delta=t.delta,
+        method=t.method,
+        evaluator=calibration.evaluator,
+        stratum=calibration.stratum,
+        threshold=t.threshold,
+        n_calibration=t.n_calibration,
+        coverage=t.coverage,
+        report_id=calibration.report_id,
+        calibrated_at=calibration.calibrated_at,
+        agreement=calibration.agreement,
+        rubric_ref=binding.rubric_ref,
+        rubric_hash=binding.rubric_hash,
+        judges=binding.stages,
+    )

@@ -1,0 +1,64 @@
+"""GET /sme/queue: the items sent to the SMEs at request time (escalated: no judge's verdict
+was trusted; audit: a trusted verdict drawn at the policy's audit rate), each with its
+inclusion probability, to be graded and uploaded through POST /grades with it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from service.api.deps import GradesKey, SessionDep
+from service.api.errors import error_responses, invalid
+from service.api.pagination import decode_cursor, encode_cursor, naive_utc
+from service.stores.trust import queued_items
+
+router = APIRouter(tags=["sme"], responses=error_responses(401, 403, 422, 503))
+
+
+class SmeQueueItem(BaseModel):
+    id: int
+    item_id: str
+    request_id: str
+    rubric_ref: str
+    reason: Literal["escalated", "audit"]
+    inclusion_prob: float = Field(
+        description="the item's chance of reaching the SMEs: 1 when escalated, the audit "
+        "rate when audited; upload the SME's grade with it (POST /grades `inclusion_prob`)"
+    )
+    prompt: str
+    reference: str | None
+    response: str
+    candidate_model: str
+    attributes: dict[str, Any]
+    trust: dict[str, Any] = Field(description="the request's trust outcome (judges/trust.py)")
+    queued_at: datetime
+
+
+class SmeQueuePage(BaseModel):
+    items: list[SmeQueueItem]
+    next_cursor: str | None
+
+
+@router.get("/sme/queue", response_model=SmeQueuePage, summary="Items waiting for the SMEs")
+def sme_queue(
+    session: SessionDep,
+    _: GradesKey,
+    reason: Literal["escalated", "audit"] | None = Query(None),
+    since: datetime | None = Query(None, description="queued at or after this time"),
+    cursor: str | None = Query(None, max_length=512),
+    limit: int = Query(100, ge=1, le=500),
+) -> SmeQueuePage:
+    after_row = None
+    if cursor:
+        stamp, last_id = decode_cursor(cursor)
+        if not last_id.isdigit():
+            raise invalid("cursor: not a cursor returned by this API", "query")
+        after_row = (stamp, int(last_id))
+    found = queued_items(session, reason, naive_utc(since) if since else None, limit + 1, after_row)
+    page = [SmeQueueItem.model_validate(item) for item in found[:limit]]
+    more = len(found) > limit
+    next_cursor = encode_cursor(page[-1].queued_at, page[-1].id) if more and page else None
+    return SmeQueuePage(items=page, next_cursor=next_cursor)

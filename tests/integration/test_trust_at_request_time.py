@@ -1,0 +1,235 @@
+"""Trust at request time, end to end through the HTTP service and the TEST DOUBLE (which
+returns logprobs): judgments with confidences, SME grades, a stored calibration report that
+fixes the thresholds, then POST /judge with `trust`: a cascade trusting its cheap stage and
+not calling the strong one, a cascade escalating to the SME queue, a judge that abstains
+everywhere, and guarantees that expire when the judge's model changes.
+
+Every judge's behaviour is planted per item in the double's rules, so the calibration set's
+disagreements are known: `cheap` is right and sure (0.97) on the 40 easy items and wrong and
+unsure (0.5) on the 8 hard ones; `strong` is right on all with confidence 0.9; `noisy` says
+0.95 always and is wrong on every third item.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.conftest import run_cli
+from tests.integration.test_service_api import Service
+
+N_ITEMS = 48
+HARD = set(range(40, 48))
+TRUST = {"alpha": 0.2, "delta": 0.2}
+
+
+def judges(server, cheap_model: str = "hosted_vllm/cheap-model") -> dict:
+    entry = {"api_base": server.api_base}
+    return {
+        "model_list": [
+            {"model_name": "cheap", "litellm_params": {"model": cheap_model, **entry},
+             "provider": "meta"},
+            {"model_name": "strong", "litellm_params": {"model": "hosted_vllm/strong-model",
+                                                        **entry}, "provider": "alibaba"},
+            {"model_name": "noisy", "litellm_params": {"model": "hosted_vllm/noisy-model",
+                                                       **entry}, "provider": "mistral"},
+        ],
+        "qadi": {"num_retries": 0, "timeout": 5, "panel": ["cheap", "strong", "noisy"]},
+    }  # fmt: skip
+
+
+def truth(i: int) -> int:
+    return 1 + i % 5
+
+
+def rating(match: str, model: str, value: int, confidence: float) -> dict:
+    """A double's rule: `model` answers a prompt containing `match` with this rating, its
+    token carrying `confidence` (the rest on the next rating)."""
+    other = str(value % 5 + 1)
+    return {
+        "match": match,
+        "model": model,
+        "reply": {
+            "content": f'{{"rating": {value}}}',
+            "top_logprobs": {str(value): {str(value): confidence, other: 1 - confidence}},
+        },
+    }
+
+
+def plant(item: int, cheap: tuple[int, float], strong: tuple[int, float],
+          noisy: tuple[int, float] | None = None) -> list[dict]:  # fmt: skip
+    """Rules answering one item (found by its answer text) per judge model."""
+    planted = [("cheap-model", cheap), ("strong-model", strong)]
+    if noisy is not None:
+        planted.append(("noisy-model", noisy))
+    return [
+        rating(f"answer number {item:03d}.", model, value, conf) for model, (value, conf) in planted
+    ]
+
+
+def body(item: int, **extra) -> dict:
+    return {
+        "kind": "explanation",
+        "prompt": "عين على عين",
+        "response": f"answer number {item:03d}.",
+        "reference": "a reference",
+        "candidate_model": "gpt-4o",
+        "rubric_id": "kinayat-explanation",
+        "metadata": {"item_id": f"item-{item:03d}", "dialect": "gulf"},
+        **extra,
+    }
+
+
+@pytest.fixture
+def calibrated(migrated_db, llm_server, tmp_path):
+    """48 items judged by all three, SME grades uploaded, a report storing thresholds."""
+    rules = []
+    for i in range(N_ITEMS):
+        h = truth(i)
+        cheap = (h % 5 + 1, 0.5) if i in HARD else (h, 0.97)
+        noisy = (h % 5 + 1, 0.95) if i % 3 == 0 else (h, 0.95)
+        rules += plant(i, cheap, (h, 0.9), noisy)
+    # the items asked at request time (100+): an easy one and one nobody is sure of
+    rules += plant(100, (3, 0.97), (3, 0.9), (3, 0.95))
+    rules += plant(101, (2, 0.5), (4, 0.4), (2, 0.95))
+    llm_server.rules(*rules)
+    path = tmp_path / "judges.yaml"
+    path.write_text(yaml.safe_dump(judges(llm_server)))
+    service = Service(migrated_db, path)
+    for i in range(N_ITEMS):
+        graded = service.post("/judge", json=body(i))
+        assert graded.status_code == 200, graded.text
+        confidences = {r["judge"]: r["confidence"] for r in graded.json()["results"]}
+        assert confidences["cheap"] == pytest.approx(0.5 if i in HARD else 0.97)
+    grades = [{"item_id": f"item-{i:03d}", "rater": "sme-1", "rater_kind": "human",
+               "score": truth(i)} for i in range(N_ITEMS)]  # fmt: skip
+    assert service.post("/grades", scope="grades", json={"grades": grades}).status_code == 200
+    report = service.post(
+        "/calibration/reports",
+        scope="grades",
+        json={"rubric": "kinayat-explanation", "bootstrap": 0,
+              "trust": {**TRUST, "cascades": [["cheap", "strong"]]}},
+    )  # fmt: skip
+    assert report.status_code == 201, report.text
+    return service, report.json(), path
+
+
+def rows_of(report: dict) -> dict[str, dict]:
+    return {r["evaluator"]: r for r in report["selective"]["rows"] if r["stratum"] == "overall"}
+
+
+def test_the_report_fixes_a_threshold_per_judge_and_cascade(calibrated):
+    _, report, _ = calibrated
+    rows = rows_of(report)
+    # cheap: 40 right at 0.97, 8 wrong at 0.5: only the sure ones pass, and all agree
+    assert rows["cheap"]["result"]["threshold"] > 0.5
+    assert rows["cheap"]["result"]["n_trusted"] == 40
+    assert rows["cheap"]["result"]["agreement"] == 1.0
+    # noisy is wrong on 16 of 48 at the same confidence: no threshold certifies α = 0.2
+    assert rows["noisy"]["result"]["threshold"] is None
+    # the cascade: cheap decides its 40, strong (0.9, always right) the 8 hard ones
+    cascade = rows["cheap>strong"]["result"]
+    assert cascade["coverage"] == 1.0 and cascade["stages"] == {"cheap": 40, "strong": 8}
+    binding = rows["cheap>strong"]["binding"]
+    assert [s["judge"] for s in binding["stages"]] == ["cheap", "strong"]
+    assert binding["stages"][0]["model"] == "hosted_vllm/cheap-model"
+    assert binding["rubric_ref"] == "kinayat-explanation@2"
+
+
+def test_a_cascade_trusts_its_cheap_stage_and_never_calls_the_strong_one(calibrated, llm_server):
+    service, report, _ = calibrated
+    before = llm_server.calls_by_model().get("strong-model", 0)
+    answer = service.post(
+        "/judge", json=body(100, trust={**TRUST, "cascade": ["cheap", "strong"]})
+    ).json()
+    trust = answer["trust"]
+    assert trust["status"] == "trusted" and trust["judge"] == "cheap" and trust["score"] == 3
+    assert [r["judge"] for r in answer["results"]] == ["cheap"]
+    assert llm_server.calls_by_model().get("strong-model", 0) == before
+    guarantee = trust["guarantee"]
+    assert guarantee["report_id"] == report["id"]
+    assert (guarantee["alpha"], guarantee["delta"], guarantee["n_calibration"]) == (0.2, 0.2, 48)
+    assert guarantee["evaluator"] == "cheap>strong" and guarantee["stratum"] == "overall"
+    assert guarantee["rubric_ref"] == "kinayat-explanation@2"
+    # not audited at audit_rate 0: nothing queued
+    quiet = service.post(
+        "/judge", json=body(100, trust={**TRUST, "cascade": ["cheap", "strong"], "audit_rate": 0})
+    ).json()
+    assert quiet["trust"]["queued"] is None
+
+
+def test_an_item_nobody_trusts_is_escalated_to_the_sme_queue(calibrated, tmp_path):
+    service, _, _ = calibrated
+    answer = service.post(
+        "/judge", json=body(101, trust={**TRUST, "cascade": ["cheap", "strong"]})
+    ).json()
+    trust = answer["trust"]
+    assert trust["status"] == "escalated" and trust["judge"] is None and trust["score"] is None
+    assert [(j["judge"], j["status"]) for j in trust["judges"]] == [
+        ("cheap", "abstained"), ("strong", "abstained"),
+    ]  # fmt: skip
+    assert trust["queued"] == {"reason": "escalated", "inclusion_prob": 1.0}
+    queue = service.get("/sme/queue", scope="grades").json()["items"]
+    [item] = [q for q in queue if q["item_id"] == "item-101"]
+    assert item["reason"] == "escalated" and item["inclusion_prob"] == 1.0
+    assert item["response"] == "answer number 101." and item["request_id"] == answer["request_id"]
+    assert item["attributes"] == {"dialect": "gulf"}
+    # the CLI writes the queue in the grades interchange, ready for the SMEs to fill
+    out = tmp_path / "escalated.csv"
+    done = run_cli("sme", "queue", "--escalated", "--out", str(out),
+                   env={"QADI_DATABASE_URL": service.settings.database_url})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("item_id,rater,rater_kind,score,inclusion_prob,queue_reason")
+    assert any(line.startswith("item-101,,human,,1.0,escalated,") for line in lines[1:])
+
+
+def test_a_judge_no_threshold_certifies_abstains(calibrated):
+    service, _, _ = calibrated
+    answer = service.post("/judge", json=body(100, judges=["noisy"], trust=TRUST)).json()
+    [noisy] = answer["trust"]["judges"]
+    assert noisy["status"] == "abstained" and noisy["confidence"] == pytest.approx(0.95)
+    assert "abstains on every item" in noisy["reason"]
+    assert answer["trust"]["status"] == "escalated"
+    # the judge still graded: the answer keeps its verdict beside the escalation
+    assert answer["results"][0]["score"] == 3
+
+
+def test_a_guarantee_expires_when_the_judges_model_changes(calibrated, llm_server, tmp_path):
+    service, _, _ = calibrated
+    path = tmp_path / "changed.yaml"
+    path.write_text(yaml.safe_dump(judges(llm_server, cheap_model="hosted_vllm/cheap-model-v2")))
+    llm_server.rules(*plant(100, (3, 0.97), (3, 0.9)))
+    changed = Service(service.settings.database_url, path)
+    answer = changed.post("/judge", json=body(100, judges=["cheap"], trust=TRUST)).json()
+    [cheap] = answer["trust"]["judges"]
+    assert cheap["status"] == "uncalibrated"
+    assert "model changed since calibration" in cheap["reason"]
+    assert answer["trust"]["status"] == "escalated"
+
+
+def test_a_request_for_an_uncalibrated_guarantee_says_so(calibrated):
+    service, _, _ = calibrated
+    answer = service.post(
+        "/judge", json=body(100, trust={"alpha": 0.05, "delta": 0.2, "cascade": ["cheap", "strong"]})
+    ).json()
+    assert answer["trust"]["status"] == "escalated"
+    # an uncalibrated cascade grades every stage (kept for the next calibration) and escalates
+    assert [r["judge"] for r in answer["results"]] == ["cheap", "strong"]
+    assert all(j["status"] == "uncalibrated" for j in answer["trust"]["judges"])
+    assert "no calibration of cheap>strong for α = 0.05" in answer["trust"]["judges"][0]["reason"]
+
+
+def test_trust_fields_are_checked(calibrated):
+    service, _, _ = calibrated
+    both = service.post(
+        "/judge", json=body(100, judges=["cheap"], trust={**TRUST, "cascade": ["cheap"]})
+    )
+    assert both.status_code == 422 and "trust.cascade only" in both.json()["detail"][0]["msg"]
+    panel = service.post(
+        "/judge", json=body(100, trust={**TRUST, "cascade": ["cheap"], "confidence": "panel"})
+    )
+    assert panel.status_code == 422 and panel.json()["detail"][0]["loc"][:2] == ["body", "trust"]
+    wrong = service.post("/judge", json=body(100, trust={"alpha": 1.5, "delta": 0.1}))
+    assert wrong.status_code == 422
+    assert wrong.json()["detail"][0]["loc"] == ["body", "trust", "alpha"]
