@@ -110,7 +110,7 @@ def selective_section(
     rule = agreement_rule(level, scale_range, options)
     agree = _agreement(table, rule, reference)
     confidence = (
-        _panel_confidence(table, rule) if options.confidence == "panel" else table.judge_confidence
+        panel_confidence(table, rule) if options.confidence == "panel" else table.judge_confidence
     )
     labelled = (~np.isnan(table.human_scores)).any(axis=1)
     blocks = {OVERALL: np.ones(table.n_items, dtype=bool)}
@@ -181,7 +181,7 @@ def _agreement(table: GradeTable, rule: AgreementRule, reference: str) -> np.nda
     return np.column_stack(columns) if columns else np.empty((table.n_items, 0))
 
 
-def _panel_confidence(table: GradeTable, rule: AgreementRule) -> np.ndarray:
+def panel_confidence(table: GradeTable, rule: AgreementRule) -> np.ndarray:
     """items × judges: the share of the other judges with a verdict that agree with this
     judge's (NaN where no other judge gave one), the confidence `panel` thresholds."""
     scores = table.judge_scores

@@ -23,6 +23,10 @@ NAMED = {
     "UploadResult": "UploadResult",
     "ReportRequest": "ReportRequest",
     "EstimateRequest": "EstimateRequest",
+    "SmeQueueItem": "SmeQueueItem",
+    "SmeQueuePage": "SmeQueuePage",
+    "TrustPolicy": "TrustPolicy",
+    "TrustOutcome": "TrustOutcome",
 }
 
 

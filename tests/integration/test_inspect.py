@@ -137,3 +137,64 @@ def test_import_an_inspect_log_as_judge_and_human_rows(inspect_run, migrated_db,
     # value_to_float maps them
     assert (rows[("alpha", "match")]["score"], rows[("beta", "match")]["score"]) == (1.0, 0.0)
     assert rows[("gamma", "match")]["rater_kind"] == "judge"
+
+
+def test_with_trust_an_escalated_sample_is_unscored_and_waits_in_the_sme_queue(
+    qadi_server, llm_server_process, tmp_path
+):
+    """No calibration report has fixed a threshold on this service: no verdict may stand
+    without an SME, so every sample is escalated: unscored (never 0), and queued."""
+    from qadi_client import QadiClient
+
+    llm_server_process.reset()
+    llm_server_process.rules({"match": "ALPHA", "reply": {"content": verdict(IRAQI)}})
+    task = Task(
+        dataset=SAMPLES[:1],
+        solver=generate(),
+        scorer=qadi_scorer(
+            rubric="iraqi-linguistic-shaku-maku",
+            url=qadi_server.base,
+            api_key=qadi_server.keys["all"],
+            trust={"alpha": 0.1, "delta": 0.1},
+        ),
+    )
+    solver_model = get_model("mockllm/gpt-4o", custom_outputs=mock_answer)
+    [log] = eval(task, model=solver_model, log_dir=str(tmp_path), display="none")
+    llm_server_process.reset()
+    [sample] = log.samples
+    score = sample.scores["qadi_scorer"]
+    assert math.isnan(score.value) and score.reason == "escalated"
+    assert "no calibration of claude-judge" in score.explanation
+    assert score.metadata["trust"]["queued"] == {"reason": "escalated", "inclusion_prob": 1.0}
+    with QadiClient(qadi_server.base, api_key=qadi_server.keys["all"]) as qadi:
+        queued = {q.request_id: q for q in qadi.sme_queue(reason="escalated")}
+    item = queued[score.metadata["request_id"]]
+    assert (item.item_id, item.inclusion_prob, item.reason) == ("alpha", 1.0, "escalated")
+
+
+def test_a_trusted_verdict_is_the_score_not_the_panel_mean():
+    from qadi_client.inspect import _trusted_score
+    from qadi_client.models import JudgeResponse
+
+    result = {"judge": "cheap", "model": "m", "status": "ok", "score": 2.0, "cache_key": "k",
+              "template": "t@1", "template_hash": "h", "rubric_ref": "r@1", "rubric_hash": "rh",
+              "criteria": [], "dimensions": {}}
+    policy = {"alpha": 0.1, "delta": 0.1}
+    guarantee = {
+        "statement": "P(disagree) ≤ 0.1", "alpha": 0.1, "delta": 0.1, "method": "fst",
+        "evaluator": "cheap", "stratum": "overall", "threshold": 0.8, "n_calibration": 50,
+        "coverage": 0.7, "report_id": "r1", "calibrated_at": "2026-11-26T00:00:00",
+        "agreement": {"rule": "exact", "tolerance": 0}, "rubric_ref": "r@1",
+        "rubric_hash": "rh", "judges": []}
+    graded = JudgeResponse.model_validate({
+        "request_id": "q1", "status": "ok", "rubric": {"id": "r", "version": 1, "hash": "rh"},
+        "candidate_model": "c", "candidate_maker": "x",
+        "aggregate": {"n": 2, "mean": 3.0, "median": 3.0, "min": 2.0, "max": 4.0, "spread": 2.0,
+                      "stdev": 1.4},
+        "results": [result, {**result, "judge": "other", "score": 4.0}], "skipped": [],
+        "trust": {"status": "trusted", "judge": "cheap", "score": 2.0, "stratum": "overall",
+                  "policy": policy, "judges": [], "guarantee": guarantee},
+    })  # fmt: skip
+    score = _trusted_score(graded, "the answer")
+    assert score.value == 2.0  # cheap's verdict stands; the panel mean (3.0) does not
+    assert score.explanation == "trusted: cheap (P(disagree) ≤ 0.1)"

@@ -81,6 +81,14 @@ def judgments_page(
     return Call("GET", "/judgments", params=params)
 
 
+def sme_queue_page(cursor: str | None, page_size: int, *, reason: str | None = None,
+                   since: datetime | None = None) -> Call:  # fmt: skip
+    """One page of `GET /sme/queue`: the items trust at request time sent to the SMEs."""
+    given = {"reason": reason, "since": since.isoformat() if since else None, "cursor": cursor}
+    params = [(k, v) for k, v in given.items() if v is not None]
+    return Call("GET", "/sme/queue", params=[*params, ("limit", str(page_size))])
+
+
 def upload_grades(rows: Iterable[GradeRow | Mapping[str, Any]] | str | Path) -> Call:
     """Rows go as JSON; a file goes as it is (CSV, JSONL or JSON, by its suffix)."""
     if isinstance(rows, str | Path):

@@ -29,6 +29,17 @@ class Aggregate(BaseModel):
     ]
 
 
+class AgreementRule(BaseModel):
+    """
+    When a judge's verdict counts as agreeing with the humans (stated in every report
+    and guarantee): `exact` for labels and ratings (the verdict is the humans' majority,
+    any tied mode), `within` for interval scores (|verdict − humans' mean| ≤ tolerance).
+    """
+
+    rule: Annotated[Literal["exact", "within"], Field(title="Rule")]
+    tolerance: Annotated[float, Field(ge=0.0, title="Tolerance")] = 0.0
+
+
 class AnswerRecord(BaseModel):
     """
     A candidate's answer as files and the database hold it, before a rubric is chosen
@@ -256,68 +267,6 @@ MetadataAdditionalProperty = TypeAliasType(
 )
 
 
-class JudgeBody(BaseModel):
-    """
-    One answer to grade. `kind` says which rubric kind it expects: `rubric` for a
-    penalty-weighted rubric (score in %), `explanation` for a 1-5 explanation scale (Kinayat,
-    Fann or Flop judges). One model, not a tagged union, so an error's `loc` is the field's
-    own path (`["body", "item_id"]`), never prefixed by the tag.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    kind: Annotated[
-        Literal["rubric", "explanation"],
-        Field(
-            description="'rubric' (penalty-weighted, %) or 'explanation' (1-5 scale)",
-            title="Kind",
-        ),
-    ]
-    prompt: Annotated[
-        str, Field(description="what the candidate model was asked", title="Prompt")
-    ] = ""
-    response: Annotated[
-        str,
-        Field(
-            description="the candidate's answer (untrusted; fenced in prompts)",
-            title="Response",
-        ),
-    ]
-    reference: Annotated[
-        str | None, Field(description="gold answer or explanation", title="Reference")
-    ] = None
-    candidate_model: Annotated[
-        str, Field(max_length=256, min_length=1, title="Candidate Model")
-    ]
-    candidate_provider: Annotated[
-        CandidateProvider | None, Field(title="Candidate Provider")
-    ] = None
-    rubric: Annotated[
-        dict[str, Any] | None, Field(description="inline rubric object", title="Rubric")
-    ] = None
-    rubric_id: Annotated[
-        RubricId | None, Field(description="'id' or 'id@version'", title="Rubric Id")
-    ] = None
-    template: Annotated[
-        Template | dict[str, Any] | None,
-        Field(
-            description="grade with this prompt template instead of the rubric's: 'name@version' or an inline template object (README: Write your own template)",
-            title="Template",
-        ),
-    ] = None
-    judges: Annotated[Judges | None, Field(title="Judges")] = None
-    metadata: Annotated[
-        dict[
-            Annotated[str, StringConstraints(max_length=64)], MetadataAdditionalProperty
-        ]
-        | None,
-        Field(
-            description="strata: dialect, item_id, ...", max_length=64, title="Metadata"
-        ),
-    ] = None
-
-
 class JudgeInfo(BaseModel):
     name: Annotated[str, Field(title="Name")]
     model: Annotated[str, Field(title="Model")]
@@ -328,6 +277,23 @@ class JudgeInfo(BaseModel):
         Field(description="null when the endpoint cannot be probed", title="Reachable"),
     ]
     detail: Annotated[str, Field(title="Detail")]
+
+
+class JudgeTrust(BaseModel):
+    judge: Annotated[str, Field(title="Judge")]
+    confidence: Annotated[
+        float | None,
+        Field(description="null where the judge gave none", title="Confidence"),
+    ]
+    status: Annotated[
+        Literal["trusted", "abstained", "uncalibrated", "no_confidence", "no_verdict"],
+        Field(title="Status"),
+    ]
+    threshold: Annotated[
+        float | None,
+        Field(description="trusted when confidence ≥ it", title="Threshold"),
+    ] = None
+    reason: Annotated[str | None, Field(title="Reason")] = None
 
 
 class LinkRequest(BaseModel):
@@ -456,6 +422,16 @@ class ProbeRunRequest(BaseModel):
     ] = None
 
 
+class Queued(BaseModel):
+    reason: Annotated[Literal["escalated", "audit"], Field(title="Reason")]
+    inclusion_prob: Annotated[
+        float,
+        Field(
+            description="the item's chance of reaching the SMEs", title="Inclusion Prob"
+        ),
+    ]
+
+
 class ReportLink(BaseModel):
     url: Annotated[
         str,
@@ -465,6 +441,491 @@ class ReportLink(BaseModel):
         ),
     ]
     expires_at: Annotated[datetime, Field(title="Expires At")]
+
+
+class RubricInfo(BaseModel):
+    id: Annotated[str, Field(title="Id")]
+    version: Annotated[int, Field(title="Version")]
+    hash: Annotated[str, Field(title="Hash")]
+
+
+class Tolerance(RootModel[float]):
+    root: Annotated[
+        float,
+        Field(
+            description="interval scales: a verdict within this distance of the humans' reference agrees (default 10% of the scale's range)",
+            ge=0.0,
+            title="Tolerance",
+        ),
+    ]
+
+
+class MinItems(RootModel[int]):
+    root: Annotated[int, Field(ge=1, title="Min Items")]
+
+
+class SelectiveOptions(BaseModel):
+    """
+    What the section computes (`qadi calibrate --trust-*`).
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    alpha: Annotated[
+        float, Field(description="target disagreement", gt=0.0, lt=1.0, title="Alpha")
+    ] = 0.1
+    delta: Annotated[
+        float,
+        Field(description="chance the guarantee fails", gt=0.0, lt=1.0, title="Delta"),
+    ] = 0.1
+    tolerance: Annotated[
+        Tolerance | None,
+        Field(
+            description="interval scales: a verdict within this distance of the humans' reference agrees (default 10% of the scale's range)",
+            title="Tolerance",
+        ),
+    ] = None
+    cascades: Annotated[
+        list[list[str]] | None,
+        Field(
+            description="judges in escalation order, each a cascade", title="Cascades"
+        ),
+    ] = None
+    confidence: Annotated[Literal["token", "panel"], Field(title="Confidence")] = (
+        "token"
+    )
+    min_items: Annotated[MinItems | None, Field(title="Min Items")] = None
+
+
+class SkippedJudge(BaseModel):
+    judge: Annotated[str, Field(title="Judge")]
+    reason: Annotated[str, Field(title="Reason")]
+    detail: Annotated[str, Field(title="Detail")]
+    substitute: Annotated[str | None, Field(title="Substitute")] = None
+
+
+class SmeQueueItem(BaseModel):
+    id: Annotated[int, Field(title="Id")]
+    item_id: Annotated[str, Field(title="Item Id")]
+    request_id: Annotated[str, Field(title="Request Id")]
+    rubric_ref: Annotated[str, Field(title="Rubric Ref")]
+    reason: Annotated[Literal["escalated", "audit"], Field(title="Reason")]
+    inclusion_prob: Annotated[
+        float,
+        Field(
+            description="the item's chance of reaching the SMEs: 1 when escalated, the audit rate when audited; upload the SME's grade with it (POST /grades `inclusion_prob`)",
+            title="Inclusion Prob",
+        ),
+    ]
+    prompt: Annotated[str, Field(title="Prompt")]
+    reference: Annotated[str | None, Field(title="Reference")]
+    response: Annotated[str, Field(title="Response")]
+    candidate_model: Annotated[str, Field(title="Candidate Model")]
+    attributes: Annotated[dict[str, Any], Field(title="Attributes")]
+    trust: Annotated[
+        dict[str, Any],
+        Field(
+            description="the request's trust outcome (judges/trust.py)", title="Trust"
+        ),
+    ]
+    queued_at: Annotated[datetime, Field(title="Queued At")]
+
+
+class SmeQueuePage(BaseModel):
+    items: Annotated[list[SmeQueueItem], Field(title="Items")]
+    next_cursor: Annotated[str | None, Field(title="Next Cursor")]
+
+
+class StageVersion(BaseModel):
+    """
+    What one judge of a calibration graded with: a guarantee holds for these only.
+    """
+
+    judge: Annotated[str, Field(title="Judge")]
+    model: Annotated[str, Field(title="Model")]
+    template: Annotated[str, Field(title="Template")]
+    template_hash: Annotated[str, Field(title="Template Hash")]
+
+
+class TokenProbabilities(BaseModel):
+    """
+    What the token probabilities of one reply say about its verdict.
+    """
+
+    method: Annotated[
+        str,
+        Field(
+            description="how the distribution was read, and its assumptions",
+            title="Method",
+        ),
+    ]
+    top_logprobs: Annotated[
+        int,
+        Field(
+            description="alternatives the judge listed per token", title="Top Logprobs"
+        ),
+    ]
+    rating: Distribution | None = None
+    criteria: Annotated[dict[str, Distribution] | None, Field(title="Criteria")] = None
+    expected: Annotated[
+        float | None,
+        Field(
+            description="probability-weighted expected score (distributional)",
+            title="Expected",
+        ),
+    ] = None
+    confidence: Annotated[
+        float | None,
+        Field(
+            description="the judge's probability of its whole verdict (a rating's confidence; for criteria, the product of each mark's, taken as independent)",
+            title="Confidence",
+        ),
+    ] = None
+    unavailable: Annotated[
+        str | None,
+        Field(
+            description="why part of the verdict has no distribution",
+            title="Unavailable",
+        ),
+    ] = None
+
+
+class Cascade(RootModel[list[str]]):
+    root: Annotated[
+        list[str],
+        Field(
+            description="judges in escalation order (cheap first); the first trusted verdict stands and later judges are not called. Without it, each judge of the panel is checked on its own",
+            max_length=8,
+            min_length=1,
+            title="Cascade",
+        ),
+    ]
+
+
+class By(RootModel[str]):
+    root: Annotated[
+        str,
+        Field(
+            description="metadata attribute whose stratum's calibration applies (e.g. dialect); default: the overall calibration",
+            max_length=64,
+            title="By",
+        ),
+    ]
+
+
+class TrustPolicy(BaseModel):
+    """
+    What a request asks of its verdict (the `trust` field of POST /judge).
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    alpha: Annotated[
+        float,
+        Field(
+            description="most disagreement with the SMEs allowed among trusted verdicts",
+            gt=0.0,
+            lt=1.0,
+            title="Alpha",
+        ),
+    ]
+    delta: Annotated[
+        float,
+        Field(
+            description="chance the guarantee fails over the draw of calibration items",
+            gt=0.0,
+            lt=1.0,
+            title="Delta",
+        ),
+    ]
+    cascade: Annotated[
+        Cascade | None,
+        Field(
+            description="judges in escalation order (cheap first); the first trusted verdict stands and later judges are not called. Without it, each judge of the panel is checked on its own",
+            title="Cascade",
+        ),
+    ] = None
+    by: Annotated[
+        By | None,
+        Field(
+            description="metadata attribute whose stratum's calibration applies (e.g. dialect); default: the overall calibration",
+            title="By",
+        ),
+    ] = None
+    confidence: Annotated[
+        Literal["token", "panel"],
+        Field(
+            description="'token': the judge's token probability of its verdict; 'panel': the share of the other judges of the panel that agree with it (no cascade)",
+            title="Confidence",
+        ),
+    ] = "token"
+    audit_rate: Annotated[
+        float,
+        Field(
+            description="share of trusted verdicts also sent to the SMEs at random, so that estimates over SME labels stay unbiased; 0 sends only escalations",
+            ge=0.0,
+            le=1.0,
+            title="Audit Rate",
+        ),
+    ] = 0.05
+
+
+class UnavailableJudge(BaseModel):
+    """
+    A judge whose provider failed (error or timeout) on this request.
+    """
+
+    judge: Annotated[str, Field(title="Judge")]
+    status: Annotated[
+        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
+    ]
+    error: Annotated[str | None, Field(title="Error")]
+    substitute: Annotated[str | None, Field(title="Substitute")] = None
+
+
+class UploadResult(BaseModel):
+    """
+    What an upload changed: inserted + updated + duplicates.count = rows sent.
+    """
+
+    inserted: Annotated[
+        int,
+        Field(
+            description="(item_id, rater) pairs new to the database", title="Inserted"
+        ),
+    ]
+    updated: Annotated[
+        int, Field(description="pairs that replaced a stored grade", title="Updated")
+    ]
+    duplicates: Annotated[
+        Duplicates | None, Field(description="present when the upload repeats a pair")
+    ] = None
+
+
+class ErrorBody(BaseModel):
+    """
+    Every error answer of the API.
+    """
+
+    detail: Annotated[list[ErrorItem], Field(title="Detail")]
+
+
+class Guarantee(BaseModel):
+    """
+    What a trusted verdict rests on, with everything needed to find its calibration.
+    """
+
+    statement: Annotated[str, Field(title="Statement")]
+    alpha: Annotated[float, Field(title="Alpha")]
+    delta: Annotated[float, Field(title="Delta")]
+    method: Annotated[str, Field(title="Method")]
+    evaluator: Annotated[str, Field(title="Evaluator")]
+    stratum: Annotated[str, Field(title="Stratum")]
+    threshold: Annotated[float, Field(title="Threshold")]
+    n_calibration: Annotated[int, Field(title="N Calibration")]
+    coverage: Annotated[float | None, Field(title="Coverage")]
+    report_id: Annotated[str, Field(title="Report Id")]
+    calibrated_at: Annotated[datetime, Field(title="Calibrated At")]
+    agreement: AgreementRule
+    rubric_ref: Annotated[str, Field(title="Rubric Ref")]
+    rubric_hash: Annotated[str, Field(title="Rubric Hash")]
+    judges: Annotated[list[StageVersion], Field(title="Judges")]
+
+
+class JudgeBody(BaseModel):
+    """
+    One answer to grade. `kind` says which rubric kind it expects: `rubric` for a
+    penalty-weighted rubric (score in %), `explanation` for a 1-5 explanation scale (Kinayat,
+    Fann or Flop judges). One model, not a tagged union, so an error's `loc` is the field's
+    own path (`["body", "item_id"]`), never prefixed by the tag.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    kind: Annotated[
+        Literal["rubric", "explanation"],
+        Field(
+            description="'rubric' (penalty-weighted, %) or 'explanation' (1-5 scale)",
+            title="Kind",
+        ),
+    ]
+    prompt: Annotated[
+        str, Field(description="what the candidate model was asked", title="Prompt")
+    ] = ""
+    response: Annotated[
+        str,
+        Field(
+            description="the candidate's answer (untrusted; fenced in prompts)",
+            title="Response",
+        ),
+    ]
+    reference: Annotated[
+        str | None, Field(description="gold answer or explanation", title="Reference")
+    ] = None
+    candidate_model: Annotated[
+        str, Field(max_length=256, min_length=1, title="Candidate Model")
+    ]
+    candidate_provider: Annotated[
+        CandidateProvider | None, Field(title="Candidate Provider")
+    ] = None
+    rubric: Annotated[
+        dict[str, Any] | None, Field(description="inline rubric object", title="Rubric")
+    ] = None
+    rubric_id: Annotated[
+        RubricId | None, Field(description="'id' or 'id@version'", title="Rubric Id")
+    ] = None
+    template: Annotated[
+        Template | dict[str, Any] | None,
+        Field(
+            description="grade with this prompt template instead of the rubric's: 'name@version' or an inline template object (README: Write your own template)",
+            title="Template",
+        ),
+    ] = None
+    judges: Annotated[Judges | None, Field(title="Judges")] = None
+    metadata: Annotated[
+        dict[
+            Annotated[str, StringConstraints(max_length=64)], MetadataAdditionalProperty
+        ]
+        | None,
+        Field(
+            description="strata: dialect, item_id, ...", max_length=64, title="Metadata"
+        ),
+    ] = None
+    trust: Annotated[
+        TrustPolicy | None,
+        Field(
+            description="ask whether the verdict may stand without an SME, under the calibrated guarantee for this α and δ (README: Trust at request time); a verdict nobody trusts is escalated to the SME queue"
+        ),
+    ] = None
+
+
+class JudgeResult(BaseModel):
+    """
+    One judge call, successful or not. A failed call has no score, ever.
+    """
+
+    id: Annotated[str | None, Field(title="Id")] = None
+    judge: Annotated[str, Field(title="Judge")]
+    model: Annotated[str, Field(title="Model")]
+    maker: Annotated[str | None, Field(title="Maker")] = None
+    status: Annotated[
+        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
+    ]
+    score: Annotated[float | None, Field(title="Score")] = None
+    raw_score: Annotated[float | None, Field(title="Raw Score")] = None
+    clipped: Annotated[bool | None, Field(title="Clipped")] = None
+    dimensions: Annotated[dict[str, float] | None, Field(title="Dimensions")] = None
+    criteria: Annotated[list[CriterionVerdict] | None, Field(title="Criteria")] = None
+    rationale: Annotated[str | None, Field(title="Rationale")] = None
+    probabilities: Annotated[
+        TokenProbabilities | None,
+        Field(
+            description="the verdict's token probabilities, when the judge returned logprobs"
+        ),
+    ] = None
+    expected_score: Annotated[
+        float | None,
+        Field(
+            description="probability-weighted expected score (distributional), beside `score`",
+            title="Expected Score",
+        ),
+    ] = None
+    confidence: Annotated[
+        float | None,
+        Field(
+            description="the judge's probability of its verdict, from its token probabilities (`probabilities.confidence`); null where the judge gave none, never invented",
+            title="Confidence",
+        ),
+    ] = None
+    raw_reply: Annotated[str | None, Field(title="Raw Reply")] = None
+    error: Annotated[str | None, Field(title="Error")] = None
+    latency_ms: Annotated[float, Field(title="Latency Ms")] = 0.0
+    prompt_tokens: Annotated[int | None, Field(title="Prompt Tokens")] = None
+    completion_tokens: Annotated[int | None, Field(title="Completion Tokens")] = None
+    cost_usd: Annotated[float | None, Field(title="Cost Usd")] = None
+    cached: Annotated[bool, Field(title="Cached")] = False
+    attempts: Annotated[
+        int,
+        Field(
+            description="calls made (retries included); 0 cached",
+            ge=0,
+            title="Attempts",
+        ),
+    ] = 1
+    cache_key: Annotated[str, Field(title="Cache Key")]
+    template: Annotated[str, Field(title="Template")]
+    template_hash: Annotated[str, Field(title="Template Hash")]
+    rubric_ref: Annotated[str, Field(title="Rubric Ref")]
+    rubric_hash: Annotated[str, Field(title="Rubric Hash")]
+
+
+class JudgmentOut(BaseModel):
+    id: Annotated[str | None, Field(title="Id")] = None
+    judge: Annotated[str, Field(title="Judge")]
+    model: Annotated[str, Field(title="Model")]
+    maker: Annotated[str | None, Field(title="Maker")] = None
+    status: Annotated[
+        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
+    ]
+    score: Annotated[float | None, Field(title="Score")] = None
+    raw_score: Annotated[float | None, Field(title="Raw Score")] = None
+    clipped: Annotated[bool | None, Field(title="Clipped")] = None
+    dimensions: Annotated[dict[str, float] | None, Field(title="Dimensions")] = None
+    criteria: Annotated[list[CriterionVerdict] | None, Field(title="Criteria")] = None
+    rationale: Annotated[str | None, Field(title="Rationale")] = None
+    probabilities: Annotated[
+        TokenProbabilities | None,
+        Field(
+            description="the verdict's token probabilities, when the judge returned logprobs"
+        ),
+    ] = None
+    expected_score: Annotated[
+        float | None,
+        Field(
+            description="probability-weighted expected score (distributional), beside `score`",
+            title="Expected Score",
+        ),
+    ] = None
+    confidence: Annotated[
+        float | None,
+        Field(
+            description="the judge's probability of its verdict, from its token probabilities (`probabilities.confidence`); null where the judge gave none, never invented",
+            title="Confidence",
+        ),
+    ] = None
+    raw_reply: Annotated[str | None, Field(title="Raw Reply")] = None
+    error: Annotated[str | None, Field(title="Error")] = None
+    latency_ms: Annotated[float, Field(title="Latency Ms")] = 0.0
+    prompt_tokens: Annotated[int | None, Field(title="Prompt Tokens")] = None
+    completion_tokens: Annotated[int | None, Field(title="Completion Tokens")] = None
+    cost_usd: Annotated[float | None, Field(title="Cost Usd")] = None
+    cached: Annotated[bool, Field(title="Cached")] = False
+    attempts: Annotated[
+        int,
+        Field(
+            description="calls made (retries included); 0 cached",
+            ge=0,
+            title="Attempts",
+        ),
+    ] = 1
+    cache_key: Annotated[str, Field(title="Cache Key")]
+    template: Annotated[str, Field(title="Template")]
+    template_hash: Annotated[str, Field(title="Template Hash")]
+    rubric_ref: Annotated[str, Field(title="Rubric Ref")]
+    rubric_hash: Annotated[str, Field(title="Rubric Hash")]
+    request_id: Annotated[str | None, Field(title="Request Id")]
+    item_id: Annotated[str, Field(title="Item Id")]
+    candidate_model: Annotated[str, Field(title="Candidate Model")]
+    metadata: Annotated[dict[str, Any], Field(title="Metadata")]
+    created_at: Annotated[datetime, Field(title="Created At")]
+
+
+class JudgmentPage(BaseModel):
+    items: Annotated[list[JudgmentOut], Field(title="Items")]
+    next_cursor: Annotated[str | None, Field(title="Next Cursor")]
 
 
 class ReportRequest(BaseModel):
@@ -529,207 +990,28 @@ class ReportRequest(BaseModel):
             title="Probe Run",
         ),
     ] = None
-
-
-class RubricInfo(BaseModel):
-    id: Annotated[str, Field(title="Id")]
-    version: Annotated[int, Field(title="Version")]
-    hash: Annotated[str, Field(title="Hash")]
-
-
-class SkippedJudge(BaseModel):
-    judge: Annotated[str, Field(title="Judge")]
-    reason: Annotated[str, Field(title="Reason")]
-    detail: Annotated[str, Field(title="Detail")]
-    substitute: Annotated[str | None, Field(title="Substitute")] = None
-
-
-class TokenProbabilities(BaseModel):
-    """
-    What the token probabilities of one reply say about its verdict.
-    """
-
-    method: Annotated[
-        str,
+    trust: Annotated[
+        SelectiveOptions | None,
         Field(
-            description="how the distribution was read, and its assumptions",
-            title="Method",
-        ),
-    ]
-    top_logprobs: Annotated[
-        int,
-        Field(
-            description="alternatives the judge listed per token", title="Top Logprobs"
-        ),
-    ]
-    rating: Distribution | None = None
-    criteria: Annotated[dict[str, Distribution] | None, Field(title="Criteria")] = None
-    expected: Annotated[
-        float | None,
-        Field(
-            description="probability-weighted expected score (distributional)",
-            title="Expected",
-        ),
-    ] = None
-    unavailable: Annotated[
-        str | None,
-        Field(
-            description="why part of the verdict has no distribution",
-            title="Unavailable",
+            description="selective judging: the α, δ, agreement tolerance, cascades and confidence source whose thresholds the report fixes (POST /judge applies them)"
         ),
     ] = None
 
 
-class UnavailableJudge(BaseModel):
-    """
-    A judge whose provider failed (error or timeout) on this request.
-    """
-
-    judge: Annotated[str, Field(title="Judge")]
-    status: Annotated[
-        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
+class TrustOutcome(BaseModel):
+    status: Annotated[Literal["trusted", "escalated"], Field(title="Status")]
+    judge: Annotated[
+        str | None, Field(description="the judge whose verdict stands", title="Judge")
     ]
-    error: Annotated[str | None, Field(title="Error")]
-    substitute: Annotated[str | None, Field(title="Substitute")] = None
-
-
-class UploadResult(BaseModel):
-    """
-    What an upload changed: inserted + updated + duplicates.count = rows sent.
-    """
-
-    inserted: Annotated[
-        int,
-        Field(
-            description="(item_id, rater) pairs new to the database", title="Inserted"
-        ),
-    ]
-    updated: Annotated[
-        int, Field(description="pairs that replaced a stored grade", title="Updated")
-    ]
-    duplicates: Annotated[
-        Duplicates | None, Field(description="present when the upload repeats a pair")
+    score: Annotated[float | None, Field(title="Score")]
+    stratum: Annotated[str | None, Field(title="Stratum")]
+    policy: TrustPolicy
+    judges: Annotated[list[JudgeTrust], Field(title="Judges")]
+    guarantee: Guarantee | None = None
+    reason: Annotated[
+        str | None, Field(description="why the item was escalated", title="Reason")
     ] = None
-
-
-class ErrorBody(BaseModel):
-    """
-    Every error answer of the API.
-    """
-
-    detail: Annotated[list[ErrorItem], Field(title="Detail")]
-
-
-class JudgeResult(BaseModel):
-    """
-    One judge call, successful or not. A failed call has no score, ever.
-    """
-
-    id: Annotated[str | None, Field(title="Id")] = None
-    judge: Annotated[str, Field(title="Judge")]
-    model: Annotated[str, Field(title="Model")]
-    maker: Annotated[str | None, Field(title="Maker")] = None
-    status: Annotated[
-        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
-    ]
-    score: Annotated[float | None, Field(title="Score")] = None
-    raw_score: Annotated[float | None, Field(title="Raw Score")] = None
-    clipped: Annotated[bool | None, Field(title="Clipped")] = None
-    dimensions: Annotated[dict[str, float] | None, Field(title="Dimensions")] = None
-    criteria: Annotated[list[CriterionVerdict] | None, Field(title="Criteria")] = None
-    rationale: Annotated[str | None, Field(title="Rationale")] = None
-    probabilities: Annotated[
-        TokenProbabilities | None,
-        Field(
-            description="the verdict's token probabilities, when the judge returned logprobs"
-        ),
-    ] = None
-    expected_score: Annotated[
-        float | None,
-        Field(
-            description="probability-weighted expected score (distributional), beside `score`",
-            title="Expected Score",
-        ),
-    ] = None
-    raw_reply: Annotated[str | None, Field(title="Raw Reply")] = None
-    error: Annotated[str | None, Field(title="Error")] = None
-    latency_ms: Annotated[float, Field(title="Latency Ms")] = 0.0
-    prompt_tokens: Annotated[int | None, Field(title="Prompt Tokens")] = None
-    completion_tokens: Annotated[int | None, Field(title="Completion Tokens")] = None
-    cost_usd: Annotated[float | None, Field(title="Cost Usd")] = None
-    cached: Annotated[bool, Field(title="Cached")] = False
-    attempts: Annotated[
-        int,
-        Field(
-            description="calls made (retries included); 0 cached",
-            ge=0,
-            title="Attempts",
-        ),
-    ] = 1
-    cache_key: Annotated[str, Field(title="Cache Key")]
-    template: Annotated[str, Field(title="Template")]
-    template_hash: Annotated[str, Field(title="Template Hash")]
-    rubric_ref: Annotated[str, Field(title="Rubric Ref")]
-    rubric_hash: Annotated[str, Field(title="Rubric Hash")]
-
-
-class JudgmentOut(BaseModel):
-    id: Annotated[str | None, Field(title="Id")] = None
-    judge: Annotated[str, Field(title="Judge")]
-    model: Annotated[str, Field(title="Model")]
-    maker: Annotated[str | None, Field(title="Maker")] = None
-    status: Annotated[
-        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
-    ]
-    score: Annotated[float | None, Field(title="Score")] = None
-    raw_score: Annotated[float | None, Field(title="Raw Score")] = None
-    clipped: Annotated[bool | None, Field(title="Clipped")] = None
-    dimensions: Annotated[dict[str, float] | None, Field(title="Dimensions")] = None
-    criteria: Annotated[list[CriterionVerdict] | None, Field(title="Criteria")] = None
-    rationale: Annotated[str | None, Field(title="Rationale")] = None
-    probabilities: Annotated[
-        TokenProbabilities | None,
-        Field(
-            description="the verdict's token probabilities, when the judge returned logprobs"
-        ),
-    ] = None
-    expected_score: Annotated[
-        float | None,
-        Field(
-            description="probability-weighted expected score (distributional), beside `score`",
-            title="Expected Score",
-        ),
-    ] = None
-    raw_reply: Annotated[str | None, Field(title="Raw Reply")] = None
-    error: Annotated[str | None, Field(title="Error")] = None
-    latency_ms: Annotated[float, Field(title="Latency Ms")] = 0.0
-    prompt_tokens: Annotated[int | None, Field(title="Prompt Tokens")] = None
-    completion_tokens: Annotated[int | None, Field(title="Completion Tokens")] = None
-    cost_usd: Annotated[float | None, Field(title="Cost Usd")] = None
-    cached: Annotated[bool, Field(title="Cached")] = False
-    attempts: Annotated[
-        int,
-        Field(
-            description="calls made (retries included); 0 cached",
-            ge=0,
-            title="Attempts",
-        ),
-    ] = 1
-    cache_key: Annotated[str, Field(title="Cache Key")]
-    template: Annotated[str, Field(title="Template")]
-    template_hash: Annotated[str, Field(title="Template Hash")]
-    rubric_ref: Annotated[str, Field(title="Rubric Ref")]
-    rubric_hash: Annotated[str, Field(title="Rubric Hash")]
-    request_id: Annotated[str | None, Field(title="Request Id")]
-    item_id: Annotated[str, Field(title="Item Id")]
-    candidate_model: Annotated[str, Field(title="Candidate Model")]
-    metadata: Annotated[dict[str, Any], Field(title="Metadata")]
-    created_at: Annotated[datetime, Field(title="Created At")]
-
-
-class JudgmentPage(BaseModel):
-    items: Annotated[list[JudgmentOut], Field(title="Items")]
-    next_cursor: Annotated[str | None, Field(title="Next Cursor")]
+    queued: Queued | None = None
 
 
 class FailedGradeBody(BaseModel):
@@ -753,6 +1035,10 @@ class FailedGradeBody(BaseModel):
             title="Unavailable",
         ),
     ] = None
+    trust: Annotated[
+        TrustOutcome | None,
+        Field(description="present when the request asked for `trust`"),
+    ] = None
     detail: Annotated[list[ErrorItem], Field(title="Detail")]
 
 
@@ -771,4 +1057,8 @@ class JudgeResponse(BaseModel):
             description="judges whose provider failed, with their stand-in",
             title="Unavailable",
         ),
+    ] = None
+    trust: Annotated[
+        TrustOutcome | None,
+        Field(description="present when the request asked for `trust`"),
     ] = None

@@ -27,6 +27,8 @@ from qadi_client.models import (
     JudgeResponse,
     Judgment,
     JudgmentPage,
+    SmeQueueItem,
+    SmeQueuePage,
     UploadResult,
 )
 
@@ -107,10 +109,18 @@ class QadiClient(_Client):
 
     def judgments(self, page_size: int = 100, **filters: Any) -> Iterator[Judgment]:
         """Every stored judgment matching the filters, following the cursor across pages."""
+        yield from self._paged(_calls.judgments_page, JudgmentPage, page_size, filters)
+
+    def sme_queue(self, page_size: int = 100, **filters: Any) -> Iterator[SmeQueueItem]:
+        """The items POST /judge sent to the SMEs (`reason`: escalated | audit; `since`),
+        each with the inclusion probability to upload its SME grade with."""
+        yield from self._paged(_calls.sme_queue_page, SmeQueuePage, page_size, filters)
+
+    def _paged(self, make_call, page_model, page_size: int, filters) -> Iterator[Any]:
         cursor = None
         while True:
-            response = self._send(_calls.judgments_page(cursor, page_size, **filters))
-            page = JudgmentPage.model_validate(response.json())
+            response = self._send(make_call(cursor, page_size, **filters))
+            page = page_model.model_validate(response.json())
             yield from page.items
             if page.next_cursor is None:
                 return
@@ -168,10 +178,18 @@ class AsyncQadiClient(_Client):
         return BatchResponse.model_validate(response.json())
 
     async def judgments(self, page_size: int = 100, **filters: Any) -> AsyncIterator[Judgment]:
+        async for item in self._paged(_calls.judgments_page, JudgmentPage, page_size, filters):
+            yield item
+
+    async def sme_queue(self, page_size: int = 100, **filters: Any) -> AsyncIterator[SmeQueueItem]:
+        async for item in self._paged(_calls.sme_queue_page, SmeQueuePage, page_size, filters):
+            yield item
+
+    async def _paged(self, make_call, page_model, page_size: int, filters) -> AsyncIterator[Any]:
         cursor = None
         while True:
-            response = await self._send(_calls.judgments_page(cursor, page_size, **filters))
-            page = JudgmentPage.model_validate(response.json())
+            response = await self._send(make_call(cursor, page_size, **filters))
+            page = page_model.model_validate(response.json())
             for item in page.items:
                 yield item
             if page.next_cursor is None:

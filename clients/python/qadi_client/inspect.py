@@ -8,6 +8,10 @@ excluded from metrics), never 0: a grade is never fabricated. So is a sample the
 self-evaluation guard refuses to grade (no judge may grade the solver model's answers, or a
 maker is unknown: error type `guard_refused`), with the guard's reason: the rest of the eval
 goes on.
+
+With `trust={"alpha": .., "delta": .., "cascade": [...]}` (qadi's trust at request time) the
+score is the verdict that stands under the calibrated guarantee; a sample no judge is trusted
+on is escalated to qadi's SME queue and left unscored (`reason="escalated"`), never 0.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ def qadi_scorer(
     metadata: dict[str, str] | None = None,
     timeout: float = 120.0,
     max_retries: int = 3,
+    trust: dict[str, Any] | None = None,
 ) -> Scorer:
     """Grade each sample through qadi.
 
@@ -48,6 +53,8 @@ def qadi_scorer(
         metadata: extra item attributes (strata) stored with every judgment.
         timeout: seconds per HTTP call.
         max_retries: retries of a call answered 429 or 503.
+        trust: qadi's `trust` policy (alpha, delta, optionally cascade, by, audit_rate):
+            score only verdicts trusted under the calibrated guarantee.
     """
     rubric_field = {"rubric_id": rubric} if isinstance(rubric, str) else {"rubric": rubric}
 
@@ -66,6 +73,7 @@ def qadi_scorer(
                 "epoch": str(state.epoch),
             },
             **rubric_field,
+            **({"trust": trust} if trust is not None else {}),
         }
         async with AsyncQadiClient(url, api_key, timeout, max_retries) as qadi:
             try:
@@ -87,6 +95,8 @@ def qadi_scorer(
                     explanation="; ".join(e.msg for e in guard),
                     metadata={"guard": [e.model_dump() for e in guard]},
                 )
+        if graded.trust is not None:
+            return _trusted_score(graded, state.output.completion)
         if graded.aggregate is None:
             return Score.unscored(
                 reason="no_score", answer=state.output.completion, metadata=_metadata(graded)
@@ -99,6 +109,22 @@ def qadi_scorer(
         )
 
     return score
+
+
+def _trusted_score(graded: JudgeResponse, answer: str) -> Score:
+    """The trusted verdict as the score; an escalated sample unscored, with why."""
+    trust = graded.trust
+    metadata = {**_metadata(graded), "trust": trust.model_dump(mode="json")}
+    if trust.status != "trusted":
+        return Score.unscored(
+            reason="escalated", answer=answer, explanation=trust.reason, metadata=metadata
+        )
+    return Score(
+        value=trust.score,
+        answer=answer,
+        explanation=f"trusted: {trust.judge} ({trust.guarantee.statement})",
+        metadata=metadata,
+    )
 
 
 def _rationale(graded: JudgeResponse) -> str:

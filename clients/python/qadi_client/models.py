@@ -28,6 +28,10 @@ from qadi_client.api_models import (
     ReportRequest,
     RubricInfo,
     SkippedJudge,
+    SmeQueueItem,
+    SmeQueuePage,
+    TrustOutcome,
+    TrustPolicy,
     UnavailableJudge,
     UploadResult,
 )
@@ -53,6 +57,10 @@ __all__ = [
     "ReportRequest",
     "RubricInfo",
     "SkippedJudge",
+    "SmeQueueItem",
+    "SmeQueuePage",
+    "TrustOutcome",
+    "TrustPolicy",
     "UnavailableJudge",
     "UploadResult",
 ]

@@ -1,0 +1,242 @@
+"""Trust at request time below HTTP: the report section that fixes thresholds
+(calibration/selective_report.py) and the decision applied to one request's results
+(judges/trust.py). Expected values are worked out by hand in the comments."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from calibration.interchange import GradeRow
+from calibration.selective import AgreementRule, calibrate_threshold
+from calibration.selective_report import (
+    SelectiveOptions,
+    agreement_rule,
+    panel_confidence,
+    selective_section,
+)
+from calibration.table import build_table
+from judges.models import JudgeResult
+from judges.trust import Calibration, TrustDecider, TrustPolicy, stratum_for
+
+# --- the report section ---------------------------------------------------------------------
+
+
+def grades(judged: dict[str, list[tuple[float, float | None]]], truth: list[float]):
+    rows = [GradeRow(item_id=f"i{i}", rater="sme", rater_kind="human", score=t)
+            for i, t in enumerate(truth)]  # fmt: skip
+    for judge, marks in judged.items():
+        rows += [GradeRow(item_id=f"i{i}", rater=judge, rater_kind="judge", score=s,
+                          confidence=c) for i, (s, c) in enumerate(marks)]  # fmt: skip
+    return build_table(rows)
+
+
+def test_a_threshold_by_hand():
+    # α = δ = 0.5: the fewest items a chain may start at is 3 ((1/2)^3 ≤ δ/4 = 1/8). Items by
+    # confidence: 0.9 ×3 right, 0.8 right, 0.7 wrong, 0.6 wrong. From the strictest grid
+    # threshold down, every t in (0.7, 0.9] trusts 3 or 4 items with no disagreement
+    # (P(Bin(4, ½) ≤ 0) = 1/16 ≤ 1/8); at t = 0.700 five items and one disagreement give
+    # P(Bin(5, ½) ≤ 1) = 6/32 > 1/8 and the walk stops. The other chains start at ≥ 6 items
+    # and reject nothing. So t̂ = 0.701, trusting the 4 sure items.
+    table = grades({"j": [(1, .9), (2, .9), (3, .9), (4, .8), (1, .7), (1, .6)]},
+                   [1, 2, 3, 4, 5, 5])  # fmt: skip
+    options = SelectiveOptions(alpha=0.5, delta=0.5)
+    section = selective_section(table, "ordinal", 4.0, "mean", [], options)
+    [row] = section.rows
+    assert row.result.threshold == pytest.approx(0.701)
+    assert (row.result.n_trusted, row.result.coverage, row.result.agreement) == (4, 4 / 6, 1.0)
+    assert row.binding is None and section.bound is False  # a file carries no versions
+
+
+def test_the_agreement_rule_follows_the_scale():
+    options = SelectiveOptions()
+    assert agreement_rule("ordinal", 4.0, options) == AgreementRule(rule="exact")
+    assert agreement_rule("interval", 100.0, options) == AgreementRule(rule="within", tolerance=10)
+    custom = SelectiveOptions(tolerance=2.5)
+    assert agreement_rule("interval", 100.0, custom).tolerance == 2.5
+
+
+def testpanel_confidence_is_the_share_of_the_other_judges_that_agree():
+    # item 0: a=4, b=4, c=2 -> a: 1 of 2 others agree (b) = .5; c: 0 of 2 = 0
+    # item 1: only a judged -> no other verdict: no confidence
+    table = grades({"a": [(4, None), (3, None)], "b": [(4, None)], "c": [(2, None)]}, [4, 3])
+    section = selective_section(
+        table, "ordinal", 4.0, "mean", [], SelectiveOptions(confidence="panel", min_items=1)
+    )
+    confidence = panel_confidence(table, AgreementRule(rule="exact"))
+    assert confidence[0].tolist() == [0.5, 0.5, 0.0]
+    assert np.isnan(confidence[1]).all()
+    assert section.confidence == "panel" and len(section.rows) == 3
+
+
+def test_a_binding_needs_one_version_per_stage_under_one_rubric():
+    table = grades({"a": [(4, .9)], "b": [(4, .9)]}, [4])
+    one = {"model": "m1", "template": "t@1", "template_hash": "th", "rubric_ref": "r@2",
+           "rubric_hash": "rh"}  # fmt: skip
+    versions = {"a": [one], "b": [{**one, "model": "m2"}]}
+    options = SelectiveOptions(cascades=[["a", "b"]])
+    rows = {r.evaluator: r for r in selective_section(
+        table, "ordinal", 4, "mean", [], options, versions).rows}  # fmt: skip
+    assert rows["a>b"].binding == {
+        "rubric_ref": "r@2", "rubric_hash": "rh",
+        "stages": [{"judge": "a", "model": "m1", "template": "t@1", "template_hash": "th"},
+                   {"judge": "b", "model": "m2", "template": "t@1", "template_hash": "th"}],
+    }  # fmt: skip
+    twice = {"a": [one, {**one, "template_hash": "new"}], "b": [one]}
+    rows = {r.evaluator: r for r in selective_section(
+        table, "ordinal", 4, "mean", [], options, twice).rows}  # fmt: skip
+    assert rows["a"].binding is None and rows["a>b"].binding is None
+    assert rows["b"].binding is not None
+    other_rubric = {"a": [one], "b": [{**one, "rubric_hash": "other"}]}
+    rows = {r.evaluator: r for r in selective_section(
+        table, "ordinal", 4, "mean", [], options, other_rubric).rows}  # fmt: skip
+    assert rows["a>b"].binding is None
+
+
+def test_a_cascade_must_name_judges_of_the_grades_once():
+    table = grades({"a": [(4, .9)]}, [4])
+    with pytest.raises(ValueError, match="cascade: zz not a judge"):
+        selective_section(table, "ordinal", 4, "mean", [],
+                          SelectiveOptions(cascades=[["a", "zz"]]))  # fmt: skip
+    with pytest.raises(ValueError, match="names a judge twice"):
+        selective_section(table, "ordinal", 4, "mean", [],
+                          SelectiveOptions(cascades=[["a", "a"]]))  # fmt: skip
+
+
+def test_a_judge_without_confidences_says_why_it_has_no_threshold():
+    table = grades({"a": [(4, .9)] * 3, "b": [(4, None)] * 3}, [4, 4, 4])
+    rows = {r.evaluator: r for r in
+            selective_section(table, "ordinal", 4, "mean", [], SelectiveOptions()).rows}
+    assert rows["b"].result.threshold is None
+    assert rows["b"].result.reason.startswith("no confidence: no token probabilities")
+
+
+# --- the decision at request time ------------------------------------------------------------
+
+RUBRIC_HASH, TEMPLATE_HASH = "sha256:rubric", "sha256:template"
+
+
+def result(judge="cheap", score=4.0, confidence=0.9, status="ok", **changed) -> JudgeResult:
+    fields = {"model": f"hosted_vllm/{judge}", "template": "t@1", "template_hash": TEMPLATE_HASH,
+              "rubric_ref": "r@2", "rubric_hash": RUBRIC_HASH, **changed}  # fmt: skip
+    return JudgeResult(judge=judge, status=status, score=score if status == "ok" else None,
+                       confidence=confidence, cache_key="k", **fields)  # fmt: skip
+
+
+def calibration(evaluator="cheap", threshold=0.8, judges=("cheap",)) -> Calibration:
+    # a threshold as calibrate_threshold reports it, on made-up counts
+    found = calibrate_threshold(np.full(40, 0.95), np.ones(40), 0.1, 0.1)
+    found = found.model_copy(update={"threshold": threshold})
+    return Calibration(
+        report_id="rep-1",
+        evaluator=evaluator,
+        stratum="overall",
+        confidence="token",
+        agreement=AgreementRule(rule="exact"),
+        threshold=found,
+        binding={"rubric_ref": "r@2", "rubric_hash": RUBRIC_HASH, "stages": [
+            {"judge": j, "model": f"hosted_vllm/{j}", "template": "t@1",
+             "template_hash": TEMPLATE_HASH} for j in judges]},
+        calibrated_at=datetime(2026, 11, 26),
+    )  # fmt: skip
+
+
+POLICY = TrustPolicy(alpha=0.1, delta=0.1)
+
+
+def decide(results, calibrations, policy=POLICY, draw=0.5, panel=None):
+    panel = panel or [r.judge for r in results]
+    decider = TrustDecider(policy, "overall", calibrations, panel)
+    return decider.outcome(results, draw)
+
+
+def test_confidence_at_the_threshold_is_trusted_below_it_abstains():
+    trusted = decide([result(confidence=0.8)], {"cheap": calibration()})
+    assert trusted.status == "trusted" and trusted.judge == "cheap" and trusted.score == 4.0
+    assert trusted.guarantee.threshold == 0.8 and trusted.guarantee.report_id == "rep-1"
+    assert trusted.queued is None  # draw 0.5 ≥ audit rate 0.05
+    below = decide([result(confidence=0.79)], {"cheap": calibration()})
+    assert below.status == "escalated" and below.judges[0].status == "abstained"
+    assert below.queued.model_dump() == {"reason": "escalated", "inclusion_prob": 1.0}
+
+
+def test_a_trusted_verdict_is_audited_at_the_policys_rate():
+    audited = decide([result()], {"cheap": calibration()}, draw=0.049)
+    assert audited.status == "trusted"
+    assert audited.queued.model_dump() == {"reason": "audit", "inclusion_prob": 0.05}
+
+
+@pytest.mark.parametrize(
+    ("changed", "reason"),
+    [
+        ({"rubric_hash": "sha256:other"}, "the rubric changed"),
+        ({"model": "hosted_vllm/cheap-v2"}, "model changed"),
+        ({"template_hash": "sha256:edited"}, "prompt template changed"),
+    ],
+)
+def test_a_changed_version_is_uncalibrated_never_trusted(changed, reason):
+    outcome = decide([result(**changed)], {"cheap": calibration()})
+    [verdict] = outcome.judges
+    assert verdict.status == "uncalibrated" and reason in verdict.reason
+    assert outcome.status == "escalated"
+
+
+def test_no_confidence_no_verdict_and_no_calibration_each_say_so():
+    outcome = decide(
+        [result("cheap", confidence=None), result("strong", status="parse_error")],
+        {"cheap": calibration(), "strong": calibration("strong", judges=("strong",))},
+    )
+    assert [(j.judge, j.status) for j in outcome.judges] == [
+        ("cheap", "no_confidence"), ("strong", "no_verdict")]  # fmt: skip
+    missing = decide([result()], {})
+    assert missing.judges[0].status == "uncalibrated"
+    assert "no calibration of cheap for α = 0.1" in missing.judges[0].reason
+
+
+def test_an_item_without_the_by_attribute_is_uncalibrated():
+    policy = TrustPolicy(alpha=0.1, delta=0.1, by="dialect")
+    assert stratum_for(policy, {"dialect": "gulf"}) == "dialect=gulf"
+    assert stratum_for(policy, {}) is None
+    outcome = TrustDecider(policy, None, {"cheap": calibration()}, ["cheap"]).outcome(
+        [result()], 0.5
+    )
+    assert "no 'dialect' in its metadata" in outcome.judges[0].reason
+
+
+def test_the_first_trusted_judge_of_the_panel_decides():
+    calibrations = {"a": calibration("a", judges=("a",)), "b": calibration("b", judges=("b",))}
+    outcome = decide([result("a", confidence=0.5, score=2), result("b", confidence=0.95, score=5)],
+                     calibrations)  # fmt: skip
+    assert (outcome.status, outcome.judge, outcome.score) == ("trusted", "b", 5.0)
+
+
+def testpanel_confidence_at_request_time():
+    # a says 4, b says 4, c says 2: a and b have 1 of 2 others agreeing (0.5), c none (0)
+    policy = TrustPolicy(alpha=0.1, delta=0.1, confidence="panel")
+    calibrations = {j: calibration(j, threshold=0.5, judges=(j,)) for j in "abc"}
+    for cal in calibrations.values():
+        cal.confidence = "panel"
+    outcome = decide([result("a", 4.0), result("b", 4.0), result("c", 2.0)], calibrations, policy)
+    assert [(j.judge, j.confidence, j.status) for j in outcome.judges] == [
+        ("a", 0.5, "trusted"), ("b", 0.5, "trusted"), ("c", 0.0, "abstained")]  # fmt: skip
+    assert outcome.judge == "a"
+
+
+def test_a_cascade_stops_at_its_first_trusted_stage_under_its_common_threshold():
+    policy = TrustPolicy(alpha=0.1, delta=0.1, cascade=["cheap", "strong"])
+    calibrations = {"cheap>strong": calibration("cheap>strong", 0.7, ("cheap", "strong"))}
+    decider = TrustDecider(policy, "overall", calibrations, ["cheap", "strong"])
+    assert decider.sequential
+    assert not decider.stop(result("cheap", confidence=0.6))
+    assert decider.stop(result("strong", confidence=0.75))
+    outcome = decider.outcome([result("cheap", confidence=0.6), result("strong", confidence=0.75,
+                                                                       score=3)], 0.9)
+    assert (outcome.status, outcome.judge, outcome.score) == ("trusted", "strong", 3.0)
+    assert outcome.guarantee.evaluator == "cheap>strong"
+    # a stage dropped by the guard: the cascade cannot run as calibrated
+    dropped = TrustDecider(policy, "overall", calibrations, ["strong"])
+    assert not dropped.sequential and "cheap skipped by the self-evaluation guard" in (
+        dropped.outcome([result("strong", confidence=0.99)], 0.9).judges[0].reason
+    )
