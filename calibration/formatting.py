@@ -47,11 +47,16 @@ def p_value(value: float | None) -> str:
     return "< 0.0001" if value < 0.0001 else f"{value:.4f}"
 
 
+# inputs kept for machines: which versions graded the items (selective judging's bindings;
+# `judge_models` already says it for a reader)
+_NOT_SHOWN = {"judge_versions"}
+
+
 def input_lines(inputs: dict[str, Any]) -> list[str]:
     """The report's inputs as 'name: value' lines, nested values spelled out."""
     lines = []
     for key, value in inputs.items():
-        if value in (None, [], {}, ""):
+        if value in (None, [], {}, "") or key in _NOT_SHOWN:
             continue
         lines.append(f"{key.replace('_', ' ')}: {spelled(value)}")
     return lines
