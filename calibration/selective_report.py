@@ -117,7 +117,7 @@ def selective_section(
     for attribute in by:
         for value in table.attribute_values(attribute):
             blocks[f"{attribute}={value}"] = table.mask(attribute, value)
-    evaluators = [[j] for j in table.judges] + options.cascades
+    evaluators = [[j] for j in _with_confidence(table, confidence)] + options.cascades
     rows = []
     for stages in evaluators:
         columns = [table.judges.index(s) for s in stages]
@@ -154,10 +154,16 @@ def selective_section(
             f"each row's guarantee holds with probability ≥ 1 − δ; across the {len(rows)} "
             f"rows at once with probability ≥ 1 − {len(rows)}·δ (Bonferroni)",
         ],
-        notes=_notes(table, options, versions is not None),
+        notes=_notes(table, options, versions is not None, confidence),
         bound=versions is not None,
         rows=rows,
     )
+
+
+def _with_confidence(table: GradeTable, confidence: np.ndarray) -> list[str]:
+    """The judges that gave a confidence on some item: a judge without any has no row
+    (the notes name it), though it may still be a cascade's stage."""
+    return [j for k, j in enumerate(table.judges) if np.isfinite(confidence[:, k]).any()]
 
 
 def _check_cascades(table: GradeTable, options: SelectiveOptions) -> None:
@@ -237,8 +243,14 @@ def _agreement_text(rule: AgreementRule, reference: str) -> str:
     return f"|verdict − humans' {reference}| ≤ {rule.tolerance:g}"
 
 
-def _notes(table: GradeTable, options: SelectiveOptions, bound: bool) -> list[str]:
+def _notes(
+    table: GradeTable, options: SelectiveOptions, bound: bool, confidence: np.ndarray
+) -> list[str]:
     notes = []
+    without = sorted(set(table.judges) - set(_with_confidence(table, confidence)))
+    if without:
+        what = "token probabilities" if options.confidence == "token" else "panel agreement"
+        notes.append(f"no {what}, so no threshold: {', '.join(without)}")
     if not bound:
         notes.append(
             "computed from grades without their rubric, model and template versions (a "

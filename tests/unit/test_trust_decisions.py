@@ -105,12 +105,15 @@ def test_a_cascade_must_name_judges_of_the_grades_once():
                           SelectiveOptions(cascades=[["a", "a"]]))  # fmt: skip
 
 
-def test_a_judge_without_confidences_says_why_it_has_no_threshold():
-    table = grades({"a": [(4, .9)] * 3, "b": [(4, None)] * 3}, [4, 4, 4])
-    rows = {r.evaluator: r for r in
-            selective_section(table, "ordinal", 4, "mean", [], SelectiveOptions()).rows}
-    assert rows["b"].result.threshold is None
-    assert rows["b"].result.reason.startswith("no confidence: no token probabilities")
+def test_a_judge_without_confidences_has_no_row_and_the_notes_say_why():
+    # 40 items (a chain at α = δ = 0.1 starts at 35: 0.9^35 ≤ 0.1/4), a always right at 0.9
+    table = grades({"a": [(4, .9)] * 40, "b": [(4, None)] * 40}, [4] * 40)
+    section = selective_section(table, "ordinal", 4, "mean", [],
+                                SelectiveOptions(cascades=[["b", "a"]]))  # fmt: skip
+    assert [r.evaluator for r in section.rows] == ["a", "b>a"]
+    assert "no token probabilities, so no threshold: b" in section.notes
+    # in the cascade, b (no confidence) never reaches the threshold: a decides every item
+    assert section.rows[1].result.stages == {"b": 0, "a": 40}
 
 
 # --- the decision at request time ------------------------------------------------------------
