@@ -11,7 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks.kinayat import JAWAHER, MAPS
-from benchmarks.tasks import Item, Task
+from benchmarks.rows import Item
+from benchmarks.tasks import Task
 
 _AR_MARKS = re.compile(r"[\u064B-\u065F\u0670\u0640\u06D6-\u06ED]")
 _AR_LETTERS = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ی": "ي", "ى": "ي",

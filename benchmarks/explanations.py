@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.kinayat import JAWAHER, KINAYAT
-from benchmarks.tasks import Item, Task
+from benchmarks.rows import Item
+from benchmarks.tasks import Task
 
 
 def prompt(kind: str, label: str, text: str) -> str:

@@ -32,9 +32,9 @@ from typing import Any
 import sacrebleu
 
 from benchmarks.published import FANN_COLUMNS, published
-from benchmarks.rows import AnswerRow
+from benchmarks.rows import AnswerRow, Item
 from benchmarks.summary import mean_sd
-from benchmarks.tasks import Item, Source, Task
+from benchmarks.tasks import Source, Task
 
 SOURCE = Source("omkarthawakar/FannOrFlop", "train", "fann_or_flop")
 

@@ -13,7 +13,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
-from benchmarks.tasks import Item, Task
+from benchmarks.rows import Item
+from benchmarks.tasks import Task
 from judges.client import JudgeClient, resolve_env
 from rubrics import content_hash
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from benchmarks.generation import AnswerCache, CandidateModel, answer_items
 from benchmarks.grading import Grading
-from benchmarks.rows import AnswerRow, PanelGrade
+from benchmarks.rows import AnswerRow, Item, PanelGrade
 from benchmarks.runner import OnRow
-from benchmarks.tasks import Item, Task
+from benchmarks.tasks import Task
 from judges import AnswerRecord, GradeRequest, GradeResult, GuardError
 from judges.batch import REFUSALS
 from rubrics import library_rubric

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchmarks.tasks import Item, Source, Task, shuffled
+from benchmarks.rows import Item
+from benchmarks.tasks import Source, Task, shuffled
 
 KINAYAT = Source("menaattia/Kinayat", "test", "kinayat")
 KINAYAT_SRL = Source("menaattia/Kinayat-srl", "test", "kinayat_srl")

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.rows import AnswerRow
+from benchmarks.rows import AnswerRow, Item
 from benchmarks.summary import published_cells
-from benchmarks.tasks import Item, Source, Task
+from benchmarks.tasks import Source, Task
 from rubrics import content_hash
 
 SOURCE = Source("github.com/HYU-NLP/MIDAS", "test", "midas", hub=False)

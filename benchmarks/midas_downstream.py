@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.midas import SOURCE, surface
-from benchmarks.tasks import Item, Task
+from benchmarks.rows import Item
+from benchmarks.tasks import Task
 
 LANGUAGES = {"KO": "Korean", "TR": "Turkish"}
 

@@ -13,9 +13,9 @@ import re
 from typing import Any
 
 from benchmarks import scoring
-from benchmarks.rows import AnswerRow
+from benchmarks.rows import AnswerRow, Item
 from benchmarks.summary import grouped, published_cells, unit_outcomes
-from benchmarks.tasks import Item, MissingField, Source, Task, lettered, shuffled
+from benchmarks.tasks import MissingField, Source, Task, lettered, shuffled
 
 SOURCE = Source("Almheiri/MultIdiom", "test", "midi")
 # seed 001 §1.2 (notes/001_midi.md l. 48-56): language, the paper's code, tier, and the other

@@ -1,13 +1,28 @@
-"""One answered benchmark item, typed: what the target said, how it was parsed, and (for
-generative tasks) the judge panel's verdict and the task's own metrics. Summaries, storage
-and reports all read this one shape."""
+"""A benchmark item and its answered row, typed: the question put to a target model, what
+the target said, how it was parsed, and (for generative tasks) the judge panel's verdict and
+the task's own metrics. Tasks build items; summaries, storage and reports all read rows."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.tasks import Item
+
+@dataclass
+class Item:
+    """One question to a target model: multiple choice (labels, gold) or generative
+    (graded by `Task.rubric` against `reference`, with `judge_prompt` as what was asked)."""
+
+    item_id: str
+    prompt: str
+    labels: list[str] = field(default_factory=list)
+    gold: str = ""
+    options: list[str] = field(default_factory=list)
+    groups: dict[str, str] = field(default_factory=dict)
+    unit: str | None = None  # items of one unit must all be right (MIDAS rotations)
+    reference: str | None = None
+    judge_prompt: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

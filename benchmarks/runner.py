@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.generation import AnswerCache, CandidateModel, Mode, answer_items
-from benchmarks.rows import AnswerRow
-from benchmarks.tasks import Item, MissingField, Task
+from benchmarks.rows import AnswerRow, Item
+from benchmarks.tasks import MissingField, Task
 
 OnRow = Callable[[AnswerRow], None]
 

@@ -14,7 +14,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.tasks import Item, MissingField, Source, Task
+from benchmarks.rows import Item
+from benchmarks.tasks import MissingField, Source, Task
 from rubrics import PenaltyWeightedRubric, RubricError, parse_rubric
 
 BUNDLED = Path(__file__).parent / "data" / "sme_crosseval.jsonl"

@@ -12,16 +12,14 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from benchmarks.rows import AnswerRow, Item
 from benchmarks.scoring import parse_answer
 from rubrics import content_hash
 
-if TYPE_CHECKING:
-    from benchmarks.rows import AnswerRow
-
 Breakdown = str | tuple[str, ...]  # a group attribute, or several crossed (tier × context)
-SummaryHook = Callable[["Task", "list[AnswerRow]", dict[str, Any], str], dict[str, Any]]
+SummaryHook = Callable[["Task", list[AnswerRow], dict[str, Any], str], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -35,23 +33,6 @@ class Source:
     config: str | None = None
     hub: bool = True  # False: released outside the Hugging Face hub (local files only)
     bundled: Path | None = None  # a sample shipped with qadi, used without --data-dir
-
-
-@dataclass
-class Item:
-    """One question to a target model: multiple choice (labels, gold) or generative
-    (graded by `Task.rubric` against `reference`, with `judge_prompt` as what was asked)."""
-
-    item_id: str
-    prompt: str
-    labels: list[str] = field(default_factory=list)
-    gold: str = ""
-    options: list[str] = field(default_factory=list)
-    groups: dict[str, str] = field(default_factory=dict)
-    unit: str | None = None  # items of one unit must all be right (MIDAS rotations)
-    reference: str | None = None
-    judge_prompt: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 class MissingField(ValueError):
