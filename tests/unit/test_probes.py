@@ -50,6 +50,34 @@ def test_diacritics_are_stripped_and_only_certain_ones_added():
     assert strip_diacritics("الشَّمْسُ") == "الشمس"
     assert add_diacritics("الشمس والقمر في القمر") == "الشّمس والقمر في الْقمر"
     assert add_diacritics("قال الله") == "قال الله"  # not the article
+
+
+SHADDA, SUKUN = "\u0651", "\u0652"
+
+
+@pytest.mark.parametrize(
+    ("word", "marked"),
+    [
+        # the relative pronouns double their lam: al-ladhī, al-latī, al-ladhīna
+        ("الذي", "ال" + SHADDA + "ذي"),
+        ("التي", "ال" + SHADDA + "تي"),
+        ("الذين", "ال" + SHADDA + "ذين"),
+        # the article before a sun letter (the letter doubles) and a moon letter (sukun)
+        ("الناس", "الن" + SHADDA + "اس"),
+        ("الذهب", "الذ" + SHADDA + "هب"),
+        ("الوقت", "ال" + SUKUN + "وقت"),
+        # ال that is not the article: form VIII of a lam-initial root (iltizām, iltiqāʾ), and
+        # everyday spellings without the initial hamza (آلية, ألوان, إلكترونية): no mark
+        ("التزام", "التزام"),
+        ("التقاء", "التقاء"),
+        ("الية", "الية"),
+        ("الوان", "الوان"),
+        ("الكترونية", "الكترونية"),
+        ("والدين", "والدين"),  # "parents" or "and the religion": never guessed
+    ],
+)
+def test_added_diacritics_are_the_hand_checked_ones(word, marked):
+    assert add_diacritics(word) == marked
     assert treated("diacritics_strip", answer()).response.startswith("الشمس تشرق")
     assert isinstance(PROBES["diacritics_strip"].perturb(answer("بلا تشكيل هنا"), CONTEXT), Skip)
 
