@@ -113,7 +113,7 @@ def plan_probes(
                         judge=judge,
                         probe=probe.name,
                         item_id=answer.item_id,
-                        attributes=_attributes(answer),
+                        attributes=_attributes(answer, rewrite_column),
                         baseline=request_for(outcome.baseline or answer, judge),
                         treated=request_for(outcome.treated, judge),
                     )
@@ -146,9 +146,11 @@ def _checked(outcome: Pair | Skip, answer: AnswerRecord) -> Pair | Skip:
     return Skip("no change") if same else outcome
 
 
-def _attributes(answer: AnswerRecord) -> dict[str, str]:
-    """The item's strata, as calibration reads them (candidate_model included)."""
-    return {**answer.metadata, "candidate_model": answer.candidate_model}
+def _attributes(answer: AnswerRecord, rewrite_column: str) -> dict[str, str]:
+    """The item's strata, as calibration reads them (candidate_model included, item_id
+    left out): never a probe's input, such as the whole text of a dialect rewrite."""
+    strata = {k: v for k, v in answer.metadata.items() if k not in (rewrite_column, "item_id")}
+    return {**strata, "candidate_model": answer.candidate_model}
 
 
 def _record(probe: Probe, pair: Pair, answer: AnswerRecord, seed: int) -> dict[str, Any]:

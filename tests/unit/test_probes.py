@@ -189,3 +189,22 @@ def test_a_plan_shares_originals_skips_what_does_not_apply_and_lets_the_guard_de
     assert len(originals) == 1 and originals[0].judges == ["claude"]
     assert len(plan.requests) == 2 + 4  # gpt: en1 and its variant; claude: ar1 and 3 variants
     assert plan.skipped[("claude", "verbosity", GUARD_SKIP)] == 1  # en1 is claude's own maker's
+
+
+def test_a_plans_strata_are_the_items_attributes_not_the_probes_inputs():
+    """A rewrite is the dialect probe's input, not a stratum: `dialect_rewrite=<a whole
+    sentence>` must not become a cell's stratum (issue 28 audit)."""
+    rubric = resolve_rubric("kinayat-explanation")
+    metadata = {"language": "ar", "egy": "الشمس بتطلع الصبح", "dialect_rewrite": "الشمس طالعة"}
+    record = answer(metadata=metadata).model_copy(update={"candidate_model": "claude-3-5-sonnet"})
+    probes = get_probes(["dialect", "verbosity"])
+    plan = plan_probes([record], rubric, judges_config(), ["gpt"], probes, 0, rewrite_column="egy")
+    assert {s.probe for s in plan.slots} == {"dialect", "verbosity"}
+    for slot in plan.slots:  # the column the run reads rewrites from is left out
+        assert slot.attributes == {
+            "language": "ar",
+            "dialect_rewrite": "الشمس طالعة",
+            "candidate_model": "claude-3-5-sonnet",
+        }
+    plan = plan_probes([record], rubric, judges_config(), ["gpt"], probes, 0)
+    assert all("dialect_rewrite" not in s.attributes and "egy" in s.attributes for s in plan.slots)
