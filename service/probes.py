@@ -70,20 +70,48 @@ def plan_run(
 
 
 async def budget(
-    plan: ProbePlan, batcher: BatchGrader, max_calls: int | None
+    plan: ProbePlan, batcher: BatchGrader, max_calls: int | None, dry_run: bool = False
 ) -> tuple[dict[str, int], list[tuple[PlannedGrade, str]]]:
     """The calls the run will make, stated before it starts, and the pending (plan, judge)
-    pairs (for a cost estimate); CallBudgetExceeded when over `max_calls`."""
+    pairs (for a cost estimate); CallBudgetExceeded when over `max_calls`, unless this is a
+    dry run, which states the calls whatever the limit (`dry_run_summary` says if it fits)."""
     planned, calls_to_make = await count_calls(plan, batcher)
     pending = len(calls_to_make)
     calls = {"planned": planned, "already_stored": planned - pending, "to_make": pending}
-    if max_calls is not None and pending > max_calls:
+    if max_calls is not None and pending > max_calls and not dry_run:
         raise CallBudgetExceeded(
             f"max_calls: this run needs {pending} new judge calls ({planned} planned, "
             f"{planned - pending} already stored) and the limit is {max_calls}; "
             "probe fewer items, judges or probes, or raise the limit"
         )
     return calls, calls_to_make
+
+
+def dry_run_summary(
+    plan: ProbePlan,
+    calls: dict[str, int],
+    pending: list[tuple[PlannedGrade, str]],
+    config: JudgesConfig,
+    max_calls: int | None,
+) -> dict[str, Any]:
+    """What a run would do, with nothing called: its judge calls (and whether they fit
+    `max_calls`), its pairs, the items each probe skips and why, and a cost estimate from
+    LiteLLM's price table (service/regrade.py)."""
+    from service.regrade import estimate_cost
+
+    skipped: dict[str, dict[str, int]] = {}
+    for (_, probe, reason), count in plan.skipped.items():  # summed over judges
+        per_probe = skipped.setdefault(probe, {})
+        per_probe[reason] = per_probe.get(reason, 0) + count
+    return {
+        "dry_run": True,
+        "calls": calls,
+        "max_calls": max_calls,
+        "within_max_calls": max_calls is None or calls["to_make"] <= max_calls,
+        "pairs": len(plan.slots),
+        "skipped": skipped,
+        "cost": estimate_cost(config, pending),
+    }
 
 
 async def run(

@@ -173,6 +173,25 @@ def test_post_probes_runs_stores_and_lists(migrated_db, llm_server, tmp_path):
     assert from_db.json()["n_items"] == 8 and from_db.json()["calls"]["already_stored"] == 32
 
 
+def test_post_probes_dry_run_states_the_calls_and_makes_none(migrated_db, llm_server, tmp_path):
+    client = service(migrated_db, llm_server, tmp_path)
+    body = {"rubric": "kinayat-explanation", "probes": ["injection_ar", "digits"], "items": items(8)}
+    dry = client.post("/probes", json={**body, "dry_run": True, "max_calls": 5})
+    assert dry.status_code == 200, dry.text
+    plan = dry.json()
+    # 2 judges × (8 originals + 8 injected copies); digits: none of the 8 answers has digits
+    assert plan["calls"] == {"planned": 32, "already_stored": 0, "to_make": 32}
+    assert plan["pairs"] == 16 and plan["skipped"] == {"digits": {"no digits": 16}}
+    assert plan["max_calls"] == 5 and plan["within_max_calls"] is False
+    assert plan["cost"]["calls"] == 32 and set(plan["cost"]["judges"]) == {"clean", "obeys"}
+    assert llm_server.calls() == 0 and client.get("/probes").json()["items"] == []
+    run = client.post("/probes", json=body)
+    assert run.status_code == 201 and run.json()["calls"]["made"] == llm_server.calls() == 32
+    again = client.post("/probes", json={**body, "dry_run": True}).json()
+    assert again["calls"] == {"planned": 32, "already_stored": 32, "to_make": 0}
+    assert again["within_max_calls"] is True and llm_server.calls() == 32
+
+
 def test_post_probes_refuses_bad_input_in_the_one_error_shape(migrated_db, llm_server, tmp_path):
     client = service(migrated_db, llm_server, tmp_path)
     base = {"rubric": "kinayat-explanation", "items": items(2)}

@@ -454,6 +454,13 @@ class ProbeRunRequest(BaseModel):
     limit: Annotated[
         Limit | None, Field(description="only the first N answers", title="Limit")
     ] = None
+    dry_run: Annotated[
+        bool,
+        Field(
+            description="answer 200 with the planned judge calls, pairs, skipped items and a cost estimate; no call is made and nothing is stored",
+            title="Dry Run",
+        ),
+    ] = False
 
 
 class ReportLink(BaseModel):
