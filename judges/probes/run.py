@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judges.batch import BatchGrader, BatchStats, pending_calls
-from judges.builders import builder_name
+from judges.builders import ORDER, builder_name
 from judges.config import JudgesConfig
 from judges.grading import PlannedGrade
 from judges.guard import GuardError, choose_panel, forbidden_reason
 from judges.models import AnswerRecord, Graded, GradeRequest
 from judges.probes.base import Pair, Probe, ProbeContext, Skip
-from judges.templates import load_template
 from rubrics import Rubric
 
-# Builders whose prompt shows two texts side by side (gold and generated): position applies.
+# Builders whose message shows two texts in two labelled places (gold and generated) and can
+# show them in either order (judges/builders.py, ORDER): the position probe applies.
 PAIRED_BUILDERS = frozenset({"explanation", "fann_or_flop"})
 GUARD_SKIP = "self-evaluation guard"
 
@@ -77,7 +77,7 @@ def plan_probes(
     the probes of a judge); what does not apply is counted in `skipped`."""
     for name in judges:
         config.judge(name)  # an unknown judge is an error before anything is planned
-    paired = builder_name(load_template(rubric.template)) in PAIRED_BUILDERS
+    paired = builder_name(config.templates.resolve(rubric.template)) in PAIRED_BUILDERS
     plan = ProbePlan(list(judges), list(probes), [], [], n_items=len(answers))
     index: dict[tuple[str, str, str, str | None], int] = {}
     perturbed: dict[tuple[str, str, str | None], Pair | Skip] = {}
@@ -135,15 +135,17 @@ def guard_refusal(config: JudgesConfig, judge: str, answer: AnswerRecord) -> str
 
 
 def _checked(outcome: Pair | Skip, answer: AnswerRecord) -> Pair | Skip:
-    """A pair whose two sides read the same is no probe of anything: skipped."""
+    """A pair whose two sides read the same, in the same order, is no probe of anything:
+    skipped."""
     if isinstance(outcome, Skip):
         return outcome
-    baseline = outcome.baseline or answer
-    same = (outcome.treated.response, outcome.treated.reference) == (
-        baseline.response,
-        baseline.reference,
-    )
+    same = _shown(outcome.treated) == _shown(outcome.baseline or answer)
     return Skip("no change") if same else outcome
+
+
+def _shown(record: AnswerRecord) -> tuple[str, str | None, str | None]:
+    """What a judge is shown of an answer: its texts and their order."""
+    return record.response, record.reference, record.metadata.get(ORDER)
 
 
 def _attributes(answer: AnswerRecord, rewrite_column: str) -> dict[str, str]:
@@ -157,11 +159,12 @@ def _record(probe: Probe, pair: Pair, answer: AnswerRecord, seed: int) -> dict[s
     """What was sent, kept so the run can be checked and reproduced."""
 
     def side(record: AnswerRecord) -> dict[str, Any]:
-        return {
+        shown = {
             "item_id": record.item_id,
             "response": record.response,
             "reference": record.reference,
         }
+        return {**shown, ORDER: record.metadata[ORDER]} if ORDER in record.metadata else shown
 
     return {
         "probe": probe.name,

@@ -83,9 +83,10 @@ def test_planted_effects_are_found_and_the_run_is_stored_budgeted_and_reproducib
     assert found[("verbose", "verbosity")]["mean_change"] > 0.3
     assert found[("obeys", "injection_ar")]["flip_rate"] == 1.0
     assert all(c["q"] <= 0.05 for c in report["cells"] if c["moved"])
-    # the clean judge: unmoved, and no grade changes except where the gold text moves
+    # the clean judge: unmoved, no grade changes (position shows the same texts in the other
+    # order, so a judge that reads the gold text is not moved by it either)
     for (judge, name), cell in found.items():
-        if judge == "clean" and name not in ("position", "self_preference"):
+        if judge == "clean" and name != "self_preference":
             assert cell["flip_rate"] == 0.0, name
     # the guard: the OpenAI judge never grades the gpt-4o answers, their pairs are counted
     gpt_items = sum(1 for line in SAMPLE.read_text().splitlines() if '"gpt-4o"' in line)
@@ -171,6 +172,30 @@ def test_post_probes_runs_stores_and_lists(migrated_db, llm_server, tmp_path):
     from_db = client.post("/probes", json={"rubric": "kinayat-explanation", "probes": ["injection_ar"]})
     assert from_db.status_code == 201, from_db.text
     assert from_db.json()["n_items"] == 8 and from_db.json()["calls"]["already_stored"] == 32
+
+
+def test_position_finds_a_judge_that_favours_the_first_text_and_spares_a_fair_one(
+    migrated_db, llm_server, tmp_path
+):
+    """`first` adds a point when the answer is shown before the gold text; `clean` grades
+    from the gold text wherever it is shown. Swapping the texts themselves (position v1)
+    moved the clean judge; showing them in the other order does not."""
+    config = planted_config(llm_server, tmp_path, ("clean", "first"))
+    settings = Settings(database_url=migrated_db, judges_config=config, auth="off")
+    client = TestClient(create_app(settings))
+    body = {"rubric": "kinayat-explanation", "probes": ["position"], "items": items(8)}
+    run = client.post("/probes", json=body)
+    assert run.status_code == 201, run.text
+    found = cells(run.json())
+    assert run.json()["moved"] == ["first/position"]
+    assert found[("first", "position")]["mean_change"] == 1.0
+    assert found[("first", "position")]["degenerate"]  # all 8 changes +1: flagged, bounded
+    assert found[("clean", "position")]["flip_rate"] == 0.0
+    texts = client.get(f"/probes/{run.json()['id']}/perturbations").json()["perturbations"]
+    treated = texts[0]["treated"]
+    original = items(1)[0]
+    assert (treated["response"], treated["reference"]) == (original["response"], original["reference"])
+    assert treated["presentation_order"] == "answer_first"
 
 
 def test_post_probes_dry_run_states_the_calls_and_makes_none(migrated_db, llm_server, tmp_path):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from judges import AnswerRecord, parse_config
+from judges import AnswerRecord, GradeRequest, parse_config
 from judges.probes import PROBES, ProbeContext, ProbeError, Skip, get_probes
 from judges.probes.general import INJECTIONS
 from judges.probes.run import GUARD_SKIP, plan_probes
@@ -100,9 +100,9 @@ def test_arabic_probes_skip_english_answers_and_position_skips_single_answer_pro
         outcome = PROBES[name].perturb(answer(ENGLISH), CONTEXT)
         assert outcome == Skip("answer not mostly in Arabic script"), name
     single = ProbeContext(seed=0, paired_prompt=False)
-    assert PROBES["position"].perturb(answer(), single) == Skip("single-answer prompt")
-    swapped = treated("position", answer())
-    assert (swapped.response, swapped.reference) == ("ضوء الشمس في النهار", ARABIC)
+    assert PROBES["position"].perturb(answer(), single) == Skip(
+        "template does not show two texts in order"
+    )
 
 
 def test_dialect_grades_the_given_rewrite_and_skips_items_without_one():
@@ -208,3 +208,52 @@ def test_a_plans_strata_are_the_items_attributes_not_the_probes_inputs():
         }
     plan = plan_probes([record], rubric, judges_config(), ["gpt"], probes, 0)
     assert all("dialect_rewrite" not in s.attributes and "egy" in s.attributes for s in plan.slots)
+
+
+def test_position_changes_the_order_of_presentation_not_the_roles():
+    """CALM's position probe: the same two texts, the other order. The answer stays the
+    answer and the reference the reference, each under its own label."""
+    from judges import build_call
+    from judges.fit import template_of
+    from judges.templates import BUNDLED
+
+    record = answer(ARABIC, "p1").model_copy(update={"candidate_model": "claude-3-5-sonnet"})
+    moved = treated("position", record)
+    assert (moved.response, moved.reference) == (record.response, record.reference)
+    assert moved.metadata["presentation_order"] == "answer_first"
+
+    def shown(rubric_id: str, item: AnswerRecord) -> str:
+        rubric = resolve_rubric(rubric_id)
+        call = build_call(template_of(rubric, BUNDLED), GradeRequest.from_answer(rubric, item))
+        return call.messages[-1]["content"]
+
+    labels = ("Gold Explanation:", "Generated Explanation:")
+
+    def under(text: str, label: str) -> str:
+        """What follows `label`, up to the other label or the end of the list of texts."""
+        rest = text.split(label, 1)[1]
+        other = next(x for x in labels if x != label)
+        return rest.split(other, 1)[0].split("Use the following rating scale", 1)[0]
+
+    for rubric_id in ("kinayat-explanation", "kinayat-explanation-paper"):
+        before, after = shown(rubric_id, record), shown(rubric_id, moved)
+        assert before.index(labels[0]) < before.index(labels[1])
+        assert after.index(labels[1]) < after.index(labels[0])
+        for text in (before, after):  # each label still introduces its own text
+            assert ARABIC in under(text, labels[1]) and ARABIC not in under(text, labels[0])
+            assert record.reference in under(text, labels[0])
+        assert sorted(before.splitlines()) == sorted(after.splitlines())  # nothing else moved
+    verses = json.dumps(["شرح البيت الأول"], ensure_ascii=False)
+    gold = json.dumps(["الشرح المرجعي للبيت"], ensure_ascii=False)
+    poem = answer(verses, "poem-1", reference=gold).model_copy(
+        update={"candidate_model": "claude-3-5-sonnet"}
+    )
+    before = json.loads(shown("fann-or-flop-explanation", poem))
+    after = json.loads(shown("fann-or-flop-explanation", treated("position", poem)))
+    assert list(before) == ["id", "title", "ground_truth", "generated"]
+    assert list(after) == ["id", "title", "generated", "ground_truth"]
+    assert after == before and after["generated"][0]["text"] == "شرح البيت الأول"
+    criteria = resolve_rubric("iraqi-linguistic-shaku-maku")  # one answer shown: skipped
+    plan = plan_probes([record], criteria, judges_config(), ["gpt"], get_probes(["position"]), 0)
+    assert plan.slots == []
+    assert plan.skipped[("gpt", "position", "template does not show two texts in order")] == 1
