@@ -205,7 +205,7 @@ def cell_effect(
         "n": n,
         "skipped": dict(cell.skipped),
         "failed": dict(cell.failed),
-        "strata": _strata(cell.attributes),
+        **_strata(cell.attributes, d),
     }
     if n == 0:
         return {**block, "mean_change": None, "p": None, "undefined": "no complete pair"}
@@ -260,12 +260,20 @@ def _bounded_interval(change: float, n: int, span: float, alpha: float) -> list[
     return [change * share - span * (1 - share), change * share + span * (1 - share)]
 
 
-def _strata(attributes: Sequence[dict[str, str]]) -> dict[str, int]:
-    """Complete pairs per ATTR=VALUE: where in a calibration report the probe applied."""
-    counts: Counter = Counter()
-    for item in attributes:
-        counts.update(f"{k}={v}" for k, v in item.items() if k not in ("probe", "probe_of"))
-    return dict(sorted(counts.items()))
+def _strata(attributes: Sequence[dict[str, str]], d: np.ndarray) -> dict[str, dict[str, Any]]:
+    """Where in a calibration report the probe applied, per ATTR=VALUE: `strata` (complete
+    pairs) and `strata_change` (their mean change), so a stratum's trust-map mark states the
+    effect on its own items, not the run's overall effect."""
+    changes: dict[str, list[float]] = {}
+    for item, change in zip(attributes, d, strict=True):
+        for key, value in item.items():
+            if key not in ("probe", "probe_of"):
+                changes.setdefault(f"{key}={value}", []).append(float(change))
+    ordered = sorted(changes.items())
+    return {
+        "strata": {name: len(found) for name, found in ordered},
+        "strata_change": {name: float(np.mean(found)) for name, found in ordered},
+    }
 
 
 def probe_effects(
@@ -281,23 +289,47 @@ def probe_effects(
     return blocks
 
 
-def mark(cell: dict[str, Any]) -> str:
-    """How a moved judge is marked in the trust map: 'verbosity +0.60 points, q = 0.01'."""
-    return f"{cell['probe']} {cell['mean_change']:+.2f} points, q = {cell['q']:.2g}"
+MARKS = (
+    "a judge moved by a probe (BH over the run's judges × probes) is marked on its overall "
+    "row with the run's mean change and q; on a stratum's row with the mean change of that "
+    "stratum's items, when they moved the same way; the decision is the run's, not re-tested "
+    "per stratum"
+)
+
+
+def mark(cell: dict[str, Any], stratum: str = "overall") -> str | None:
+    """How a moved judge is marked on a trust-map row: 'verbosity +0.60 points, q = 0.01'
+    overall; in a stratum, the effect on that stratum's items beside the decision, which is
+    the run's ('verbosity +0.75 points here (n = 12); moved overall +0.54, q = 0.01'), and no
+    mark where the stratum's items did not move that way. A run stored before per-stratum
+    changes says its mark is the overall one."""
+    overall = f"{cell['mean_change']:+.2f}"
+    if stratum == "overall":
+        return f"{cell['probe']} {overall} points, q = {cell['q']:.2g}"
+    decided = f"moved overall {overall}, q = {cell['q']:.2g}"
+    here = (cell.get("strata_change") or {}).get(stratum)
+    if "strata_change" not in cell:
+        return f"{cell['probe']} {decided} (no per-stratum change in this run)"
+    if here is None or here * cell["mean_change"] <= 0:
+        return None
+    return f"{cell['probe']} {here:+.2f} points here (n = {cell['strata'][stratum]}); {decided}"
 
 
 def trust_marks(
     probe_report: dict[str, Any], strata: Sequence[str]
 ) -> dict[tuple[str, str], list[str]]:
-    """(stratum, judge) → marks of the probes that moved the judge and applied to items of
-    that stratum ('overall' takes every moved probe of the judge)."""
+    """(stratum, judge) → marks of the probes that moved the judge: 'overall' takes every
+    moved probe of the judge, a stratum those whose items in it moved the same way."""
     marks: dict[tuple[str, str], list[str]] = {}
     for cell in probe_report.get("cells", []):
         if not cell.get("moved"):
             continue
         for stratum in strata:
-            if stratum == "overall" or stratum in cell["strata"]:
-                marks.setdefault((stratum, cell["judge"]), []).append(mark(cell))
+            if stratum != "overall" and stratum not in cell["strata"]:
+                continue
+            text = mark(cell, stratum)
+            if text is not None:
+                marks.setdefault((stratum, cell["judge"]), []).append(text)
     return marks
 
 
@@ -313,6 +345,8 @@ def mark_trust_rows(report: dict[str, Any], probe_report: dict[str, Any]) -> dic
     report["probe_run"] = {
         "id": probe_report.get("id"),
         "created_at": probe_report.get("created_at"),
+        "rubric": probe_report.get("rubric"),
+        "marks": MARKS,
         "moved": [
             f"{c['judge']}/{c['probe']}" for c in probe_report.get("cells", []) if c.get("moved")
         ],

@@ -155,6 +155,7 @@ def report(
         "scale": {"min": scale[0], "max": scale[1]},
         "seed": options.seed,
         "judges": plan.judges,
+        "judge_models": plan.models,
         "probes": [probe.describe() for probe in plan.probes],
         "options": options.model_dump(mode="json"),
         "method": method(stats_options),
@@ -179,18 +180,63 @@ def rendered(report: dict[str, Any]) -> tuple[str, str]:
 def with_probes(
     rendered_report: tuple[dict[str, Any], str, str], probe_report: dict[str, Any]
 ) -> tuple[dict[str, Any], str, str]:
-    """A calibration report plus a probe run: the moved judges marked on their trust-map
-    rows (`probes`), `probe_run` naming the run, and the probe table and plot as a section
-    of the Markdown and the HTML."""
+    """A calibration report plus a probe run of the same rubric and judges (ProbeRunMismatch
+    otherwise): the moved judges marked on their trust-map rows (`probes`), `probe_run`
+    naming the run, and the probe table and plot as a section of the Markdown and the HTML."""
     report, markdown, html = rendered_report
+    check_match(report, probe_report)
     mark_trust_rows(report, probe_report)
     section = to_html(probe_report, standalone=False, trust=report["trust"])
     html = html.replace("</body>", section + "</body>", 1) if "</body>" in html else html + section
     return report, f"{markdown}\n{to_markdown(probe_report, trust=report['trust'])}", html
 
 
-class ProbeRunNotFound(LookupError):
+class ProbeRunError(ValueError):
+    """`probe_run` cannot be added to this report; the message starts with `probe_run: `."""
+
+
+class ProbeRunNotFound(ProbeRunError, LookupError):
     """`probe_run` names no stored run."""
+
+
+class ProbeRunMismatch(ProbeRunError):
+    """The probe run graded another rubric, or other judges, than the report's judgments."""
+
+
+def check_match(report: dict[str, Any], probe_report: dict[str, Any]) -> None:
+    """A probe run marks a report only when it probed what the report measures: the rubric
+    (and version) of the report's judgments, and judges the report has, each the same model
+    (`inputs.judge_models`). A report from a grades file names neither, so it is refused."""
+    run = f"probe_run: run {probe_report.get('id')}"
+    inputs = report.get("inputs") or {}
+    rubrics = inputs.get("rubric_versions") or []
+    if not rubrics:
+        raise ProbeRunMismatch(
+            f"{run} probed rubric {probe_report['rubric']}, and this report does not say which "
+            "rubric its judgments were made under (a grades file); calibrate the stored "
+            "judgments instead (--from-db --rubric)"
+        )
+    if probe_report["rubric"] not in rubrics:
+        raise ProbeRunMismatch(
+            f"{run} probed rubric {probe_report['rubric']}; this report's judgments are under "
+            f"{', '.join(rubrics)}"
+        )
+    shared = [j for j in probe_report["judges"] if j in report.get("judges", {})]
+    if not shared:
+        raise ProbeRunMismatch(
+            f"{run} probed judges {', '.join(probe_report['judges'])}; none is in this report "
+            f"({', '.join(report.get('judges', {})) or 'no judges'})"
+        )
+    known: dict[str, set[str]] = {}
+    for entry in inputs.get("judge_models") or []:
+        known.setdefault(entry["judge"], set()).add(entry["model"])
+    for judge in shared:
+        model = (probe_report.get("judge_models") or {}).get(judge)
+        if model is not None and judge in known and model not in known[judge]:
+            raise ProbeRunMismatch(
+                f"{run}: judge {judge} is {model} in the run and "
+                f"{', '.join(sorted(known[judge]))} in this report"
+            )
 
 
 def with_probe_run(

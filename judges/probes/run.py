@@ -50,6 +50,7 @@ class ProbePlan:
     requests: list[GradeRequest]
     slots: list[PairSlot]
     n_items: int = 0
+    models: dict[str, str] = field(default_factory=dict)  # judge -> its model (LiteLLM route)
     skipped: Counter = field(default_factory=Counter)  # (judge, probe, reason) -> items
     perturbations: list[dict[str, Any]] = field(default_factory=list)
 
@@ -78,7 +79,8 @@ def plan_probes(
     for name in judges:
         config.judge(name)  # an unknown judge is an error before anything is planned
     paired = builder_name(config.templates.resolve(rubric.template)) in PAIRED_BUILDERS
-    plan = ProbePlan(list(judges), list(probes), [], [], n_items=len(answers))
+    models = {name: config.judge(name).model for name in judges}
+    plan = ProbePlan(list(judges), list(probes), [], [], n_items=len(answers), models=models)
     index: dict[tuple[str, str, str, str | None], int] = {}
     perturbed: dict[tuple[str, str, str | None], Pair | Skip] = {}
 

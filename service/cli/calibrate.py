@@ -245,11 +245,11 @@ def calibrate(
 
 def attach_probe_run(session, rendered, probe_run: str | None):
     """The rendered report with a stored probe run's marks, or a clean exit naming it."""
-    from service.probes import ProbeRunNotFound, with_probe_run
+    from service.probes import ProbeRunError, with_probe_run
 
     try:
         return with_probe_run(session, rendered, probe_run)
-    except ProbeRunNotFound as exc:
+    except ProbeRunError as exc:
         fail(f"--probe-run: {str(exc).removeprefix('probe_run: ')}")
 
 

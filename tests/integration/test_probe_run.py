@@ -270,3 +270,100 @@ def test_cli_refuses_bad_options_in_one_line(migrated_db, llm_server, tmp_path):
     assert llm_server.calls() == 0
     listed = run_cli("probe", "--list")
     assert listed.returncode == 0 and "diacritics_strip" in listed.stdout
+
+
+def records(n: int) -> list[dict]:
+    """The sample's first n items as answer records: the columns that are not fields of
+    one (language, category, dialect_rewrite) in `metadata`, as `qadi probe` reads them."""
+    fields = {"item_id", "prompt", "response", "reference", "candidate_model"}
+    return [
+        {**{k: v for k, v in item.items() if k in fields},
+         "metadata": {k: v for k, v in item.items() if k not in fields}}
+        for item in items(n)
+    ]  # fmt: skip
+
+
+def expert_grades(n: int = 20) -> str:
+    """Two SME ratings per item of the sample's first n items, as CSV."""
+    lines = ["item_id,rater,rater_kind,score"]
+    lines += [f"prv-{i:02d},sme-{r},human,{1 + (i + r) % 5}" for i in range(1, n + 1) for r in (1, 2)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_report_takes_a_probe_run_of_its_rubric_and_judges_and_refuses_another(
+    migrated_db, llm_server, tmp_path
+):
+    """POST /calibration/reports `probe_run` and `qadi report nightly --probe-run`: the
+    moved judge is marked with each stratum's own effect; a run of another rubric, or of
+    judges the report does not have, is refused naming `probe_run`."""
+    config = planted_config(llm_server, tmp_path, ("clean", "verbose"))
+    settings = Settings(database_url=migrated_db, judges_config=config, auth="off")
+    client = TestClient(create_app(settings))
+    body = {"rubric": "kinayat-explanation", "probes": ["verbosity"], "items": records(24)}
+    run = client.post("/probes", json=body)
+    assert run.status_code == 201 and run.json()["moved"] == ["verbose/verbosity"], run.text
+    verbosity = cells(run.json())[("verbose", "verbosity")]
+    assert set(verbosity["strata"]) >= {"language=ar", "language=en", "category=proverb"}
+    assert not any(s.startswith("dialect_rewrite=") for s in verbosity["strata"])
+    imported = client.post("/grades", files={"file": ("sme.csv", expert_grades(), "text/csv")})
+    assert imported.status_code in (200, 201), imported.text
+    request = {"rubric": "kinayat-explanation", "by": ["language"], "bootstrap": 50}
+
+    created = client.post("/calibration/reports", json={**request, "probe_run": run.json()["id"]})
+    assert created.status_code == 201, created.text
+    report = created.json()
+    marks = {(r["stratum"], r["judge"]): r.get("probes") for r in report["trust"]["rows"]}
+    overall = f"verbosity {verbosity['mean_change']:+.2f} points, q = {verbosity['q']:.2g}"
+    assert marks[("overall", "verbose")] == [overall]
+    arabic = verbosity["strata_change"]["language=ar"]
+    assert marks[("language=ar", "verbose")] == [
+        f"verbosity {arabic:+.2f} points here (n = {verbosity['strata']['language=ar']}); "
+        f"moved overall {verbosity['mean_change']:+.2f}, q = {verbosity['q']:.2g}"
+    ]
+    assert marks[("overall", "clean")] is None
+    assert report["probe_run"]["id"] == run.json()["id"]
+
+    # another rubric's run (the paper's Kinayat judge): refused, nothing stored
+    paper = client.post("/probes", json={**body, "rubric": "kinayat-explanation-paper", "items": records(4)})
+    assert paper.status_code == 201, paper.text
+    refused = client.post("/calibration/reports", json={**request, "probe_run": "latest"})
+    assert refused.status_code == 422, refused.text
+    [error] = refused.json()["detail"]
+    assert error["loc"] == ["body", "probe_run"]
+    assert "probed rubric kinayat-explanation-paper@1" in error["msg"]
+    assert "kinayat-explanation@2" in error["msg"]
+    assert client.get("/calibration/reports/latest").json()["id"] == report["id"]  # none stored
+    # a report of judges the run did not probe
+    only_clean = client.post(
+        "/calibration/reports",
+        json={**request, "judges": ["clean"], "probe_run": run.json()["id"]},
+    )
+    assert only_clean.status_code == 201  # clean was probed too: its rows, unmarked
+    clean_run = client.post("/probes", json={**body, "judges": ["clean"], "items": records(2)})
+    elsewhere = client.post(
+        "/calibration/reports",
+        json={**request, "judges": ["verbose"], "probe_run": clean_run.json()["id"]},
+    )
+    assert elsewhere.status_code == 422
+    assert "probed judges clean; none is in this report (verbose)" in elsewhere.json()["detail"][0]["msg"]
+
+    # the nightly report takes the same run, and refuses the other rubric's in one line
+    env = {"QADI_DATABASE_URL": migrated_db}
+    night = run_cli(
+        "report", "nightly", "--rubric", "kinayat-explanation", "--by", "language",
+        "--bootstrap", "50", "--out-dir", str(tmp_path / "nightly"),
+        "--probe-run", run.json()["id"], env=env,
+    )  # fmt: skip
+    assert night.returncode in (0, 3), night.stderr
+    [written] = (tmp_path / "nightly").glob("*.json")
+    nightly = json.loads(written.read_text())
+    rows = {(r["stratum"], r["judge"]): r.get("probes") for r in nightly["trust"]["rows"]}
+    assert rows[("overall", "verbose")] == [overall]
+    assert nightly["probe_run"]["rubric"] == "kinayat-explanation@2"
+    wrong = run_cli(
+        "report", "nightly", "--rubric", "kinayat-explanation", "--out-dir",
+        str(tmp_path / "other"), "--probe-run", paper.json()["id"], env=env,
+    )  # fmt: skip
+    assert wrong.returncode == 2 and "Traceback" not in wrong.stderr
+    assert wrong.stderr.strip().startswith("error: --probe-run: run ")
+    assert "probed rubric kinayat-explanation-paper@1" in wrong.stderr

@@ -118,12 +118,19 @@ def test_q_values_are_bh_over_every_cell_and_decide_moved():
     assert [b["moved"] for b in blocks] == [True, False, False, False]
 
 
-def test_moved_judges_are_marked_on_the_trust_rows_of_strata_the_probe_applied_to():
-    arabic = [{"language": "ar"}] * 12
+def test_moved_judges_are_marked_with_each_strata_own_effect():
+    """Arabic items all up by one, English items unchanged: the overall mark carries the
+    run's effect (+0.60 over 20 items); the Arabic row its own (+1.00 over 12), and the
+    English row none, though the probe applied to its items (issue 28 audit)."""
+    arabic, english = [{"language": "ar"}] * 12, [{"language": "en"}] * 8
+    pairs = [(2, 3)] * 12 + [(3, 3)] * 8
     probe_report = {
         "id": "run1",
-        "cells": probe_effects([cell("gpt", "verbosity", [(2, 3)] * 12, arabic)], (1, 5), OPTIONS),
+        "cells": probe_effects([cell("gpt", "verbosity", pairs, arabic + english)], (1, 5), OPTIONS),
     }
+    [moved] = probe_report["cells"]
+    assert moved["strata"] == {"language=ar": 12, "language=en": 8}
+    assert moved["strata_change"] == {"language=ar": 1.0, "language=en": 0.0}
     report = {
         "trust": {
             "rows": [
@@ -136,7 +143,10 @@ def test_moved_judges_are_marked_on_the_trust_rows_of_strata_the_probe_applied_t
     }
     mark_trust_rows(report, probe_report)
     rows = report["trust"]["rows"]
-    assert rows[0]["probes"] == ["verbosity +1.00 points, q = 0.00049"]
-    assert rows[1]["probes"] == rows[0]["probes"]
+    q = f"{moved['q']:.2g}"  # 12 changes of +1: exact p = 2/4096, alone in its family
+    assert q == "0.00049"
+    assert rows[0]["probes"] == [f"verbosity +0.60 points, q = {q}"]
+    assert rows[1]["probes"] == [f"verbosity +1.00 points here (n = 12); moved overall +0.60, q = {q}"]
     assert "probes" not in rows[2] and "probes" not in rows[3]
     assert report["probe_run"]["moved"] == ["gpt/verbosity"]
+    assert "not re-tested per stratum" in report["probe_run"]["marks"]

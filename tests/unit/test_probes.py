@@ -257,3 +257,29 @@ def test_position_changes_the_order_of_presentation_not_the_roles():
     plan = plan_probes([record], criteria, judges_config(), ["gpt"], get_probes(["position"]), 0)
     assert plan.slots == []
     assert plan.skipped[("gpt", "position", "template does not show two texts in order")] == 1
+
+
+def test_a_probe_run_marks_only_a_report_of_its_rubric_and_judge_models():
+    from service.probes import ProbeRunMismatch, check_match
+
+    run = {
+        "id": "r1",
+        "rubric": "kinayat-explanation@2",
+        "judges": ["gpt", "claude"],
+        "judge_models": {"gpt": "openai/gpt-4.1", "claude": "anthropic/claude-3-5-sonnet"},
+    }
+    report = {
+        "judges": {"gpt": {}, "local": {}},
+        "inputs": {
+            "rubric_versions": ["kinayat-explanation@2"],
+            "judge_models": [{"judge": "gpt", "model": "openai/gpt-4.1"}],
+        },
+    }
+    check_match(report, run)  # gpt is in both, the same model; claude is not in the report
+    renamed = {"gpt": "openai/gpt-4o-mini", "claude": "anthropic/claude-3-5-sonnet"}
+    with pytest.raises(ProbeRunMismatch, match="judge gpt is openai/gpt-4o-mini in the run and openai/gpt-4.1 in this report"):
+        check_match(report, {**run, "judge_models": renamed})
+    with pytest.raises(ProbeRunMismatch, match=r"probed rubric kinayat-explanation@1; this report's judgments are under kinayat-explanation@2"):
+        check_match(report, {**run, "rubric": "kinayat-explanation@1"})
+    with pytest.raises(ProbeRunMismatch, match="does not say which rubric"):
+        check_match({"judges": {"gpt": {}}, "inputs": {"source": "grades.csv"}}, run)
