@@ -20,6 +20,7 @@ from calibration.probes import CellInput, ProbeStatsOptions, mark_trust_rows, me
 from judges import AnswerRecord, BatchGrader, BatchStats, Graded, JudgesConfig, PlannedGrade
 from judges.probes import get_probes
 from judges.probes.run import PairScores, ProbePlan, count_calls, grade_probes, plan_probes
+from judges.standins import is_stand_in
 from rubrics import PenaltyWeightedRubric, Rubric, ScaleRubric
 
 PROBE_ATTRIBUTE = "probe_of"  # marks a probe's answer in the responses table
@@ -150,12 +151,16 @@ def report(
         **options.model_dump(include=set(ProbeStatsOptions.model_fields))
     )
     effects = probe_effects(list(cells.values()), scale, stats_options)
+    stand_ins = [j for j in plan.judges if is_stand_in(plan.models[j])]
+    for effect in effects:
+        effect["stand_in"] = effect["judge"] in stand_ins
     return {
         "rubric": f"{rubric.id}@{rubric.version}",
         "scale": {"min": scale[0], "max": scale[1]},
         "seed": options.seed,
         "judges": plan.judges,
         "judge_models": plan.models,
+        "stand_ins": stand_ins,
         "probes": [probe.describe() for probe in plan.probes],
         "options": options.model_dump(mode="json"),
         "method": method(stats_options),

@@ -172,12 +172,13 @@ def _print_probes(probes) -> None:
 
 
 def _print_cells(report: dict) -> None:
+    from calibration.formatting import judge_label
     from calibration.probe_render import change_text, flips_text
 
     table = Table("judge", "probe", "n", "change [CI]", "flips", "p", "q", "moved")
     for cell in report["cells"]:
         table.add_row(
-            cell["judge"],
+            judge_label(cell["judge"], cell.get("stand_in")),
             cell["probe"],
             str(cell["n"]),
             change_text(cell),

@@ -209,3 +209,61 @@ def test_get_judges_marks_the_stand_ins(migrated_db):
     for judge in listed:
         assert judge["maker"] == "qadi-stand-in" and judge["model"].startswith("qadi-stand-in/")
         assert judge["detail"].startswith("stand-in judge: deterministic, no model behind it")
+
+
+def test_a_renamed_stand_in_is_labelled_wherever_it_appears(migrated_db, llm_server, tmp_path):
+    """A stand-in named like a real judge in the judges file is marked by its model's route
+    in POST /judge (`stand_in`, a rationale saying so), GET /judges, `qadi judge`, the
+    regrade summary, the calibration report (JSON, HTML, Markdown, terminal) and the probe
+    table; the test double's judge beside it is not (issue 26 audit)."""
+    from tests.integration.test_service_api import Service
+
+    real = judges_config_data(llm_server)["model_list"][1]  # claude-judge, the test double
+    config = tmp_path / "judges.yaml"
+    house = {"model_name": "house-judge", "litellm_params": {"model": "qadi-stand-in/good"}}
+    config.write_text(yaml.safe_dump({"model_list": [house, real]}))
+    service = Service(migrated_db, config)
+    body = {"kind": "explanation", "rubric_id": "kinayat-explanation", "candidate_model": "qwen-2.5",
+            "response": "Nothing great is achieved alone.", "reference": "Nothing great is achieved alone."}
+    llm_server.script({"content": '{"rating": 4}'})
+    graded = service.post("/judge", json=body)
+    assert graded.status_code == 200, graded.text
+    results = {r["judge"]: r for r in graded.json()["results"]}
+    assert results["house-judge"]["stand_in"] is True and results["claude-judge"]["stand_in"] is False
+    assert results["house-judge"]["rationale"].startswith("STAND-IN 'good', not a model")
+    listed = {j["name"]: j["stand_in"] for j in service.get("/judges").json()}
+    assert listed == {"house-judge": True, "claude-judge": False}
+
+    env = {"QADI_DATABASE_URL": migrated_db, "QADI_JUDGES_CONFIG": str(config)}
+    args = ["judge", "--rubric", "kinayat-explanation", "--response", body["response"],
+            "--reference", body["reference"], "--candidate-model", "qwen-2.5", "--judges", "house-judge"]
+    summary = run_cli(*args, env=env)
+    assert re.search(r"house-judge \(STAND-IN\) .*qadi-stand-in/good", summary.stdout), summary.stdout
+    assert json.loads(run_cli(*args, "--json", env=env).stdout)["results"][0]["stand_in"] is True
+
+    regraded = run_cli("regrade", str(SAMPLE / "answers.jsonl"), "--judges", "house-judge", env=env)
+    assert regraded.returncode == 0, regraded.stderr
+    assert re.search(r"stand-in judges \(no model\) +│ house-judge \(STAND-IN\)", regraded.stdout)
+    assert run_cli("grades", "import", str(SAMPLE / "grades.csv"), env=env).returncode == 0
+    page, markdown = tmp_path / "report.html", tmp_path / "report.md"
+    calibrated = run_cli("calibrate", "--from-db", "--rubric", "kinayat-explanation", "--judges",
+                         "house-judge", "--bootstrap", "50", "--html", str(page), "--md",
+                         str(markdown), "--out", str(tmp_path / "report.json"), env=env)
+    assert calibrated.returncode == 0, calibrated.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["inputs"]["stand_ins"] == ["house-judge"]
+    assert report["judges"]["house-judge"]["stand_in"] is True
+    assert all(r["stand_in"] for r in report["trust"]["rows"])
+    trust_map = page.read_text().split('id="trust-map"', 1)[1].split("</section>", 1)[0]
+    assert '<tr><td>house-judge <span class="stand-in"' in trust_map
+    assert "| house-judge **[STAND-IN]** |" in markdown.read_text()
+    assert "house-judge (STAND-IN)" in calibrated.stderr  # the terminal summary
+
+    probed = run_cli("probe", str(ROOT / "service" / "sample" / "probe_items.jsonl"), "--rubric",
+                     "kinayat-explanation", "--judges", "house-judge", "--probes", "verbosity",
+                     "--out", str(tmp_path / "probe.json"), "--md", str(tmp_path / "probe.md"), env=env)
+    assert probed.returncode == 0, probed.stderr
+    run = json.loads((tmp_path / "probe.json").read_text())
+    assert run["stand_ins"] == ["house-judge"] and run["cells"][0]["stand_in"] is True
+    assert "house-judge (STAND-IN)" in probed.stdout
+    assert "| house-judge **[STAND-IN]** | verbosity |" in (tmp_path / "probe.md").read_text()

@@ -322,6 +322,13 @@ class JudgeInfo(BaseModel):
     name: Annotated[str, Field(title="Name")]
     model: Annotated[str, Field(title="Model")]
     maker: Annotated[str | None, Field(title="Maker")]
+    stand_in: Annotated[
+        bool,
+        Field(
+            description="a stand-in judge (qadi-stand-in/...): no model behind it",
+            title="Stand In",
+        ),
+    ] = False
     substitute: Annotated[str | None, Field(title="Substitute")]
     reachable: Annotated[
         bool | None,
@@ -678,6 +685,13 @@ class JudgeResult(BaseModel):
     template_hash: Annotated[str, Field(title="Template Hash")]
     rubric_ref: Annotated[str, Field(title="Rubric Ref")]
     rubric_hash: Annotated[str, Field(title="Rubric Hash")]
+    stand_in: Annotated[
+        bool,
+        Field(
+            description="a stand-in judge (judges/standins.py): deterministic, no model behind it; known by its model's route (qadi-stand-in/...), whatever the judge's name",
+            title="Stand In",
+        ),
+    ]
 
 
 class JudgmentOut(BaseModel):
@@ -732,6 +746,13 @@ class JudgmentOut(BaseModel):
     candidate_model: Annotated[str, Field(title="Candidate Model")]
     metadata: Annotated[dict[str, Any], Field(title="Metadata")]
     created_at: Annotated[datetime, Field(title="Created At")]
+    stand_in: Annotated[
+        bool,
+        Field(
+            description="a stand-in judge (judges/standins.py): deterministic, no model behind it; known by its model's route (qadi-stand-in/...), whatever the judge's name",
+            title="Stand In",
+        ),
+    ]
 
 
 class JudgmentPage(BaseModel):
