@@ -465,6 +465,12 @@ for prefix in ("", "/v1"):
     app.add_api_route(f"{prefix}/completions", text_completion, methods=["POST"])
 
 
+@app.get("/health")
+async def health() -> dict[str, str]:
+    """vLLM's readiness endpoint (.ci/vllm.sh asks it before it reuses a running server)."""
+    return {}
+
+
 @app.get("/v1/models")
 async def models() -> dict[str, Any]:
     return {"object": "list", "data": [{"id": "test-model", "object": "model"}]}

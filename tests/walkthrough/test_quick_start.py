@@ -76,6 +76,8 @@ def test_the_quick_start_runs_as_written(tmp_path):
         if not key.startswith("QADI_") and key != "VIRTUAL_ENV"
     }
     env["QADI_DATA_DIR"] = str(tmp_path / "data")  # not the user's ~/.local/share/qadi
+    # a newcomer's machine: no local judge installed (`make run` would grade with it)
+    env["QADI_VLLM_HOME"] = str(tmp_path / "no-local-judge")
     if own_network():
         command = ["unshare", "-rn", "bash", "-c", 'ip link set lo up && exec bash -c "$0"', script]
     else:
@@ -99,6 +101,7 @@ def test_the_quick_start_runs_as_written(tmp_path):
     assert "pip install" not in transcript, "make run reinstalled although its stamp is fresh"
     assert "judges   stand-in-good (qadi-stand-in/good)," in transcript  # the demo's banner
     assert "STAND-INS grade deterministically" in transcript
+    assert "local judge not installed (no vLLM environment in" in transcript
     assert re.search(r'"status": "ok",\s+"aggregate"', transcript), "POST /judge did not grade"
     assert re.search(r'"inserted": ?450', transcript), "the expert grades were not imported"
     report = (repo / "report.html").read_text(encoding="utf-8")
