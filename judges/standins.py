@@ -17,6 +17,11 @@ A stand-in does not understand the answer. Its grade is a function of the call:
   gets one grade: `good` is that rating off by one point one time in ten, `noisy` adds noise
   of 1.4 points (standard deviation), `lenient` adds one point.
 
+Every stand-in grade is labelled: a result's `stand_in` is true for a `qadi-stand-in/...`
+model whatever the judge is called (judges/models.py), and its rationale starts with
+"STAND-IN '<behaviour>', not a model" (`rationale`, added by the grading core when the reply's
+schema has room for the rating alone).
+
 The bundled demo's human grades (service/sample/) were generated from the same `rating_for`
 plus rater noise, so the trust map's verdicts are known in advance: `good` may replace the
 experts, `noisy` and `lenient` may not.
