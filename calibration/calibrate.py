@@ -65,6 +65,8 @@ def build_calibration(
         for name, sub in blocks.items()
     }
     criteria = criterion_blocks(rows, options, rng)
+    # judges with no model behind them, as the caller knows them (service: by their route)
+    stand_ins = set((inputs or {}).get("stand_ins") or ())
     judges = {
         judge: JudgeReport(
             overall=MetricBlock(**computed["overall"][judge]),
@@ -73,6 +75,7 @@ def build_calibration(
             },
             alt_test=_judge_alt_test(table, j, options),
             criteria=criteria.get(judge, {}),
+            stand_in=judge in stand_ins,
         )
         for j, judge in enumerate(table.judges)
     }
@@ -89,8 +92,11 @@ def build_calibration(
             options.selective,
             (inputs or {}).get("judge_versions"),
         )
+    trust = trust_map(judges, options.epsilon, level, options.alt_min_items)
+    for row in trust.rows:
+        row.stand_in = row.judge in stand_ins
     return CalibrationReport(
-        trust=trust_map(judges, options.epsilon, level, options.alt_min_items),
+        trust=trust,
         methods=report_methods(),
         scale={"min": options.scale_min, "max": options.scale_max, "level": level}
         | ({"labels": table.labels} if table.labels is not None else {}),

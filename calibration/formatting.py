@@ -7,6 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+STAND_IN = "STAND-IN"  # the badge of a judge with no model behind it (judges/standins.py)
+
+
+def judge_label(name: str, stand_in: bool | None) -> str:
+    """A judge's name as terminal tables print it: a stand-in's carries the badge."""
+    return f"{name} ({STAND_IN})" if stand_in else name
+
 
 def fmt(value: Any, digits: int = 3) -> str:
     """A number rounded for reading; integers and large whole numbers without decimals."""

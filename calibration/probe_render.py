@@ -19,12 +19,14 @@ _ENV = Environment(
 
 
 def change_text(cell: dict[str, Any]) -> str:
-    """'+0.62 [0.31, 0.93]'"""
+    """'+0.62 [+0.31, +0.93]'; a cell whose changes are all equal says so, beside its
+    bounded interval ('+1.00 [+0.23, +1.46] all 18 equal'), never a zero-width interval."""
     if cell.get("mean_change") is None:
         return "—"
     ci = cell.get("ci")
     text = f"{cell['mean_change']:+.2f}"
-    return f"{text} [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else text
+    text = f"{text} [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else text
+    return f"{text} all {cell['n']} equal" if cell.get("degenerate") else text
 
 
 def flips_text(cell: dict[str, Any]) -> str:

@@ -15,7 +15,14 @@ pair out, counted, never imputed), with d_i = treated_i − baseline_i:
   With `cluster`, whole clusters flip together (items sharing a prompt are not independent).
 - interval: Student t on d (ddof 1, n − 1 df), or CR1 cluster-robust with t (G − 1) and at
   least two clusters. It is a normal approximation: when few items change (a rare, large
-  effect) it can under-cover, which the JSON says; the decision uses the exact test.
+  effect) it can under-cover, which the JSON says; the decision uses the exact test. When
+  every change is the same value c (no variance: all 0 for a judge nothing moves, all +1 for
+  a rule-bound one), the t interval has zero width, which says nothing about the items not
+  probed; the cell is flagged `degenerate` and its interval is a distribution-free bound
+  instead: with all n changes equal to c, the share s of items whose change is c is at least
+  s_lo = alpha^(1/n) (one-sided Clopper-Pearson, n of n), and every other change lies within
+  the scale's range ±R, so the mean change lies in [c·s_lo − R(1 − s_lo), c·s_lo + R(1 − s_lo)]
+  at confidence 1 − alpha (for items alike those probed; under `cluster` no interval).
 - flips: the share of items whose grade changed, with a Clopper-Pearson exact interval,
   and the exact binomial sign test of up versus down flips (McNemar's exact test when the
   grade is a binary verdict).
@@ -87,7 +94,11 @@ def method(options: ProbeStatsOptions) -> dict[str, str]:
         f"{options.permutations}, else {options.permutations} seeded Monte Carlo draws, "
         "p = (b + 1)/(B + 1); assumes exchangeable grades under the null",
         "interval": interval + "; approximate, may under-cover when fewer than "
-        f"{FEW_CHANGES} units change (flagged `few_changes`)",
+        f"{FEW_CHANGES} units change (flagged `few_changes`). When every change is equal "
+        "(flagged `degenerate`, `ci_method` 'bounded'), the t interval would have zero "
+        f"width; the interval is then c·s_lo ± R(1 − s_lo), with s_lo = alpha^(1/n) the "
+        f"one-sided {level} Clopper-Pearson lower bound of the share of items changed by "
+        "the common change c (n of n) and R the scale's range (no interval under a cluster)",
         "flips": f"share of items whose grade changed, {level} Clopper-Pearson exact interval",
         "sign_test": "exact two-sided binomial test of up vs down flips (exact McNemar for "
         "binary verdicts); reported, not part of the decision",
@@ -194,26 +205,35 @@ def cell_effect(
         "n": n,
         "skipped": dict(cell.skipped),
         "failed": dict(cell.failed),
-        "strata": _strata(cell.attributes),
+        **_strata(cell.attributes, d),
     }
     if n == 0:
         return {**block, "mean_change": None, "p": None, "undefined": "no complete pair"}
     up, down = int(np.sum(d > 0)), int(np.sum(d < 0))
     mean = float(d.mean())
+    span = scale[1] - scale[0]
+    degenerate = n >= 2 and bool(np.all(d == d[0]))
     if options.cluster:
         labels = np.array([a.get(options.cluster, f"\0{i}") for i, a in enumerate(cell.attributes)])
         units = np.array([d[labels == g].sum() for g in np.unique(labels)])
-        interval = _cr1_interval(d, labels, options.alpha)
+        interval = None if degenerate else _cr1_interval(d, labels, options.alpha)
         block["clusters"] = int(units.size)
+    elif degenerate:
+        units, interval = d, _bounded_interval(mean, n, span, options.alpha)
     else:
         units, interval = d, _t_interval(d, options.alpha)
     p, exact = sign_flip_p(units, options.permutations, rng)
     flips = up + down
-    span = scale[1] - scale[0]
+    if degenerate:
+        block["degenerate"] = (
+            f"all {n} paired changes are {mean:+g}: the t interval would have zero width"
+            + ("; no interval under a cluster" if options.cluster else "; bounded interval")
+        )
     block.update(
         mean_change=mean,
         mean_change_pp=100 * mean / span if span else None,
         ci=interval,
+        ci_method=None if interval is None else ("bounded" if degenerate else "t"),
         few_changes=int(np.sum(units != 0)) < FEW_CHANGES,
         p=p,
         exact=exact,
@@ -224,20 +244,36 @@ def cell_effect(
         sign_test_p=_sign_test(up, flips),
     )
     if interval is None:
-        block["undefined"] = (
-            "the cluster-robust interval needs at least two clusters"
-            if options.cluster
-            else "an interval needs at least two complete pairs"
-        )
+        if not options.cluster:
+            block["undefined"] = "an interval needs at least two complete pairs"
+        elif block["clusters"] < 2:
+            block["undefined"] = "the cluster-robust interval needs at least two clusters"
+        else:
+            block["undefined"] = "every change is equal: the cluster-robust interval has zero width"
     return block
 
 
-def _strata(attributes: Sequence[dict[str, str]]) -> dict[str, int]:
-    """Complete pairs per ATTR=VALUE: where in a calibration report the probe applied."""
-    counts: Counter = Counter()
-    for item in attributes:
-        counts.update(f"{k}={v}" for k, v in item.items() if k not in ("probe", "probe_of"))
-    return dict(sorted(counts.items()))
+def _bounded_interval(change: float, n: int, span: float, alpha: float) -> list[float]:
+    """All n changes equal `change`: the share of such items is at least alpha^(1/n) (the
+    one-sided Clopper-Pearson bound for n of n); the rest change by at most ±span."""
+    share = alpha ** (1 / n)
+    return [change * share - span * (1 - share), change * share + span * (1 - share)]
+
+
+def _strata(attributes: Sequence[dict[str, str]], d: np.ndarray) -> dict[str, dict[str, Any]]:
+    """Where in a calibration report the probe applied, per ATTR=VALUE: `strata` (complete
+    pairs) and `strata_change` (their mean change), so a stratum's trust-map mark states the
+    effect on its own items, not the run's overall effect."""
+    changes: dict[str, list[float]] = {}
+    for item, change in zip(attributes, d, strict=True):
+        for key, value in item.items():
+            if key not in ("probe", "probe_of"):
+                changes.setdefault(f"{key}={value}", []).append(float(change))
+    ordered = sorted(changes.items())
+    return {
+        "strata": {name: len(found) for name, found in ordered},
+        "strata_change": {name: float(np.mean(found)) for name, found in ordered},
+    }
 
 
 def probe_effects(
@@ -253,23 +289,47 @@ def probe_effects(
     return blocks
 
 
-def mark(cell: dict[str, Any]) -> str:
-    """How a moved judge is marked in the trust map: 'verbosity +0.60 points, q = 0.01'."""
-    return f"{cell['probe']} {cell['mean_change']:+.2f} points, q = {cell['q']:.2g}"
+MARKS = (
+    "a judge moved by a probe (BH over the run's judges × probes) is marked on its overall "
+    "row with the run's mean change and q; on a stratum's row with the mean change of that "
+    "stratum's items, when they moved the same way; the decision is the run's, not re-tested "
+    "per stratum"
+)
+
+
+def mark(cell: dict[str, Any], stratum: str = "overall") -> str | None:
+    """How a moved judge is marked on a trust-map row: 'verbosity +0.60 points, q = 0.01'
+    overall; in a stratum, the effect on that stratum's items beside the decision, which is
+    the run's ('verbosity +0.75 points here (n = 12); moved overall +0.54, q = 0.01'), and no
+    mark where the stratum's items did not move that way. A run stored before per-stratum
+    changes says its mark is the overall one."""
+    overall = f"{cell['mean_change']:+.2f}"
+    if stratum == "overall":
+        return f"{cell['probe']} {overall} points, q = {cell['q']:.2g}"
+    decided = f"moved overall {overall}, q = {cell['q']:.2g}"
+    here = (cell.get("strata_change") or {}).get(stratum)
+    if "strata_change" not in cell:
+        return f"{cell['probe']} {decided} (no per-stratum change in this run)"
+    if here is None or here * cell["mean_change"] <= 0:
+        return None
+    return f"{cell['probe']} {here:+.2f} points here (n = {cell['strata'][stratum]}); {decided}"
 
 
 def trust_marks(
     probe_report: dict[str, Any], strata: Sequence[str]
 ) -> dict[tuple[str, str], list[str]]:
-    """(stratum, judge) → marks of the probes that moved the judge and applied to items of
-    that stratum ('overall' takes every moved probe of the judge)."""
+    """(stratum, judge) → marks of the probes that moved the judge: 'overall' takes every
+    moved probe of the judge, a stratum those whose items in it moved the same way."""
     marks: dict[tuple[str, str], list[str]] = {}
     for cell in probe_report.get("cells", []):
         if not cell.get("moved"):
             continue
         for stratum in strata:
-            if stratum == "overall" or stratum in cell["strata"]:
-                marks.setdefault((stratum, cell["judge"]), []).append(mark(cell))
+            if stratum != "overall" and stratum not in cell["strata"]:
+                continue
+            text = mark(cell, stratum)
+            if text is not None:
+                marks.setdefault((stratum, cell["judge"]), []).append(text)
     return marks
 
 
@@ -285,6 +345,8 @@ def mark_trust_rows(report: dict[str, Any], probe_report: dict[str, Any]) -> dic
     report["probe_run"] = {
         "id": probe_report.get("id"),
         "created_at": probe_report.get("created_at"),
+        "rubric": probe_report.get("rubric"),
+        "marks": MARKS,
         "moved": [
             f"{c['judge']}/{c['probe']}" for c in probe_report.get("cells", []) if c.get("moved")
         ],

@@ -84,11 +84,15 @@ class CriterionBlock(BaseModel):
 
 
 class JudgeReport(_DropsEmpty):
-    _optional = ("criteria",)
+    _optional = ("criteria", "stand_in")
     overall: MetricBlock
     strata: dict[str, MetricBlock]
     alt_test: JudgeAltTest
     criteria: dict[str, CriterionBlock] = Field(default_factory=dict)
+    stand_in: bool = Field(
+        default=False,
+        description="a stand-in judge, no model behind it (inputs.stand_ins); shown when true",
+    )
 
 
 class TrustRow(BaseModel):
@@ -112,6 +116,9 @@ class TrustRow(BaseModel):
     small_n: bool = Field(description="fewest items of a tested annotator below SMALL_N")
     missing: str | None = Field(
         default=None, description="insufficient: what is missing, e.g. '2 of 3 annotators'"
+    )
+    stand_in: bool = Field(
+        default=False, description="the judge is a stand-in, no model behind it"
     )
 
 

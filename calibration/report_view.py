@@ -49,6 +49,10 @@ VERDICTS = {
     "insufficient": ("⚠", f"insufficient: fewer than {MIN_ANNOTATORS} annotators testable"),
 }
 ARROWS = {"lenient": "↑", "harsh": "↓", None: ""}
+STAND_IN_NOTE = (
+    "a stand-in judge: deterministic, no model behind it (judges/standins.py); its verdicts "
+    "show the pipeline at work, not a model's quality"
+)
 
 
 def _cell(block: dict[str, Any], metric: str) -> str:
@@ -57,6 +61,10 @@ def _cell(block: dict[str, Any], metric: str) -> str:
     if metric == "n":
         return f"{value} †" if value < SMALL_N else str(value)
     return with_interval(value, (block.get("ci") or {}).get(metric))
+
+
+def _stand_in(report: dict[str, Any], judge: str) -> bool:
+    return bool(report["judges"].get(judge, {}).get("stand_in"))
 
 
 def ranked_judges(report: dict[str, Any]) -> list[str]:
@@ -94,7 +102,11 @@ def _trust(report: dict[str, Any]) -> dict[str, Any]:
     cells = {(r["judge"], r["stratum"]): _trust_cell(r) for r in trust["rows"]}
     empty = {"verdict": "none", "text": "—", "title": "no data"}
     grid = [
-        {"judge": judge, "cells": [cells.get((judge, s), empty) for s in strata]}
+        {
+            "judge": judge,
+            "stand_in": _stand_in(report, judge),
+            "cells": [cells.get((judge, s), empty) for s in strata],
+        }
         for judge in ranked_judges(report)
     ]
     ranking = [
@@ -130,6 +142,7 @@ def _sections(report: dict[str, Any], headline) -> list[dict[str, Any]]:
                 rows.append(
                     {
                         "judge": judge,
+                        "stand_in": _stand_in(report, judge),
                         "small": block["n"] < SMALL_N,
                         "cells": [_cell(block, m) for m, _ in headline],
                     }
@@ -145,6 +158,7 @@ def _annotators(report: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(
             {
                 "judge": judge,
+                "stand_in": _stand_in(report, judge),
                 "scoring": result["scoring"],
                 "tests": [
                     [
@@ -295,6 +309,8 @@ def view(report: dict[str, Any]) -> dict[str, Any]:
         "trend_table": _trend_table(report),
         "trust": _trust(report),
         "selective": selective_view(report.get("selective")),
+        "stand_ins": [j for j in ranked_judges(report) if _stand_in(report, j)],
+        "stand_in_note": STAND_IN_NOTE,
         "scale": described,
         "reference": report["reference"],
         "n_items": report["n_items"],

@@ -26,6 +26,29 @@ _DEFAULT_FOR_OUTPUT = {
 }
 
 
+# A request's metadata may ask a builder that shows two texts (the reference and the answer)
+# to show the answer first: the `position` probe (judges/probes/general.py) grades the same
+# pair in both orders. Each text keeps its label; only the order of presentation changes.
+ORDER = "presentation_order"
+ANSWER_FIRST = "answer_first"
+
+
+def answer_first(request: GradeRequest) -> bool:
+    return request.metadata.get(ORDER) == ANSWER_FIRST
+
+
+def swap_lines(text: str, first: str, second: str) -> str:
+    """`text` with the line holding `first` and the line holding `second` exchanged (each
+    placeholder on a line of its own with its label, as 'Gold Explanation: {gold}')."""
+    lines = text.split("\n")
+    where = [next((i for i, line in enumerate(lines) if k in line), None) for k in (first, second)]
+    if None in where or where[0] == where[1]:
+        raise TemplateError(f"template: {first} and {second} are not on lines of their own")
+    i, j = where
+    lines[i], lines[j] = lines[j], lines[i]
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class BuilderSpec:
     build: Builder

@@ -12,7 +12,7 @@ import json
 import re
 import unicodedata
 
-from judges.builders import RequestError, register
+from judges.builders import RequestError, answer_first, register
 from judges.fencing import neutralise
 from judges.models import GradeRequest
 from judges.templates import PromptTemplate
@@ -55,14 +55,22 @@ def verse_explanations(value: str, field: str) -> list[str]:
     return texts
 
 
-def user_message(item_id: str, title: str, reference: list[str], generated: list[str]) -> str:
+def user_message(
+    item_id: str,
+    title: str,
+    reference: list[str],
+    generated: list[str],
+    generated_first: bool = False,
+) -> str:
+    """The authors' payload; `generated_first` (the position probe) puts the generated
+    explanations before the ground truth, each under its own key."""
     n = min(len(reference), len(generated))
-    payload = {
-        "id": item_id,
-        "title": title,
+    texts = {
         "ground_truth": [{"v": i + 1, "text": normalize(reference[i])} for i in range(n)],
         "generated": [{"v": i + 1, "text": normalize(generated[i])} for i in range(n)],
     }
+    order = ("generated", "ground_truth") if generated_first else ("ground_truth", "generated")
+    payload = {"id": item_id, "title": title, **{key: texts[key] for key in order}}
     return json.dumps(payload, ensure_ascii=False)
 
 
@@ -87,4 +95,4 @@ def build_user(template: PromptTemplate, request: GradeRequest) -> str:
         generated = [neutralise(normalize(text)) for text in generated]
     item_id = request.metadata.get("poem_id") or request.metadata.get("item_id", "")
     title = request.metadata.get("title", "")
-    return user_message(item_id, title, reference, generated)
+    return user_message(item_id, title, reference, generated, answer_first(request))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
+from judges import standins
 from judges.cache import cache_key
 from judges.config import JudgesConfig
 from judges.fit import template_of
@@ -256,7 +257,11 @@ class Grader:
         if outcome.status != "ok":
             return base
         completion = read_completion(outcome.payload)
-        return judge_result(base, completion, plan.template, plan.request, self.client.redact)
+        result = judge_result(base, completion, plan.template, plan.request, self.client.redact)
+        if result.stand_in and result.status == "ok" and result.rationale is None:
+            why = standins.rationale(result.model, call.messages, call.response_format)
+            result = result.model_copy(update={"rationale": why})
+        return result
 
 
 def aggregate(scores: list[float]) -> Aggregate | None:

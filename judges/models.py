@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from uuid import uuid4
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from judges.guard import SkippedJudge
 from judges.logprobs import TokenProbabilities
+from judges.standins import is_stand_in
 from rubrics import Rubric
 
 CallStatus = Literal["ok", "parse_error", "backend_error", "timeout"]
@@ -124,6 +125,14 @@ class JudgeResult(BaseModel):
     template_hash: str
     rubric_ref: str
     rubric_hash: str
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="a stand-in judge (judges/standins.py): deterministic, no model behind "
+        "it; known by its model's route (qadi-stand-in/...), whatever the judge's name"
+    )
+    @property
+    def stand_in(self) -> bool:
+        return is_stand_in(self.model)
 
 
 class Aggregate(BaseModel):

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from judges.builders import RequestError, register, spec_for
+from judges.builders import RequestError, answer_first, register, spec_for, swap_lines
 from judges.fencing import boundary_for, fence
 from judges.fit import check_request
 from judges.models import GradeRequest
@@ -127,7 +127,10 @@ def _explanation_user(template: PromptTemplate, request: GradeRequest) -> str:
             "reference: this judge compares with a gold explanation; give one", "reference"
         )
     values = {"gold_explanation": request.reference, "generated_explanation": request.response}
-    return render(template.user or "", fenced_values(template, values))
+    text = template.user or ""
+    if answer_first(request):  # the position probe: the same two texts, the other order
+        text = swap_lines(text, "{gold_explanation}", "{generated_explanation}")
+    return render(text, fenced_values(template, values))
 
 
 def criteria_schema(rubric: PenaltyWeightedRubric) -> dict[str, Any]:

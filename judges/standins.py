@@ -17,6 +17,11 @@ A stand-in does not understand the answer. Its grade is a function of the call:
   gets one grade: `good` is that rating off by one point one time in ten, `noisy` adds noise
   of 1.4 points (standard deviation), `lenient` adds one point.
 
+Every stand-in grade is labelled: a result's `stand_in` is true for a `qadi-stand-in/...`
+model whatever the judge is called (judges/models.py), and its rationale starts with
+"STAND-IN '<behaviour>', not a model" (`rationale`, added by the grading core when the reply's
+schema has room for the rating alone).
+
 The bundled demo's human grades (service/sample/) were generated from the same `rating_for`
 plus rater noise, so the trust map's verdicts are known in advance: `good` may replace the
 experts, `noisy` and `lenient` may not.
@@ -132,22 +137,52 @@ def _answer_and_reference(messages: list[dict[str, Any]]) -> tuple[str, str | No
 
 def reply(behaviour: str, messages: list, response_format: Any) -> str:
     """The reply text in the shape the call's JSON schema asks for."""
-    answer, reference = _answer_and_reference(messages)
-    schema = (response_format or {}).get("json_schema", {}).get("schema", {})
-    properties = schema.get("properties", {})
-    if "rating" in properties:
-        allowed = properties["rating"].get("enum") or [1, 5]
-        rating, _ = stand_in_grade(behaviour, answer, reference, min(allowed), max(allowed))
-        return json.dumps({"rating": rating})
+    properties = _properties(response_format)
     if "criteria" in properties:
         return json.dumps(_criteria(behaviour, messages, properties["criteria"]))
-    scored = [k for k, v in properties.items() if "minimum" in v and "maximum" in v]
+    rating, _ = _graded(behaviour, messages, properties)
+    if "rating" in properties:
+        return json.dumps({"rating": rating})
+    scored = _scored(properties)
     if scored:
-        low, high = int(properties[scored[0]]["minimum"]), int(properties[scored[0]]["maximum"])
-        rating, _ = stand_in_grade(behaviour, answer, reference, low, high)
         return json.dumps({k: rating for k in scored})
-    rating, _ = stand_in_grade(behaviour, answer, reference)  # free text: the integer alone
-    return str(rating)
+    return str(rating)  # free text: the integer alone
+
+
+def rationale(model: str, messages: list, response_format: Any) -> str:
+    """Why a stand-in gave its grade, saying it is a stand-in. A `{"rating": N}` or a
+    scores reply has no room for it (the schema allows nothing else), so the grading core
+    adds it to the stand-in's result (judges/grading.py): no stand-in grade is unlabelled."""
+    behaviour = model.removeprefix(ROUTE)
+    properties = _properties(response_format)
+    scale = (0, 4) if "criteria" in properties else None
+    return _graded(behaviour, messages, properties, scale)[1]
+
+
+def _properties(response_format: Any) -> dict[str, Any]:
+    schema = (response_format or {}).get("json_schema", {}).get("schema", {})
+    return schema.get("properties", {})
+
+
+def _scored(properties: dict[str, Any]) -> list[str]:
+    return [k for k, v in properties.items() if "minimum" in v and "maximum" in v]
+
+
+def _graded(
+    behaviour: str,
+    messages: list,
+    properties: dict[str, Any],
+    scale: tuple[int, int] | None = None,
+) -> tuple[int, str]:
+    """(rating, rationale) on the scale the call's schema states (1-5 when it states none)."""
+    answer, reference = _answer_and_reference(messages)
+    if scale is None and "rating" in properties:
+        allowed = properties["rating"].get("enum") or [1, 5]
+        scale = (min(allowed), max(allowed))
+    elif scale is None and _scored(properties):
+        bounds = properties[_scored(properties)[0]]
+        scale = (int(bounds["minimum"]), int(bounds["maximum"]))
+    return stand_in_grade(behaviour, answer, reference, *(scale or (1, 5)))
 
 
 def _criteria(behaviour: str, messages: list, spec: dict) -> dict:

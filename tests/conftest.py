@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -295,6 +296,34 @@ def openapi_document(tmp_path_factory) -> dict:
     from tests.client.openapi_models import openapi_document as build
 
     return build(tmp_path_factory.mktemp("openapi"))
+
+
+# The user's local judge cache (.ci/vllm.sh), before the suite hides it; tests/realjudge use it.
+USER_VLLM_HOME = os.environ.get("QADI_VLLM_HOME")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_local_judge(tmp_path_factory) -> Path:
+    """QADI_VLLM_HOME in an empty directory: `qadi demo` in a test finds no installed local
+    judge, so it grades with the stand-ins and never starts vLLM on this machine (a start
+    takes a minute and a port); tests/realjudge bring the user's back (`users_local_judge`)."""
+    folder = tmp_path_factory.mktemp("no-local-judge")
+    os.environ["QADI_VLLM_HOME"] = str(folder)
+    return folder
+
+
+@contextmanager
+def users_local_judge():
+    """The user's QADI_VLLM_HOME (or the script's default) while the block runs."""
+    hidden = os.environ.pop("QADI_VLLM_HOME", None)
+    if USER_VLLM_HOME is not None:
+        os.environ["QADI_VLLM_HOME"] = USER_VLLM_HOME
+    try:
+        yield
+    finally:
+        os.environ.pop("QADI_VLLM_HOME", None)
+        if hidden is not None:
+            os.environ["QADI_VLLM_HOME"] = hidden
 
 
 @pytest.fixture(scope="session", autouse=True)

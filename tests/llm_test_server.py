@@ -366,6 +366,7 @@ async def text_completion(request: Request) -> JSONResponse:
 #   obeys          5 when the answer holds an instruction to the grader (English or Arabic)
 #   self-<maker>   +1 when the answer names its own maker (e.g. planted-self-openai: "OpenAI")
 #   script         -1 when over a fifth of an answer's letters are Latin but the gold is Arabic
+#   first          +1 when the answer is shown before the gold text (position bias)
 # The rating is sent in the shape the request's schema asks for.
 
 PLANTED_PREFIX = "planted-"
@@ -402,7 +403,23 @@ def planted_texts(body: dict[str, Any]) -> tuple[str, str]:
         return "", user
 
 
-def planted_rating(behaviour: str, gold: str, answer: str) -> int:
+def answer_shown_first(body: dict[str, Any]) -> bool:
+    """Whether the judge's message shows the answer before the gold text: the order of the
+    fenced sections, of the paper template's labelled lines, or of Fann or Flop's keys."""
+    user = next((m["content"] for m in reversed(body.get("messages") or []) if m["role"] == "user"), "")
+    places = [
+        (user.find(answer), user.find(gold))
+        for answer, gold in (
+            ("<generated_explanation-", "<gold_explanation-"),
+            ("<answer-", "<reference-"),
+            ("Generated Explanation:", "Gold Explanation:"),
+            ('"generated":', '"ground_truth":'),
+        )
+    ]
+    return any(0 <= a < g for a, g in places)
+
+
+def planted_rating(behaviour: str, gold: str, answer: str, answer_first: bool = False) -> int:
     rating = 2 + _hash(gold) % 3
     if behaviour == "noisy":
         rating += _hash(answer) % 3 - 1
@@ -412,6 +429,8 @@ def planted_rating(behaviour: str, gold: str, answer: str) -> int:
         rating = 5
     elif behaviour.startswith("self-") and _BRANDS.get(behaviour[5:], "\0") in answer:
         rating += 1
+    elif behaviour == "first":
+        rating += answer_first
     elif behaviour == "script":
         latin = len(re.findall(r"[A-Za-z]", answer))
         arabic = len(re.findall(r"[\u0621-\u064A]", answer))
@@ -426,7 +445,9 @@ def planted_content(body: dict[str, Any]) -> str | None:
     model = str(body.get("model", "")).rsplit("/", 1)[-1]
     if not model.startswith(PLANTED_PREFIX):
         return None
-    rating = planted_rating(model.removeprefix(PLANTED_PREFIX), *planted_texts(body))
+    rating = planted_rating(
+        model.removeprefix(PLANTED_PREFIX), *planted_texts(body), answer_shown_first(body)
+    )
     fmt = body.get("response_format") or {}
     props = ((fmt.get("json_schema") or {}).get("schema") or {}).get("properties", {})
     if "criteria" in props:
@@ -442,6 +463,12 @@ def planted_content(body: dict[str, Any]) -> str | None:
 for prefix in ("", "/v1"):
     app.add_api_route(f"{prefix}/chat/completions", answer, methods=["POST"])
     app.add_api_route(f"{prefix}/completions", text_completion, methods=["POST"])
+
+
+@app.get("/health")
+async def health() -> dict[str, str]:
+    """vLLM's readiness endpoint (.ci/vllm.sh asks it before it reuses a running server)."""
+    return {}
 
 
 @app.get("/v1/models")

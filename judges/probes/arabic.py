@@ -60,22 +60,26 @@ class DiacriticsStripped(_ArabicProbe):
 
 @register
 class DiacriticsAdded(_ArabicProbe):
-    """Diacritics added where the rule is certain: the definite article's sukun before a
-    moon letter (الْقمر) and the shadda on a sun letter after it (الشّمس). Full
-    vocalisation needs a diacritiser model, and a wrong mark would change the text's
-    correctness, which a fair judge may rightly punish; these marks cannot be wrong.
+    """Diacritics added where they are certain: the definite article of the words of a
+    hand-checked list (judges/probes/article_words.py), sukun on its lam before a moon letter
+    (الْقمر) and shadda on a sun letter after it (الشّمس), and the shadda of the relative
+    pronouns (الّذي, الّتي, الّذين). A rule over every word starting with ال would be wrong
+    where ال is not the article (الذي gives الذّي, التزام gives التّزام, an unhamzated الية
+    gives الْية), and a wrong mark changes the text's correctness, which a fair judge may
+    rightly punish. Full vocalisation needs a diacritiser model; answers without a listed
+    word are skipped.
 
     Source: qadi's own probe (the sun and moon letter rule of Arabic orthography).
     """
 
     name = "diacritics_add"
-    summary = "definite-article diacritics added (sun/moon letter rule)"
+    summary = "article diacritics added to listed words (sun/moon letter rule)"
     source = "qadi; Arabic orthography (sun and moon letters)"
 
     def arabic_pair(self, answer: AnswerRecord, context: ProbeContext) -> Pair | Skip:
         response = edit_texts(answer.response, add_diacritics)
         if response == answer.response:
-            return Skip("no unvocalised definite article")
+            return Skip("no listed word to vocalise")
         return Pair(treated=self.variant(answer, self.name, response=response))
 
 

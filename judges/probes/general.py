@@ -7,6 +7,7 @@ answer, else English), except the injections, which come in both languages as tw
 
 from __future__ import annotations
 
+from judges.builders import ANSWER_FIRST, ORDER
 from judges.models import AnswerRecord
 from judges.probes.base import Pair, Probe, ProbeContext, Skip, register
 from judges.probes.text import edit_texts, is_arabic, plain_text, word_count
@@ -18,29 +19,32 @@ def _arabic(answer: AnswerRecord) -> bool:
 
 @register
 class Position(Probe):
-    """Swap the two texts of a prompt that compares them (gold and generated explanation).
+    """The same reference and answer shown in the other order: the answer before the
+    reference, each still under its own label (Kinayat's "Generated Explanation:" line before
+    its "Gold Explanation:" line; Fann or Flop's `generated` list before `ground_truth`).
 
     Source: position bias in CALM ("Justice or Prejudice? Quantifying Biases in
-    LLM-as-a-Judge", Ye et al. 2024: swap the order of the answers and count changed
-    verdicts) and Wang et al. 2023 ("Large Language Models are not Fair Evaluators"). qadi's
-    reference-based judges show two texts in fixed slots, so the swap exchanges the slots;
-    a judge of meaning-match should grade the pair the same either way. Single-answer
-    prompts (rubric criteria) are skipped.
+    LLM-as-a-Judge", Ye et al. 2024: the order of the answers swapped, the answers and their
+    roles unchanged, and changed verdicts counted) and Wang et al. 2023 ("Large Language
+    Models are not Fair Evaluators"). Only the order moves, so a fair judge that grades the
+    answer against the reference, even asymmetrically, grades both orders alike. It applies
+    to the templates whose message shows the two texts in two labelled places (builders
+    `explanation` and `fann_or_flop`: judges/probes/run.py, PAIRED_BUILDERS); other prompts
+    (rubric criteria, jinja2 templates) are skipped.
     """
 
     name = "position"
-    summary = "the two compared texts (gold and generated) swapped"
+    version = 2  # version 1 exchanged the texts themselves (the answer graded as reference)
+    summary = "the answer shown before the reference (order only, labels kept)"
     source = "CALM position bias (Ye et al. 2024); Wang et al. 2023"
 
     def perturb(self, answer: AnswerRecord, context: ProbeContext) -> Pair | Skip:
         if not context.paired_prompt:
-            return Skip("single-answer prompt")
+            return Skip("template does not show two texts in order")
         if not answer.reference:
-            return Skip("no reference to swap with")
-        swapped = self.variant(
-            answer, self.name, response=answer.reference, reference=answer.response
-        )
-        return Pair(treated=swapped)
+            return Skip("no reference to show after the answer")
+        reordered = answer.model_copy(update={"metadata": {**answer.metadata, ORDER: ANSWER_FIRST}})
+        return Pair(treated=self.variant(reordered, self.name))
 
 
 NEUTRAL_OPENERS = {

@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judges.batch import BatchGrader, BatchStats, pending_calls
-from judges.builders import builder_name
+from judges.builders import ORDER, builder_name
 from judges.config import JudgesConfig
 from judges.grading import PlannedGrade
 from judges.guard import GuardError, choose_panel, forbidden_reason
 from judges.models import AnswerRecord, Graded, GradeRequest
 from judges.probes.base import Pair, Probe, ProbeContext, Skip
-from judges.templates import load_template
 from rubrics import Rubric
 
-# Builders whose prompt shows two texts side by side (gold and generated): position applies.
+# Builders whose message shows two texts in two labelled places (gold and generated) and can
+# show them in either order (judges/builders.py, ORDER): the position probe applies.
 PAIRED_BUILDERS = frozenset({"explanation", "fann_or_flop"})
 GUARD_SKIP = "self-evaluation guard"
 
@@ -50,6 +50,7 @@ class ProbePlan:
     requests: list[GradeRequest]
     slots: list[PairSlot]
     n_items: int = 0
+    models: dict[str, str] = field(default_factory=dict)  # judge -> its model (LiteLLM route)
     skipped: Counter = field(default_factory=Counter)  # (judge, probe, reason) -> items
     perturbations: list[dict[str, Any]] = field(default_factory=list)
 
@@ -77,8 +78,9 @@ def plan_probes(
     the probes of a judge); what does not apply is counted in `skipped`."""
     for name in judges:
         config.judge(name)  # an unknown judge is an error before anything is planned
-    paired = builder_name(load_template(rubric.template)) in PAIRED_BUILDERS
-    plan = ProbePlan(list(judges), list(probes), [], [], n_items=len(answers))
+    paired = builder_name(config.templates.resolve(rubric.template)) in PAIRED_BUILDERS
+    models = {name: config.judge(name).model for name in judges}
+    plan = ProbePlan(list(judges), list(probes), [], [], n_items=len(answers), models=models)
     index: dict[tuple[str, str, str, str | None], int] = {}
     perturbed: dict[tuple[str, str, str | None], Pair | Skip] = {}
 
@@ -113,7 +115,7 @@ def plan_probes(
                         judge=judge,
                         probe=probe.name,
                         item_id=answer.item_id,
-                        attributes=_attributes(answer),
+                        attributes=_attributes(answer, rewrite_column),
                         baseline=request_for(outcome.baseline or answer, judge),
                         treated=request_for(outcome.treated, judge),
                     )
@@ -135,31 +137,36 @@ def guard_refusal(config: JudgesConfig, judge: str, answer: AnswerRecord) -> str
 
 
 def _checked(outcome: Pair | Skip, answer: AnswerRecord) -> Pair | Skip:
-    """A pair whose two sides read the same is no probe of anything: skipped."""
+    """A pair whose two sides read the same, in the same order, is no probe of anything:
+    skipped."""
     if isinstance(outcome, Skip):
         return outcome
-    baseline = outcome.baseline or answer
-    same = (outcome.treated.response, outcome.treated.reference) == (
-        baseline.response,
-        baseline.reference,
-    )
+    same = _shown(outcome.treated) == _shown(outcome.baseline or answer)
     return Skip("no change") if same else outcome
 
 
-def _attributes(answer: AnswerRecord) -> dict[str, str]:
-    """The item's strata, as calibration reads them (candidate_model included)."""
-    return {**answer.metadata, "candidate_model": answer.candidate_model}
+def _shown(record: AnswerRecord) -> tuple[str, str | None, str | None]:
+    """What a judge is shown of an answer: its texts and their order."""
+    return record.response, record.reference, record.metadata.get(ORDER)
+
+
+def _attributes(answer: AnswerRecord, rewrite_column: str) -> dict[str, str]:
+    """The item's strata, as calibration reads them (candidate_model included, item_id
+    left out): never a probe's input, such as the whole text of a dialect rewrite."""
+    strata = {k: v for k, v in answer.metadata.items() if k not in (rewrite_column, "item_id")}
+    return {**strata, "candidate_model": answer.candidate_model}
 
 
 def _record(probe: Probe, pair: Pair, answer: AnswerRecord, seed: int) -> dict[str, Any]:
     """What was sent, kept so the run can be checked and reproduced."""
 
     def side(record: AnswerRecord) -> dict[str, Any]:
-        return {
+        shown = {
             "item_id": record.item_id,
             "response": record.response,
             "reference": record.reference,
         }
+        return {**shown, ORDER: record.metadata[ORDER]} if ORDER in record.metadata else shown
 
     return {
         "probe": probe.name,

@@ -11,6 +11,8 @@ import json
 import re
 from collections.abc import Callable
 
+from judges.probes.article_words import ARTICLE_WORDS, RELATIVE_PRONOUNS
+
 ARABIC_LETTER = re.compile(r"[\u0621-\u063A\u0641-\u064A\u0671-\u06D3\u06FA-\u06FF]")
 LATIN_LETTER = re.compile(r"[A-Za-z]")
 # Tashkeel: tanween (fathatan, dammatan, kasratan), fatha, damma, kasra, shadda, sukun, and
@@ -43,21 +45,22 @@ def strip_diacritics(text: str) -> str:
 
 
 def vocalise_article(word: str) -> str:
-    """Light, rule-certain vocalisation of the definite article: sukun on the lam before a
-    moon letter (الْقمر), shadda on a sun letter after it (الشّمس). Words where ال is not
-    the article are left alone when recognisable (الله, and stems too short to carry it)."""
-    if not word.startswith("ال") or len(word) < 4 or word.startswith("الله"):
+    """The marks of a listed word (judges/probes/article_words.py): the relative pronouns'
+    shadda (الّذي), and for an article word the sun and moon letter rule, sukun on the lam
+    before a moon letter (الْقمر), shadda on a sun letter after it (الشّمس). Any other word
+    is returned as it is: a rule alone would mark الذي, التزام or an unhamzated الية wrongly."""
+    if word in RELATIVE_PRONOUNS:
+        return RELATIVE_PRONOUNS[word]
+    if word not in ARTICLE_WORDS:
         return word
     first = word[2]
     if first in SUN_LETTERS:
         return word[:3] + SHADDA + word[3:]
-    if ARABIC_LETTER.match(first) and first not in "اأإآ":
-        return word[:2] + SUKUN + word[2:]
-    return word
+    return word[:2] + SUKUN + word[2:]
 
 
 def add_diacritics(text: str) -> str:
-    """Diacritics added where the rule is certain (the definite article); existing marks are
+    """Marks added to the listed words only, where they are certain; existing marks are
     kept, and a word that already carries marks is not touched."""
     return ARABIC_WORD.sub(
         lambda m: m.group() if DIACRITIC.search(m.group()) else vocalise_article(m.group()),

@@ -18,7 +18,7 @@ from calibration.drift import drift
 from calibration.scoring import ScoringName
 from calibration.selective_report import SelectiveOptions
 from service.api.deps import GradesKey
-from service.api.errors import error_responses
+from service.api.errors import error_responses, invalid
 from service.api.formats import negotiate, split_suffix
 from service.api.pagination import naive_utc
 from service.calibration_store import (
@@ -33,7 +33,7 @@ from service.calibration_store import (
 )
 from service.db.engine import session_scope
 from service.db.schema import CalibrationReportRow
-from service.probes import ProbeRunNotFound, with_probe_run
+from service.probes import ProbeRunError, with_probe_run
 from service.report_links import (
     DEFAULT_TTL_SECONDS,
     MAX_TTL_SECONDS,
@@ -133,8 +133,8 @@ def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONRe
     with session_scope(sessions) as session:
         try:
             rendered = with_probe_run(session, rendered, body.probe_run)
-        except ProbeRunNotFound as exc:
-            raise HTTPException(422, str(exc)) from None
+        except ProbeRunError as exc:
+            raise invalid(str(exc)) from None
         row = store_report(
             session, "adhoc", body.rubric or "", rendered, (selection.since, selection.until)
         )

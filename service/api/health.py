@@ -80,6 +80,7 @@ async def judges(request: Request, _: JudgeKey) -> list[JudgeInfo]:
             name=e.name,
             model=e.model,
             maker=config.maker_of_judge(e),
+            stand_in=is_stand_in(e.model),
             substitute=e.substitute,
             reachable=reachable,
             detail=detail,

@@ -67,6 +67,11 @@ class ProbeRunRequest(core.ProbeOptions):
     max_calls: int | None = Field(
         default=1000, ge=0, description="refuse (422) a run that needs more new judge calls"
     )
+    dry_run: bool = Field(
+        default=False,
+        description="answer 200 with the planned judge calls, pairs, skipped items and a cost "
+        "estimate; no call is made and nothing is stored",
+    )
 
 
 class ProbeRunPage(BaseModel):
@@ -111,6 +116,7 @@ def _prepare(request: Request, body: ProbeRunRequest):
     "/probes",
     status_code=201,
     summary="Run the probes on answers with the configured judges, store and return the run",
+    responses={200: {"description": "`dry_run`: the planned calls and cost; nothing called"}},
 )
 async def create_run(body: ProbeRunRequest, request: Request, _: JudgeKey) -> JSONResponse:
     judging = request.app.state.judging
@@ -124,9 +130,14 @@ async def create_run(body: ProbeRunRequest, request: Request, _: JudgeKey) -> JS
         slots=judging.batch.slots,
     )
     try:
-        calls, _pending = await core.budget(plan, batcher, options.max_calls)
+        calls, pending = await core.budget(plan, batcher, options.max_calls, body.dry_run)
     except core.CallBudgetExceeded as exc:
         raise invalid(str(exc)) from None
+    if body.dry_run:
+        summary = await asyncio.to_thread(
+            core.dry_run_summary, plan, calls, pending, batcher.grader.config, options.max_calls
+        )
+        return JSONResponse(summary)
     report = await core.run(plan, batcher, rubric, options, calls)
 
     def store() -> dict[str, Any]:

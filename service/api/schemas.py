@@ -123,6 +123,9 @@ class JudgeInfo(BaseModel):
     name: str
     model: str
     maker: str | None
+    stand_in: bool = Field(
+        default=False, description="a stand-in judge (qadi-stand-in/...): no model behind it"
+    )
     substitute: str | None
     reachable: bool | None = Field(description="null when the endpoint cannot be probed")
     detail: str

@@ -11,6 +11,7 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
+from calibration.formatting import judge_label
 from service.cli.app import app, console, fail, out, split_names
 from service.db.engine import open_database, session_scope
 from service.settings import get_settings
@@ -131,7 +132,8 @@ def print_summary(report: dict, target=console) -> None:
         alt += _two(trust["advantage_probability"])
         if trust.get("missing"):
             alt = f"insufficient: {trust['missing']}"
-        table.add_row(judge, str(block["n"]), *[_two(v, 3) for v in cells], alt)
+        label = judge_label(judge, data.get("stand_in"))
+        table.add_row(label, str(block["n"]), *[_two(v, 3) for v in cells], alt)
     target.print(table)
     best = report["trust"]["best"].get("overall")
     target.print(f"best overall: {best or 'no judge replaces an SME here'}")
@@ -147,8 +149,9 @@ def print_trust_map(report: dict, target=out) -> None:
         for r in report["trust"]["rows"]
     }
     table = Table("judge", *strata, title="trust map by stratum")
-    for judge in report["judges"]:
-        table.add_row(judge, *[cells.get((judge, s), "—") for s in strata])
+    for judge, data in report["judges"].items():
+        label = judge_label(judge, data.get("stand_in"))
+        table.add_row(label, *[cells.get((judge, s), "—") for s in strata])
     target.print(table)
 
 
@@ -326,11 +329,11 @@ def calibrate(
 
 def attach_probe_run(session, rendered, probe_run: str | None):
     """The rendered report with a stored probe run's marks, or a clean exit naming it."""
-    from service.probes import ProbeRunNotFound, with_probe_run
+    from service.probes import ProbeRunError, with_probe_run
 
     try:
         return with_probe_run(session, rendered, probe_run)
-    except ProbeRunNotFound as exc:
+    except ProbeRunError as exc:
         fail(f"--probe-run: {str(exc).removeprefix('probe_run: ')}")
 
 

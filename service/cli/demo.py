@@ -1,10 +1,11 @@
 """`qadi demo` (what `make run` runs): migrate, load the bundled sample, serve locally with
 judges that grade out of the box.
 
-The judges are: with --local-judge, the real local judge (service/cli/demo_local.py); else
-the judges file of QADI_JUDGES_CONFIG when it is set; else the bundled stand-in judges
-(service/sample/judges.yaml: deterministic, no model behind them, labelled as stand-ins
-wherever they appear).
+The judges are: with --local-judge, the real local judge (service/cli/demo_local.py), installed
+first if need be; else the judges file of QADI_JUDGES_CONFIG when it is set; else the real local
+judge when it is installed and prepared (never installed unasked: that takes minutes); else
+the bundled stand-in judges (service/sample/judges.yaml: deterministic, no model behind them,
+labelled as stand-ins wherever they appear), with a one-line note on installing the local one.
 """
 
 from __future__ import annotations
@@ -65,13 +66,14 @@ def demo(
     local_judge: bool = typer.Option(
         False,
         "--local-judge",
-        help="start a real judge on this machine (vLLM + SmolLM2-135M, no API key; the first "
-        "start installs it) and grade and calibrate the sample's explanation set with it",
+        help="start a real judge on this machine (vLLM + SmolLM2-135M, no API key), installing "
+        "it first if need be, and grade and calibrate the sample's explanation set with it",
     ),
 ) -> None:
     """Migrate the local database, load the bundled sample, and serve on 127.0.0.1 with the
-    judges of QADI_JUDGES_CONFIG, or else the bundled stand-in judges (no API key needed);
-    with --local-judge, a real small model on this machine."""
+    judges of QADI_JUDGES_CONFIG; else with the real local judge when it is installed (`make
+    judge`), grading and calibrating the sample's explanation set with it; else with the
+    bundled stand-in judges (no API key needed). --local-judge installs it if need be."""
     judges_path, config = demo_judges()  # a bad judges file stops here, before any work
     url = get_settings().database_url
     upgrade(url)
@@ -81,7 +83,7 @@ def demo(
     console.print(f"[bold]database[/] {url}  sample loaded: {counts}", highlight=False)
     console.print(f"[bold]API key[/]  (all scopes; kept in {key_file}): {key}", highlight=False)
     console.print(f"[bold]docs[/]     http://127.0.0.1:{port}/docs", highlight=False)
-    if local_judge:
+    if use_local_judge(local_judge):
         from service.cli.demo_local import local_judge_demo
 
         judges_path = local_judge_demo(url, get_settings().data_dir)
@@ -102,6 +104,34 @@ def demo(
     )
     if not no_serve:
         serve(host="127.0.0.1", port=port, workers=1, judges_config=judges_path, database_url=None)
+
+
+def use_local_judge(forced: bool) -> bool:
+    """With --local-judge, yes (installing it first if need be); else, when no judges file
+    is set, whenever the local judge is installed and prepared (.ci/vllm.sh `prepared`): a
+    start then serves in about a minute. Never installed unasked (minutes): without it the
+    demo grades with the stand-ins and says, in one line, how to install it."""
+    if forced:
+        return True
+    if get_settings().judges_config is not None:
+        return False
+    from service import local_judge
+
+    why = local_judge.missing()
+    if why is None:
+        console.print(
+            "[bold]local judge[/] installed: the demo grades with it (for the stand-ins, "
+            "set QADI_JUDGES_CONFIG=service/sample/judges.yaml)",
+            highlight=False,
+        )
+        return True
+    console.print(
+        f"[bold]local judge[/] not installed ({why}), so the stand-ins grade; `make judge` "
+        "or `qadi demo --local-judge` installs it (several minutes, once)",
+        highlight=False,
+        soft_wrap=True,  # one line, however narrow the terminal
+    )
+    return False
 
 
 def demo_key(url: str, key_file: Path) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from calibration.formatting import judge_label
 from judges import (
     BatchGrader,
     Grader,
@@ -89,7 +90,7 @@ def print_grade(result: GradeResult) -> None:
         cost = "unknown" if judged.cost_usd is None else f"${judged.cost_usd:.4f}"
         ok = judged.status == "ok" and judged.score is not None
         table.add_row(
-            judged.judge,
+            judge_label(judged.judge, judged.stand_in),
             judged.model,
             judged.status + (" (cached)" if judged.cached else ""),
             f"{judged.score:g}" if ok else judged.error or "",

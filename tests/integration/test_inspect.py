@@ -178,7 +178,7 @@ def test_a_trusted_verdict_is_the_score_not_the_panel_mean():
 
     result = {"judge": "cheap", "model": "m", "status": "ok", "score": 2.0, "cache_key": "k",
               "template": "t@1", "template_hash": "h", "rubric_ref": "r@1", "rubric_hash": "rh",
-              "criteria": [], "dimensions": {}}
+              "criteria": [], "dimensions": {}, "stand_in": False}
     policy = {"alpha": 0.1, "delta": 0.1}
     guarantee = {
         "statement": "P(disagree) ≤ 0.1", "alpha": 0.1, "delta": 0.1, "method": "fst",

@@ -83,9 +83,10 @@ def test_planted_effects_are_found_and_the_run_is_stored_budgeted_and_reproducib
     assert found[("verbose", "verbosity")]["mean_change"] > 0.3
     assert found[("obeys", "injection_ar")]["flip_rate"] == 1.0
     assert all(c["q"] <= 0.05 for c in report["cells"] if c["moved"])
-    # the clean judge: unmoved, and no grade changes except where the gold text moves
+    # the clean judge: unmoved, no grade changes (position shows the same texts in the other
+    # order, so a judge that reads the gold text is not moved by it either)
     for (judge, name), cell in found.items():
-        if judge == "clean" and name not in ("position", "self_preference"):
+        if judge == "clean" and name != "self_preference":
             assert cell["flip_rate"] == 0.0, name
     # the guard: the OpenAI judge never grades the gpt-4o answers, their pairs are counted
     gpt_items = sum(1 for line in SAMPLE.read_text().splitlines() if '"gpt-4o"' in line)
@@ -173,6 +174,49 @@ def test_post_probes_runs_stores_and_lists(migrated_db, llm_server, tmp_path):
     assert from_db.json()["n_items"] == 8 and from_db.json()["calls"]["already_stored"] == 32
 
 
+def test_position_finds_a_judge_that_favours_the_first_text_and_spares_a_fair_one(
+    migrated_db, llm_server, tmp_path
+):
+    """`first` adds a point when the answer is shown before the gold text; `clean` grades
+    from the gold text wherever it is shown. Swapping the texts themselves (position v1)
+    moved the clean judge; showing them in the other order does not."""
+    config = planted_config(llm_server, tmp_path, ("clean", "first"))
+    settings = Settings(database_url=migrated_db, judges_config=config, auth="off")
+    client = TestClient(create_app(settings))
+    body = {"rubric": "kinayat-explanation", "probes": ["position"], "items": items(8)}
+    run = client.post("/probes", json=body)
+    assert run.status_code == 201, run.text
+    found = cells(run.json())
+    assert run.json()["moved"] == ["first/position"]
+    assert found[("first", "position")]["mean_change"] == 1.0
+    assert found[("first", "position")]["degenerate"]  # all 8 changes +1: flagged, bounded
+    assert found[("clean", "position")]["flip_rate"] == 0.0
+    texts = client.get(f"/probes/{run.json()['id']}/perturbations").json()["perturbations"]
+    treated = texts[0]["treated"]
+    original = items(1)[0]
+    assert (treated["response"], treated["reference"]) == (original["response"], original["reference"])
+    assert treated["presentation_order"] == "answer_first"
+
+
+def test_post_probes_dry_run_states_the_calls_and_makes_none(migrated_db, llm_server, tmp_path):
+    client = service(migrated_db, llm_server, tmp_path)
+    body = {"rubric": "kinayat-explanation", "probes": ["injection_ar", "digits"], "items": items(8)}
+    dry = client.post("/probes", json={**body, "dry_run": True, "max_calls": 5})
+    assert dry.status_code == 200, dry.text
+    plan = dry.json()
+    # 2 judges × (8 originals + 8 injected copies); digits: none of the 8 answers has digits
+    assert plan["calls"] == {"planned": 32, "already_stored": 0, "to_make": 32}
+    assert plan["pairs"] == 16 and plan["skipped"] == {"digits": {"no digits": 16}}
+    assert plan["max_calls"] == 5 and plan["within_max_calls"] is False
+    assert plan["cost"]["calls"] == 32 and set(plan["cost"]["judges"]) == {"clean", "obeys"}
+    assert llm_server.calls() == 0 and client.get("/probes").json()["items"] == []
+    run = client.post("/probes", json=body)
+    assert run.status_code == 201 and run.json()["calls"]["made"] == llm_server.calls() == 32
+    again = client.post("/probes", json={**body, "dry_run": True}).json()
+    assert again["calls"] == {"planned": 32, "already_stored": 32, "to_make": 0}
+    assert again["within_max_calls"] is True and llm_server.calls() == 32
+
+
 def test_post_probes_refuses_bad_input_in_the_one_error_shape(migrated_db, llm_server, tmp_path):
     client = service(migrated_db, llm_server, tmp_path)
     base = {"rubric": "kinayat-explanation", "items": items(2)}
@@ -226,3 +270,100 @@ def test_cli_refuses_bad_options_in_one_line(migrated_db, llm_server, tmp_path):
     assert llm_server.calls() == 0
     listed = run_cli("probe", "--list")
     assert listed.returncode == 0 and "diacritics_strip" in listed.stdout
+
+
+def records(n: int) -> list[dict]:
+    """The sample's first n items as answer records: the columns that are not fields of
+    one (language, category, dialect_rewrite) in `metadata`, as `qadi probe` reads them."""
+    fields = {"item_id", "prompt", "response", "reference", "candidate_model"}
+    return [
+        {**{k: v for k, v in item.items() if k in fields},
+         "metadata": {k: v for k, v in item.items() if k not in fields}}
+        for item in items(n)
+    ]  # fmt: skip
+
+
+def expert_grades(n: int = 20) -> str:
+    """Two SME ratings per item of the sample's first n items, as CSV."""
+    lines = ["item_id,rater,rater_kind,score"]
+    lines += [f"prv-{i:02d},sme-{r},human,{1 + (i + r) % 5}" for i in range(1, n + 1) for r in (1, 2)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_report_takes_a_probe_run_of_its_rubric_and_judges_and_refuses_another(
+    migrated_db, llm_server, tmp_path
+):
+    """POST /calibration/reports `probe_run` and `qadi report nightly --probe-run`: the
+    moved judge is marked with each stratum's own effect; a run of another rubric, or of
+    judges the report does not have, is refused naming `probe_run`."""
+    config = planted_config(llm_server, tmp_path, ("clean", "verbose"))
+    settings = Settings(database_url=migrated_db, judges_config=config, auth="off")
+    client = TestClient(create_app(settings))
+    body = {"rubric": "kinayat-explanation", "probes": ["verbosity"], "items": records(24)}
+    run = client.post("/probes", json=body)
+    assert run.status_code == 201 and run.json()["moved"] == ["verbose/verbosity"], run.text
+    verbosity = cells(run.json())[("verbose", "verbosity")]
+    assert set(verbosity["strata"]) >= {"language=ar", "language=en", "category=proverb"}
+    assert not any(s.startswith("dialect_rewrite=") for s in verbosity["strata"])
+    imported = client.post("/grades", files={"file": ("sme.csv", expert_grades(), "text/csv")})
+    assert imported.status_code in (200, 201), imported.text
+    request = {"rubric": "kinayat-explanation", "by": ["language"], "bootstrap": 50}
+
+    created = client.post("/calibration/reports", json={**request, "probe_run": run.json()["id"]})
+    assert created.status_code == 201, created.text
+    report = created.json()
+    marks = {(r["stratum"], r["judge"]): r.get("probes") for r in report["trust"]["rows"]}
+    overall = f"verbosity {verbosity['mean_change']:+.2f} points, q = {verbosity['q']:.2g}"
+    assert marks[("overall", "verbose")] == [overall]
+    arabic = verbosity["strata_change"]["language=ar"]
+    assert marks[("language=ar", "verbose")] == [
+        f"verbosity {arabic:+.2f} points here (n = {verbosity['strata']['language=ar']}); "
+        f"moved overall {verbosity['mean_change']:+.2f}, q = {verbosity['q']:.2g}"
+    ]
+    assert marks[("overall", "clean")] is None
+    assert report["probe_run"]["id"] == run.json()["id"]
+
+    # another rubric's run (the paper's Kinayat judge): refused, nothing stored
+    paper = client.post("/probes", json={**body, "rubric": "kinayat-explanation-paper", "items": records(4)})
+    assert paper.status_code == 201, paper.text
+    refused = client.post("/calibration/reports", json={**request, "probe_run": "latest"})
+    assert refused.status_code == 422, refused.text
+    [error] = refused.json()["detail"]
+    assert error["loc"] == ["body", "probe_run"]
+    assert "probed rubric kinayat-explanation-paper@1" in error["msg"]
+    assert "kinayat-explanation@2" in error["msg"]
+    assert client.get("/calibration/reports/latest").json()["id"] == report["id"]  # none stored
+    # a report of judges the run did not probe
+    only_clean = client.post(
+        "/calibration/reports",
+        json={**request, "judges": ["clean"], "probe_run": run.json()["id"]},
+    )
+    assert only_clean.status_code == 201  # clean was probed too: its rows, unmarked
+    clean_run = client.post("/probes", json={**body, "judges": ["clean"], "items": records(2)})
+    elsewhere = client.post(
+        "/calibration/reports",
+        json={**request, "judges": ["verbose"], "probe_run": clean_run.json()["id"]},
+    )
+    assert elsewhere.status_code == 422
+    assert "probed judges clean; none is in this report (verbose)" in elsewhere.json()["detail"][0]["msg"]
+
+    # the nightly report takes the same run, and refuses the other rubric's in one line
+    env = {"QADI_DATABASE_URL": migrated_db}
+    night = run_cli(
+        "report", "nightly", "--rubric", "kinayat-explanation", "--by", "language",
+        "--bootstrap", "50", "--out-dir", str(tmp_path / "nightly"),
+        "--probe-run", run.json()["id"], env=env,
+    )  # fmt: skip
+    assert night.returncode in (0, 3), night.stderr
+    [written] = (tmp_path / "nightly").glob("*.json")
+    nightly = json.loads(written.read_text())
+    rows = {(r["stratum"], r["judge"]): r.get("probes") for r in nightly["trust"]["rows"]}
+    assert rows[("overall", "verbose")] == [overall]
+    assert nightly["probe_run"]["rubric"] == "kinayat-explanation@2"
+    wrong = run_cli(
+        "report", "nightly", "--rubric", "kinayat-explanation", "--out-dir",
+        str(tmp_path / "other"), "--probe-run", paper.json()["id"], env=env,
+    )  # fmt: skip
+    assert wrong.returncode == 2 and "Traceback" not in wrong.stderr
+    assert wrong.stderr.strip().startswith("error: --probe-run: run ")
+    assert "probed rubric kinayat-explanation-paper@1" in wrong.stderr

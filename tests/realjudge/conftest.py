@@ -4,7 +4,9 @@
 QADI_LOCAL_JUDGE_URL, so its install and start overlap the rest of the suite; here the tests
 wait for it (QADI_LOCAL_JUDGE_TIMEOUT seconds, default 1800, failing early if the start
 failed). Without the variable (a developer's `make test`), the same script starts it here,
-and stops it at the end unless it was already running.
+and stops it at the end unless it was already running. The suite hides the user's
+QADI_VLLM_HOME (tests/conftest.py, so `qadi demo` never starts vLLM in a test); these tests
+bring it back around each use of the script (`users_local_judge`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import os
 
 import pytest
 
+from tests.conftest import users_local_judge
+
 
 @pytest.fixture(scope="session")
 def local_judge_url():
@@ -20,11 +24,14 @@ def local_judge_url():
 
     url = local_judge.url_from_environment()
     if url is not None:
-        local_judge.wait_ready(url, float(os.environ.get("QADI_LOCAL_JUDGE_TIMEOUT", "1800")))
+        with users_local_judge():
+            local_judge.wait_ready(url, float(os.environ.get("QADI_LOCAL_JUDGE_TIMEOUT", "1800")))
         yield url
         return
-    already_running = local_judge.status().startswith("ready")
-    url = local_judge.start()
+    with users_local_judge():
+        already_running = local_judge.status().startswith("ready")
+        url = local_judge.start()
     yield url
     if not already_running:
-        local_judge.stop()
+        with users_local_judge():
+            local_judge.stop()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, users_local_judge
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -17,7 +17,8 @@ def test_the_demo_grades_and_calibrates_the_sample_with_a_real_model(local_judge
 
     database_url = f"sqlite:///{tmp_path / 'demo.db'}"
     env = {"QADI_DATA_DIR": str(tmp_path), "QADI_DATABASE_URL": database_url}
-    done = run_cli("demo", "--local-judge", "--no-serve", env=env)
+    with users_local_judge():  # the cache the fixture started the judge from
+        done = run_cli("demo", "--local-judge", "--no-serve", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     written = (tmp_path / "local-judge.yaml").read_text()
     assert "hosted_vllm/smollm2" in written and local_judge_url in written

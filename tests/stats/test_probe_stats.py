@@ -6,18 +6,21 @@ no more often than the FDR level over repeated seeds."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from calibration.probes import CellInput, ProbeStatsOptions, probe_effects, sign_flip_p
 from judges import AnswerRecord
+from judges.builders import ORDER
 from judges.probes import PROBES, ProbeContext
 from service.answers import read_answers
 from tests.conftest import ROOT
 from tests.llm_test_server import planted_rating
-from tests.stats.conftest import Reps, check_rate
+from tests.stats.conftest import EVIDENCE, Reps, check_rate, record
 
 OPTIONS = ProbeStatsOptions(permutations=2000)
 
@@ -129,11 +132,27 @@ PLANTED = {
     "noisy": (*LENGTHENING, *SAME_LENGTH, "position"),
     "verbose": (*LENGTHENING, *SAME_LENGTH),
 }
+BASE_RULE = {"noisy": "clean", "verbose": "verbose"}  # the test double's rule under the noise
+NOISE = (-1, *[0] * 8, 1)  # a judge's grade noise: one point either way, a fifth of the time
+
+
+def _rating(behaviour: str, record: AnswerRecord, seed: int) -> int:
+    """The test double's planted rule (tests/llm_test_server.py) plus the grading noise of
+    a real judge: −1 or +1 a fifth of the time, drawn afresh for every seed from what the
+    judge is shown (its texts and their order), alike on both sides of a pair. So every null
+    cell varies from seed to seed, the original answer's grade included: with the noise of
+    the planted `noisy` rule, a hash of the answer alone, an Arabizi cell's grades were the
+    same at every seed, and a position cell never changed at all."""
+    gold, answer = record.reference or "", record.response
+    rating = planted_rating(BASE_RULE[behaviour], gold, answer)
+    shown = f"{seed}|{behaviour}|{record.metadata.get(ORDER, '')}|{gold}|{answer}"
+    noise = NOISE[int.from_bytes(hashlib.sha256(shown.encode()).digest()[:8], "big") % len(NOISE)]
+    return max(1, min(5, rating + noise))
 
 
 def _cells(answers, seed: int) -> list[CellInput]:
-    """The planted `noisy` judge (unbiased, moved at random by any rewrite) and `verbose`
-    judge (+1 for long answers) graded on the real perturbations of the sample."""
+    """The `noisy` judge (unbiased: the clean rule plus noise) and the `verbose` judge (+1 for
+    long answers, plus the same noise) graded on the sample's real perturbations."""
     cells = []
     for behaviour, probes in PLANTED.items():
         for name in probes:
@@ -143,37 +162,47 @@ def _cells(answers, seed: int) -> list[CellInput]:
                 if not hasattr(pair, "treated"):
                     continue
                 base = pair.baseline or answer
-                cell.add(
-                    planted_rating(behaviour, base.reference or "", base.response),
-                    planted_rating(behaviour, pair.treated.reference or "", pair.treated.response),
-                    {},
-                )
+                cell.add(_rating(behaviour, base, seed), _rating(behaviour, pair.treated, seed), {})
             cells.append(cell)
     return cells
 
 
 def test_an_unbiased_noisy_judge_is_not_flagged_beyond_the_fdr_level_over_seeds():
-    """Over seeds of the perturbations, on the bundled sample (24 items): every cell of the
-    noisy judge and the verbose judge's same-length cells are true nulls; a discovery drawn
-    at random from a run is false at most at the FDR level q, and the verbose judge's
-    planted length effects are found."""
-    reps = Reps(fast=20, long=600).n
+    """Over seeds, on the bundled sample (24 items): every cell of the noisy judge and the
+    verbose judge's same-length cells are true nulls, and each of them varies from seed to
+    seed. The realised false discovery proportion V/max(R, 1), averaged over seeds, is within
+    the BH level q up to its Monte-Carlo error, and the verbose judge's planted length
+    effects are found."""
+    reps = Reps(fast=200, long=2000).n
     answers = _sample()
-    rng = np.random.default_rng(0)
     q = 0.05
     truth = {(j, p): j == "verbose" and p in LENGTHENING for j, ps in PLANTED.items() for p in ps}
-    false, noisy_flagged, found = 0, 0, 0
+    proportions, noisy_flagged, found = [], 0, 0
+    changes: dict[tuple[str, str], set[float]] = {cell: set() for cell in truth}
     for seed in range(reps):
         options = OPTIONS.model_copy(update={"q": q, "seed": seed})
         blocks = probe_effects(_cells(answers, seed), (1, 5), options)
-        false += _random_discovery_is_false(blocks, truth, rng)[1]
+        moved = [b for b in blocks if b["moved"]]
+        false = sum(not truth[(b["judge"], b["probe"])] for b in moved)
+        proportions.append(false / max(len(moved), 1))
         noisy_flagged += any(b["moved"] for b in blocks if b["judge"] == "noisy")
         found += sum(b["moved"] for b in blocks if truth[(b["judge"], b["probe"])])
-    setting = "bundled sample, noisy + verbose planted judges, 11 cells"
-    check_rate("probe run: false discovery rate over seeds", false, reps, q, "at_most", setting)
+        for b in blocks:
+            changes[(b["judge"], b["probe"])].add(round(b["mean_change"], 9))
+    setting = "bundled sample, noisy + verbose planted judges with seeded noise, 11 cells"
+    static = [cell for cell, values in changes.items() if not truth[cell] and len(values) < 10]
+    assert not static, f"null cells that barely vary over {reps} seeds: {static}"
+    fdr = float(np.mean(proportions))
+    # one-sided Monte-Carlo tolerance at the suite's evidence level: z(0.999) standard errors
+    tolerance = stats.norm.ppf(1 - EVIDENCE) * float(np.std(proportions, ddof=1)) / np.sqrt(reps)
+    record("probe run: false discovery proportion over seeds (mean)", fdr, setting)
+    assert fdr <= q + tolerance, (
+        f"mean false discovery proportion {fdr:.3f} over {reps} seeds exceeds q = {q} "
+        f"by more than its Monte-Carlo tolerance {tolerance:.3f}"
+    )
     check_rate(
-        # BH bounds the FDR, not this: a union bound over the 6 noisy cells at BH's threshold
-        # beside the 3 planted discoveries gives 6 · (3 + 1)/11 · q ≈ 2.2q; checked at 3q
+        # BH bounds the FDR, not this: a union bound over the 8 null cells at BH's threshold
+        # beside the 3 planted discoveries gives 8 · (3 + 1)/11 · q ≈ 2.9q; checked at 3q
         "probe run: noisy judge flagged at all",
         noisy_flagged,
         reps,
@@ -181,7 +210,9 @@ def test_an_unbiased_noisy_judge_is_not_flagged_beyond_the_fdr_level_over_seeds(
         "at_most",
         setting,
     )
-    check_rate("probe run: planted length effects found", found, 3 * reps, 0.9, "at_least", setting)
+    # the length effect is +1 on the 13 of 24 answers under 1.5× the gold's words (+0.54),
+    # beside the noise: found about half the time at n = 24 (measured 0.55 over 200 seeds)
+    check_rate("probe run: planted length effects found", found, 3 * reps, 0.45, "at_least", setting)
 
 
 def test_the_sample_file_is_valid_json_lines():

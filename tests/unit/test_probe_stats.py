@@ -48,6 +48,34 @@ def test_one_cell_by_hand():
     assert block["few_changes"] is True
 
 
+def test_a_cell_whose_changes_are_all_equal_is_flagged_with_a_bounded_interval():
+    """18 items all up by exactly one point (a rule-bound judge): the t interval would be
+    [+1, +1]. The share of items changed by +1 is at least the one-sided 95% Clopper-Pearson
+    bound for 18 of 18, and the others change by at most the scale's range (4 points)."""
+    from calibration.probe_render import change_text
+
+    [moved, still] = probe_effects(
+        [cell("j", "self_preference", [(3, 4)] * 18), cell("j", "digits", [(2, 2)] * 24)],
+        (1, 5),
+        OPTIONS,
+    )
+    share = stats.beta.ppf(0.05, 18, 1)  # lower bound of a binomial share at 18 of 18
+    assert moved["ci"] == pytest.approx([share - 4 * (1 - share), share + 4 * (1 - share)])
+    assert moved["ci"][0] > 0.2 and moved["ci"][1] < 1.5  # about [+0.23, +1.46]
+    assert moved["ci_method"] == "bounded" and "all 18 paired changes are +1" in moved["degenerate"]
+    assert moved["p"] < 0.001  # 2^18 sign patterns: 20000 seeded draws, p = 2 (b + 1)/(B + 1)
+    assert change_text(moved) == f"+1.00 [{moved['ci'][0]:+.2f}, {moved['ci'][1]:+.2f}] all 18 equal"
+    nothing = stats.beta.ppf(0.05, 24, 1)
+    assert still["ci"] == pytest.approx([-4 * (1 - nothing), 4 * (1 - nothing)])
+    assert still["degenerate"] and still["p"] == 1.0
+    [varied] = probe_effects([cell("j", "verbosity", PAIRS)], (1, 5), OPTIONS)
+    assert "degenerate" not in varied and varied["ci_method"] == "t"
+    clustered = OPTIONS.model_copy(update={"cluster": "prompt"})
+    attributes = [{"prompt": str(i % 3)} for i in range(18)]
+    [grouped] = probe_effects([cell("j", "p", [(3, 4)] * 18, attributes)], (1, 5), clustered)
+    assert grouped["ci"] is None and "zero width" in grouped["undefined"]
+
+
 @pytest.mark.parametrize("units", [[1.0, -2, 3, 1, 1, 2], [2.0, 2, 2, 2, -1, 3, 1, 1, 1, 2]])
 def test_the_exact_sign_flip_p_equals_scipys_permutation_test(units):
     units = np.array(units)
@@ -70,7 +98,8 @@ def test_clusters_flip_together():
     options = ProbeStatsOptions(cluster="prompt")
     [block] = probe_effects([cell("j", "p", pairs, attributes)], (1, 5), options)
     assert block["clusters"] == 3 and block["p"] == pytest.approx(2 / 8)
-    assert block["ci"] is not None  # no residual variance: the CR1 interval is the point
+    # every change equal: a CR1 interval would be the point [+1, +1], so there is none
+    assert block["ci"] is None and "zero width" in block["undefined"] and block["degenerate"]
     [alone] = probe_effects([cell("j", "p", pairs, [{"prompt": "a"}] * 6)], (1, 5), options)
     assert alone["ci"] is None and "two clusters" in alone["undefined"]
 
@@ -89,12 +118,19 @@ def test_q_values_are_bh_over_every_cell_and_decide_moved():
     assert [b["moved"] for b in blocks] == [True, False, False, False]
 
 
-def test_moved_judges_are_marked_on_the_trust_rows_of_strata_the_probe_applied_to():
-    arabic = [{"language": "ar"}] * 12
+def test_moved_judges_are_marked_with_each_strata_own_effect():
+    """Arabic items all up by one, English items unchanged: the overall mark carries the
+    run's effect (+0.60 over 20 items); the Arabic row its own (+1.00 over 12), and the
+    English row none, though the probe applied to its items (issue 28 audit)."""
+    arabic, english = [{"language": "ar"}] * 12, [{"language": "en"}] * 8
+    pairs = [(2, 3)] * 12 + [(3, 3)] * 8
     probe_report = {
         "id": "run1",
-        "cells": probe_effects([cell("gpt", "verbosity", [(2, 3)] * 12, arabic)], (1, 5), OPTIONS),
+        "cells": probe_effects([cell("gpt", "verbosity", pairs, arabic + english)], (1, 5), OPTIONS),
     }
+    [moved] = probe_report["cells"]
+    assert moved["strata"] == {"language=ar": 12, "language=en": 8}
+    assert moved["strata_change"] == {"language=ar": 1.0, "language=en": 0.0}
     report = {
         "trust": {
             "rows": [
@@ -107,7 +143,10 @@ def test_moved_judges_are_marked_on_the_trust_rows_of_strata_the_probe_applied_t
     }
     mark_trust_rows(report, probe_report)
     rows = report["trust"]["rows"]
-    assert rows[0]["probes"] == ["verbosity +1.00 points, q = 0.00049"]
-    assert rows[1]["probes"] == rows[0]["probes"]
+    q = f"{moved['q']:.2g}"  # 12 changes of +1: exact p = 2/4096, alone in its family
+    assert q == "0.00049"
+    assert rows[0]["probes"] == [f"verbosity +0.60 points, q = {q}"]
+    assert rows[1]["probes"] == [f"verbosity +1.00 points here (n = 12); moved overall +0.60, q = {q}"]
     assert "probes" not in rows[2] and "probes" not in rows[3]
     assert report["probe_run"]["moved"] == ["gpt/verbosity"]
+    assert "not re-tested per stratum" in report["probe_run"]["marks"]

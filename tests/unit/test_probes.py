@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from judges import AnswerRecord, parse_config
+from judges import AnswerRecord, GradeRequest, parse_config
 from judges.probes import PROBES, ProbeContext, ProbeError, Skip, get_probes
 from judges.probes.general import INJECTIONS
 from judges.probes.run import GUARD_SKIP, plan_probes
@@ -50,6 +50,34 @@ def test_diacritics_are_stripped_and_only_certain_ones_added():
     assert strip_diacritics("الشَّمْسُ") == "الشمس"
     assert add_diacritics("الشمس والقمر في القمر") == "الشّمس والقمر في الْقمر"
     assert add_diacritics("قال الله") == "قال الله"  # not the article
+
+
+SHADDA, SUKUN = "\u0651", "\u0652"
+
+
+@pytest.mark.parametrize(
+    ("word", "marked"),
+    [
+        # the relative pronouns double their lam: al-ladhī, al-latī, al-ladhīna
+        ("الذي", "ال" + SHADDA + "ذي"),
+        ("التي", "ال" + SHADDA + "تي"),
+        ("الذين", "ال" + SHADDA + "ذين"),
+        # the article before a sun letter (the letter doubles) and a moon letter (sukun)
+        ("الناس", "الن" + SHADDA + "اس"),
+        ("الذهب", "الذ" + SHADDA + "هب"),
+        ("الوقت", "ال" + SUKUN + "وقت"),
+        # ال that is not the article: form VIII of a lam-initial root (iltizām, iltiqāʾ), and
+        # everyday spellings without the initial hamza (آلية, ألوان, إلكترونية): no mark
+        ("التزام", "التزام"),
+        ("التقاء", "التقاء"),
+        ("الية", "الية"),
+        ("الوان", "الوان"),
+        ("الكترونية", "الكترونية"),
+        ("والدين", "والدين"),  # "parents" or "and the religion": never guessed
+    ],
+)
+def test_added_diacritics_are_the_hand_checked_ones(word, marked):
+    assert add_diacritics(word) == marked
     assert treated("diacritics_strip", answer()).response.startswith("الشمس تشرق")
     assert isinstance(PROBES["diacritics_strip"].perturb(answer("بلا تشكيل هنا"), CONTEXT), Skip)
 
@@ -72,9 +100,9 @@ def test_arabic_probes_skip_english_answers_and_position_skips_single_answer_pro
         outcome = PROBES[name].perturb(answer(ENGLISH), CONTEXT)
         assert outcome == Skip("answer not mostly in Arabic script"), name
     single = ProbeContext(seed=0, paired_prompt=False)
-    assert PROBES["position"].perturb(answer(), single) == Skip("single-answer prompt")
-    swapped = treated("position", answer())
-    assert (swapped.response, swapped.reference) == ("ضوء الشمس في النهار", ARABIC)
+    assert PROBES["position"].perturb(answer(), single) == Skip(
+        "template does not show two texts in order"
+    )
 
 
 def test_dialect_grades_the_given_rewrite_and_skips_items_without_one():
@@ -161,3 +189,97 @@ def test_a_plan_shares_originals_skips_what_does_not_apply_and_lets_the_guard_de
     assert len(originals) == 1 and originals[0].judges == ["claude"]
     assert len(plan.requests) == 2 + 4  # gpt: en1 and its variant; claude: ar1 and 3 variants
     assert plan.skipped[("claude", "verbosity", GUARD_SKIP)] == 1  # en1 is claude's own maker's
+
+
+def test_a_plans_strata_are_the_items_attributes_not_the_probes_inputs():
+    """A rewrite is the dialect probe's input, not a stratum: `dialect_rewrite=<a whole
+    sentence>` must not become a cell's stratum (issue 28 audit)."""
+    rubric = resolve_rubric("kinayat-explanation")
+    metadata = {"language": "ar", "egy": "الشمس بتطلع الصبح", "dialect_rewrite": "الشمس طالعة"}
+    record = answer(metadata=metadata).model_copy(update={"candidate_model": "claude-3-5-sonnet"})
+    probes = get_probes(["dialect", "verbosity"])
+    plan = plan_probes([record], rubric, judges_config(), ["gpt"], probes, 0, rewrite_column="egy")
+    assert {s.probe for s in plan.slots} == {"dialect", "verbosity"}
+    for slot in plan.slots:  # the column the run reads rewrites from is left out
+        assert slot.attributes == {
+            "language": "ar",
+            "dialect_rewrite": "الشمس طالعة",
+            "candidate_model": "claude-3-5-sonnet",
+        }
+    plan = plan_probes([record], rubric, judges_config(), ["gpt"], probes, 0)
+    assert all("dialect_rewrite" not in s.attributes and "egy" in s.attributes for s in plan.slots)
+
+
+def test_position_changes_the_order_of_presentation_not_the_roles():
+    """CALM's position probe: the same two texts, the other order. The answer stays the
+    answer and the reference the reference, each under its own label."""
+    from judges import build_call
+    from judges.fit import template_of
+    from judges.templates import BUNDLED
+
+    record = answer(ARABIC, "p1").model_copy(update={"candidate_model": "claude-3-5-sonnet"})
+    moved = treated("position", record)
+    assert (moved.response, moved.reference) == (record.response, record.reference)
+    assert moved.metadata["presentation_order"] == "answer_first"
+
+    def shown(rubric_id: str, item: AnswerRecord) -> str:
+        rubric = resolve_rubric(rubric_id)
+        call = build_call(template_of(rubric, BUNDLED), GradeRequest.from_answer(rubric, item))
+        return call.messages[-1]["content"]
+
+    labels = ("Gold Explanation:", "Generated Explanation:")
+
+    def under(text: str, label: str) -> str:
+        """What follows `label`, up to the other label or the end of the list of texts."""
+        rest = text.split(label, 1)[1]
+        other = next(x for x in labels if x != label)
+        return rest.split(other, 1)[0].split("Use the following rating scale", 1)[0]
+
+    for rubric_id in ("kinayat-explanation", "kinayat-explanation-paper"):
+        before, after = shown(rubric_id, record), shown(rubric_id, moved)
+        assert before.index(labels[0]) < before.index(labels[1])
+        assert after.index(labels[1]) < after.index(labels[0])
+        for text in (before, after):  # each label still introduces its own text
+            assert ARABIC in under(text, labels[1]) and ARABIC not in under(text, labels[0])
+            assert record.reference in under(text, labels[0])
+        assert sorted(before.splitlines()) == sorted(after.splitlines())  # nothing else moved
+    verses = json.dumps(["شرح البيت الأول"], ensure_ascii=False)
+    gold = json.dumps(["الشرح المرجعي للبيت"], ensure_ascii=False)
+    poem = answer(verses, "poem-1", reference=gold).model_copy(
+        update={"candidate_model": "claude-3-5-sonnet"}
+    )
+    before = json.loads(shown("fann-or-flop-explanation", poem))
+    after = json.loads(shown("fann-or-flop-explanation", treated("position", poem)))
+    assert list(before) == ["id", "title", "ground_truth", "generated"]
+    assert list(after) == ["id", "title", "generated", "ground_truth"]
+    assert after == before and after["generated"][0]["text"] == "شرح البيت الأول"
+    criteria = resolve_rubric("iraqi-linguistic-shaku-maku")  # one answer shown: skipped
+    plan = plan_probes([record], criteria, judges_config(), ["gpt"], get_probes(["position"]), 0)
+    assert plan.slots == []
+    assert plan.skipped[("gpt", "position", "template does not show two texts in order")] == 1
+
+
+def test_a_probe_run_marks_only_a_report_of_its_rubric_and_judge_models():
+    from service.probes import ProbeRunMismatch, check_match
+
+    run = {
+        "id": "r1",
+        "rubric": "kinayat-explanation@2",
+        "judges": ["gpt", "claude"],
+        "judge_models": {"gpt": "openai/gpt-4.1", "claude": "anthropic/claude-3-5-sonnet"},
+    }
+    report = {
+        "judges": {"gpt": {}, "local": {}},
+        "inputs": {
+            "rubric_versions": ["kinayat-explanation@2"],
+            "judge_models": [{"judge": "gpt", "model": "openai/gpt-4.1"}],
+        },
+    }
+    check_match(report, run)  # gpt is in both, the same model; claude is not in the report
+    renamed = {"gpt": "openai/gpt-4o-mini", "claude": "anthropic/claude-3-5-sonnet"}
+    with pytest.raises(ProbeRunMismatch, match="judge gpt is openai/gpt-4o-mini in the run and openai/gpt-4.1 in this report"):
+        check_match(report, {**run, "judge_models": renamed})
+    with pytest.raises(ProbeRunMismatch, match=r"probed rubric kinayat-explanation@1; this report's judgments are under kinayat-explanation@2"):
+        check_match(report, {**run, "rubric": "kinayat-explanation@1"})
+    with pytest.raises(ProbeRunMismatch, match="does not say which rubric"):
+        check_match({"judges": {"gpt": {}}, "inputs": {"source": "grades.csv"}}, run)

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import Counter
 
 import pytest
 
-from judges import Grader, GradeRequest, parse_config
+from judges import Grader, GradeRequest, JudgeResult, parse_config
 from judges.client import JudgeClient
 from judges.standins import agreement, rating_for, stand_in_grade
-from rubrics import library_rubric
+from rubrics import library_rubric, parse_rubric
 from tests.conftest import ROOT
 
 REFERENCE = "Nothing great is achieved alone; people must cooperate."
@@ -97,3 +98,58 @@ def test_an_unknown_stand_in_is_a_provider_error_naming_the_known_ones():
 def test_the_maker_of_a_stand_in_is_known_to_the_guard(behaviour):
     config = stand_ins(behaviour)
     assert config.maker_of_judge(config.model_list[0]) == "qadi-stand-in"
+
+
+def test_a_stand_in_is_marked_by_its_route_and_explains_every_grade():
+    """Renamed in the judges file, a stand-in is still marked (`stand_in`, from its model's
+    route) and a 1-5 reply, which has room for the rating alone, still carries a rationale
+    that says it is a stand-in (issue 26 audit)."""
+    config = parse_config({"model_list": [
+        {"model_name": "house-judge", "litellm_params": {"model": "qadi-stand-in/good"}},
+    ]})
+    scale = GradeRequest(
+        rubric=library_rubric("kinayat-explanation"), response=f"It means: {REFERENCE}",
+        reference=REFERENCE, candidate_model="gpt-4o",
+    )
+    grader = Grader(config)
+    [result] = asyncio.run(grader.grade(grader.plan(scale))).results
+    assert result.raw_reply == '{"rating": 5}'  # the reply the schema allows
+    assert result.stand_in is True and result.model_dump(mode="json")["stand_in"] is True
+    agreement_text = f"{agreement(scale.response, REFERENCE):.2f}"
+    assert result.rationale == (
+        f"STAND-IN 'good', not a model: word agreement with the reference {agreement_text} -> 5; "
+        "the reference-agreement rating, off by one point one time in ten"
+    )
+    # a 1-5 scale rubric with the neutral template: a scores reply, also explained
+    neutral = parse_rubric({"kind": "scale", "id": "support", "scale": {"min": 1, "max": 5},
+                            "dimensions": [{"id": "overall"}]})
+    [scored] = asyncio.run(grader.grade(grader.plan(
+        scale.model_copy(update={"rubric": neutral})))).results
+    assert scored.status == "ok" and scored.rationale.startswith("STAND-IN 'good', not a model")
+    real = JudgeResult(judge="gpt", model="openai/gpt-4o", status="ok", cache_key="k",
+                       template="t@1", template_hash="h", rubric_ref="r@1", rubric_hash="h")
+    assert real.stand_in is False
+
+
+def test_a_calibration_report_badges_its_stand_ins_everywhere_it_names_them():
+    from calibration.calibrate import CalibrationOptions, calibrate
+    from calibration.interchange import GradeRow
+    from calibration.render import to_html, to_markdown
+
+    rows = []
+    for i in range(40):
+        truth = 1 + i % 5
+        rows += [GradeRow(item_id=f"i{i}", rater=f"sme{r}", rater_kind="human",
+                          score=min(5, max(1, truth + (i + r) % 3 - 1))) for r in range(3)]
+        rows += [GradeRow(item_id=f"i{i}", rater=j, rater_kind="judge", score=truth)
+                 for j in ("house-judge", "gpt")]
+    options = CalibrationOptions(scale_min=1, scale_max=5, bootstrap=50)
+    report = calibrate(rows, options, {"stand_ins": ["house-judge"]})
+    assert report["judges"]["house-judge"]["stand_in"] is True
+    assert "stand_in" not in report["judges"]["gpt"]  # shown only when true
+    assert {r["judge"] for r in report["trust"]["rows"] if r["stand_in"]} == {"house-judge"}
+    markdown, html = to_markdown(report), to_html(report)
+    assert "| house-judge **[STAND-IN]** |" in markdown and "| gpt **[STAND-IN]**" not in markdown
+    trust_map = html.split('id="trust-map"', 1)[1].split("</section>", 1)[0]
+    assert re.search(r'<tr><td>house-judge <span class="stand-in" title="[^"]+">STAND-IN</span></td>', trust_map)
+    assert "<tr><td>gpt</td>" in trust_map

@@ -248,6 +248,23 @@ def test_an_inline_template_renders_the_users_text_and_is_hashed_by_content():
     assert changed.ref == "support-judge@2" and changed.hash != template.hash
 
 
+def test_inline_templates_are_kept_for_the_most_recently_used_only():
+    """Every request may send a new inline text: the parsed ones are an LRU cache, so a
+    long-lived service does not keep them all (issue 26 audit)."""
+    registry = TemplateRegistry()
+    kept = 256  # TemplateRegistry.INLINE_KEPT
+    texts = [{**USER_TEMPLATE, "system": f"You grade support reply {i}."} for i in range(kept + 2)]
+    first, second = registry.resolve(texts[0]), registry.resolve(texts[1])
+    for text in texts[2:kept]:
+        registry.resolve(text)
+    assert registry.resolve(texts[0]) is first  # used again: now the most recent
+    registry.resolve(texts[kept])  # one over the bound: the least recently used goes
+    registry.resolve(texts[kept + 1])
+    assert registry.resolve(texts[0]) is first
+    again = registry.resolve(texts[1])
+    assert again is not second and again.hash == second.hash  # parsed anew, the same template
+
+
 def test_a_request_can_name_another_template_for_the_same_rubric():
     rubric = parse_rubric(MY_SCALE)
     req = request(rubric, template=USER_TEMPLATE)

@@ -76,6 +76,8 @@ def test_the_quick_start_runs_as_written(tmp_path):
         if not key.startswith("QADI_") and key != "VIRTUAL_ENV"
     }
     env["QADI_DATA_DIR"] = str(tmp_path / "data")  # not the user's ~/.local/share/qadi
+    # a newcomer's machine: no local judge installed (`make run` would grade with it)
+    env["QADI_VLLM_HOME"] = str(tmp_path / "no-local-judge")
     if own_network():
         command = ["unshare", "-rn", "bash", "-c", 'ip link set lo up && exec bash -c "$0"', script]
     else:
@@ -99,11 +101,13 @@ def test_the_quick_start_runs_as_written(tmp_path):
     assert "pip install" not in transcript, "make run reinstalled although its stamp is fresh"
     assert "judges   stand-in-good (qadi-stand-in/good)," in transcript  # the demo's banner
     assert "STAND-INS grade deterministically" in transcript
+    assert "local judge not installed (no vLLM environment in" in transcript
     assert re.search(r'"status": "ok",\s+"aggregate"', transcript), "POST /judge did not grade"
     assert re.search(r'"inserted": ?450', transcript), "the expert grades were not imported"
     report = (repo / "report.html").read_text(encoding="utf-8")
     trust_map = report.split('id="trust-map"', 1)[1].split("</section>", 1)[0]
-    rows = dict(re.findall(r"<tr><td>([\w-]+)</td>(.*?)</tr>", trust_map, re.DOTALL))
+    badged = r'<tr><td>([\w-]+) <span class="stand-in" title="[^"]*">STAND-IN</span></td>(.*?)</tr>'
+    rows = dict(re.findall(badged, trust_map, re.DOTALL))  # every stand-in badged as one
     assert set(rows) == {"stand-in-good", "stand-in-noisy", "stand-in-lenient"}, trust_map
     assert "✓" in rows["stand-in-good"] and "✗" not in rows["stand-in-good"]
     assert "✗" in rows["stand-in-noisy"] and "✗" in rows["stand-in-lenient"]

@@ -271,6 +271,13 @@ class JudgeInfo(BaseModel):
     name: Annotated[str, Field(title="Name")]
     model: Annotated[str, Field(title="Model")]
     maker: Annotated[str | None, Field(title="Maker")]
+    stand_in: Annotated[
+        bool,
+        Field(
+            description="a stand-in judge (qadi-stand-in/...): no model behind it",
+            title="Stand In",
+        ),
+    ] = False
     substitute: Annotated[str | None, Field(title="Substitute")]
     reachable: Annotated[
         bool | None,
@@ -420,6 +427,13 @@ class ProbeRunRequest(BaseModel):
     limit: Annotated[
         Limit | None, Field(description="only the first N answers", title="Limit")
     ] = None
+    dry_run: Annotated[
+        bool,
+        Field(
+            description="answer 200 with the planned judge calls, pairs, skipped items and a cost estimate; no call is made and nothing is stored",
+            title="Dry Run",
+        ),
+    ] = False
 
 
 class Queued(BaseModel):
@@ -860,6 +874,13 @@ class JudgeResult(BaseModel):
     template_hash: Annotated[str, Field(title="Template Hash")]
     rubric_ref: Annotated[str, Field(title="Rubric Ref")]
     rubric_hash: Annotated[str, Field(title="Rubric Hash")]
+    stand_in: Annotated[
+        bool,
+        Field(
+            description="a stand-in judge (judges/standins.py): deterministic, no model behind it; known by its model's route (qadi-stand-in/...), whatever the judge's name",
+            title="Stand In",
+        ),
+    ]
 
 
 class JudgmentOut(BaseModel):
@@ -921,6 +942,13 @@ class JudgmentOut(BaseModel):
     candidate_model: Annotated[str, Field(title="Candidate Model")]
     metadata: Annotated[dict[str, Any], Field(title="Metadata")]
     created_at: Annotated[datetime, Field(title="Created At")]
+    stand_in: Annotated[
+        bool,
+        Field(
+            description="a stand-in judge (judges/standins.py): deterministic, no model behind it; known by its model's route (qadi-stand-in/...), whatever the judge's name",
+            title="Stand In",
+        ),
+    ]
 
 
 class JudgmentPage(BaseModel):
