@@ -223,12 +223,8 @@ class TrustDecider:
 
     def stop(self, result: JudgeResult) -> bool:
         """For a cascade: does this stage's verdict stand (later stages not called)?"""
-        return (
-            self.judge_trust(result, self.calibrations[cascade_key(self.policy.cascade)], {})[
-                0
-            ].status
-            == "trusted"
-        )
+        cascade = self.calibrations[cascade_key(self.policy.cascade)]
+        return self.judge_trust(result, cascade, {}).status == "trusted"
 
     def outcome(self, results: list[JudgeResult], audit_draw: float) -> TrustOutcome:
         """Each judge's trust, the verdict that stands (the first trusted, in panel or
@@ -242,46 +238,40 @@ class TrustDecider:
             if problem is not None:
                 judged.append((_uncalibrated(result, problem), None))
                 continue
-            judged.append(self.judge_trust(result, self.calibrations[evaluator], scores))
+            calibration = self.calibrations[evaluator]
+            judged.append((self.judge_trust(result, calibration, scores), calibration))
+        common = {"stratum": self.stratum, "policy": self.policy, "judges": [t for t, _ in judged]}
         trusted = next(((t, c) for t, c in judged if t.status == "trusted"), None)
-        common = {
-            "stratum": self.stratum,
-            "policy": self.policy,
-            "judges": [t for t, _ in judged],
-        }
         if trusted is None:
             return TrustOutcome(
                 status="escalated",
                 judge=None,
                 score=None,
-                reason=_escalation_reason(judged),
+                reason=_escalation_reason([t for t, _ in judged]),
                 queued=Queued(reason="escalated", inclusion_prob=1.0),
                 **common,
             )
         verdict, calibration = trusted
         audited = audit_draw < self.policy.audit_rate
+        audit = Queued(reason="audit", inclusion_prob=self.policy.audit_rate)
         return TrustOutcome(
             status="trusted",
             judge=verdict.judge,
             score=scores[verdict.judge],
             guarantee=_guarantee(calibration),
-            queued=Queued(reason="audit", inclusion_prob=self.policy.audit_rate)
-            if audited
-            else None,
+            queued=audit if audited else None,
             **common,
         )
 
     def judge_trust(
         self, result: JudgeResult, calibration: Calibration, scores: Mapping[str, float | None]
-    ) -> tuple[JudgeTrust, Calibration]:
+    ) -> JudgeTrust:
         """One judge's verdict against one calibration (a cascade's applies to each stage)."""
         if result.status != "ok" or result.score is None:
-            return _status(
-                result, None, "no_verdict", f"the judge's call ended {result.status}"
-            ), calibration
+            return _status(result, None, "no_verdict", f"the judge's call ended {result.status}")
         expired = _expired(calibration, result)
         if expired is not None:
-            return _uncalibrated(result, expired), calibration
+            return _uncalibrated(result, expired)
         confidence = self._confidence(result, calibration, scores)
         threshold = calibration.threshold.threshold
         if confidence is None:
@@ -290,14 +280,14 @@ class TrustDecider:
                 if self.policy.confidence == "token"
                 else "no other judge of the panel gave a verdict"
             )
-            return _status(result, None, "no_confidence", why, threshold), calibration
+            return _status(result, None, "no_confidence", why, threshold)
         if threshold is None:
             why = "no threshold passed at calibration: the judge abstains on every item here"
-            return _status(result, confidence, "abstained", why), calibration
+            return _status(result, confidence, "abstained", why)
         if confidence < threshold:
             why = f"confidence {confidence:.3g} below the threshold {threshold:.3g}"
-            return _status(result, confidence, "abstained", why, threshold), calibration
-        return _status(result, confidence, "trusted", None, threshold), calibration
+            return _status(result, confidence, "abstained", why, threshold)
+        return _status(result, confidence, "trusted", None, threshold)
 
     def _confidence(
         self, result: JudgeResult, calibration: Calibration, scores: Mapping[str, float | None]
@@ -346,11 +336,11 @@ def _expired(calibration: Calibration, result: JudgeResult) -> str | None:
     return None
 
 
-def _escalation_reason(judged: list[tuple[JudgeTrust, Calibration | None]]) -> str:
+def _escalation_reason(judged: list[JudgeTrust]) -> str:
     if not judged:
         return "no judge answered"
     return "no trusted verdict: " + "; ".join(
-        f"{t.judge}: {t.status}" + (f" ({t.reason})" if t.reason else "") for t, _ in judged
+        f"{t.judge}: {t.status}" + (f" ({t.reason})" if t.reason else "") for t in judged
     )
 
 
