@@ -19,7 +19,7 @@ from rubrics import library_rubric, library_rubrics
 from service.answers import read_answers
 from service.auth import SCOPES, create_key, verify_key
 from service.cli.app import app, console, fail
-from service.cli.serve import serve
+from service.cli.serve import run_server
 from service.db.engine import open_database, session_scope, upgrade
 from service.settings import get_settings
 from service.stores.answers import ensure_responses
@@ -101,7 +101,7 @@ def demo(
         highlight=False,
     )
     if not no_serve:
-        serve(host="127.0.0.1", port=port, workers=1, judges_config=judges_path, database_url=None)
+        run_server("127.0.0.1", port, judges_config=judges_path)
 
 
 def demo_key(url: str, key_file: Path) -> str:

@@ -39,6 +39,22 @@ def serve(
     """Serve the API (docs at /docs). Refuses an unmigrated database, and an open (auth off)
     service on a non-loopback address unless --insecure is given. With --workers above 1
     the Prometheus counters of every worker are added up at /metrics."""
+    run_server(host, port, workers, judges_config, database_url, insecure, keep_alive)
+
+
+def run_server(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    judges_config: Path | None = None,
+    database_url: str | None = None,
+    insecure: bool = False,
+    keep_alive: float | None = None,
+) -> None:
+    """`qadi serve` as a plain function, for other commands (`qadi demo`) to call: its
+    defaults are values, where the typer command's are OptionInfo objects that a direct
+    call would hand on to uvicorn (issue 31: `timeout_keep_alive` became an OptionInfo and
+    every response logged a TypeError)."""
     if judges_config is not None:
         os.environ["QADI_JUDGES_CONFIG"] = str(judges_config)
     if database_url is not None:
