@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from calibration.interchange import GradeFormatError, GradeRow
+from calibration.interchange import GradeFormatError, GradeRow, row_numbers
 from service.db.schema import HumanGradeRow, utcnow
 from service.json_checks import check_text
 
@@ -27,14 +27,15 @@ def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) ->
     take a fraction of a second. Within one upload the last row of a pair wins, and the
     answer says so: `duplicates` (only when there are any) counts the rows that repeat a
     pair of an earlier row and lists the first of them, numbered from `first_row` as the
-    parser numbers rows (2 for CSV). inserted + updated + duplicates = rows.
+    parser numbers rows (2 for CSV; a JSON Lines file's line numbers, blank lines counted,
+    as its validation errors say). inserted + updated + duplicates = rows.
     """
     if not rows:  # an INSERT of no rows would insert one row of defaults
         return {"inserted": 0, "updated": 0}
     latest: dict[tuple[str, str], GradeRow] = {}
     first_seen: dict[tuple[str, str], int] = {}
     repeated: list[dict[str, Any]] = []
-    for number, row in enumerate(rows, start=first_row):
+    for number, row in zip(row_numbers(rows, first_row), rows, strict=True):
         pair = (row.item_id, row.rater)
         if pair in latest:
             repeated.append(
@@ -87,7 +88,7 @@ def check_storable(rows: list[GradeRow], first_row: int = 1) -> None:
     """Refuse text the database cannot hold as given (NUL; lone surrogates, which only a JSON
     escape can produce), every problem named by row (numbered from `first_row`, 2 for CSV as
     the parser numbers them) and field."""
-    numbered = enumerate(rows, start=first_row)
+    numbered = zip(row_numbers(rows, first_row), rows, strict=True)
     problems = [p for number, row in numbered for p in _unstorable(number, row)]
     if problems:
         raise GradeFormatError(problems)

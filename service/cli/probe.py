@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from service.cli.app import app, console, fail, open_grading, out, split_names
-from service.cli.progress import progress_bar
+from service.cli.progress import grading_task, progress_bar
 
 
 @app.command()
@@ -118,7 +118,7 @@ def probe(
     stats = BatchStats()
     try:
         with progress_bar() as progress:
-            task = progress.add_task("probe", total=len(plan.requests), errors=0, cost="$0.0000")
+            task = grading_task(progress, "probe", len(plan.requests))
 
             def advance(graded) -> None:
                 progress.update(

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from service.cli.app import app, console, fail, grading_for, out, split_names
-from service.cli.progress import progress_bar
+from service.cli.progress import grading_task, progress_bar
 
 
 class Engine(StrEnum):
@@ -130,7 +130,7 @@ def regrade(
     started = time.perf_counter()
     try:
         with progress_bar() as progress:
-            task = progress.add_task("regrade", total=len(requests), errors=0, cost="$0.0000")
+            task = grading_task(progress, "regrade", len(requests))
             stats = BatchStats()
 
             def advance(graded) -> None:

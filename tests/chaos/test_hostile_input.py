@@ -402,3 +402,21 @@ def test_duplicate_pairs_in_one_upload_are_reported_with_their_rows(service):
     again = service.post("/grades", scope="grades", json=[{"item_id": "i1", "rater": "r",
                                                            "rater_kind": "human", "score": 2}])
     assert again.json() == {"inserted": 0, "updated": 1}  # no duplicates key when none
+
+
+def test_duplicates_in_json_lines_are_numbered_by_line_as_errors_are(service):
+    """Blank lines are skipped but counted: a duplicate is named by the line the file shows,
+    the number a validation error in that file would give it."""
+    line = '{{"item_id": "i1", "rater": "r", "rater_kind": "human", "score": {}}}'
+    text = "\n".join([line.format(1), "", "", line.format(2), "", line.format("true")])
+    headers = {"Content-Type": "application/jsonl"}
+    refused = service.post("/grades", scope="grades", content=text, headers=headers)
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0]["msg"].startswith("row 6: score:")
+    uploaded = service.post(
+        "/grades", scope="grades", content=text.rsplit("\n", 2)[0], headers=headers
+    )
+    assert uploaded.status_code == 200, uploaded.text
+    assert uploaded.json()["duplicates"]["rows"] == [
+        {"row": 4, "item_id": "i1", "rater": "r", "repeats_row": 1}
+    ]
