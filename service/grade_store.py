@@ -19,8 +19,11 @@ _UPSERT_INSERT = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 SHOWN_DUPLICATES = 10  # rows listed by `duplicates`; the count covers them all
 
 
-def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) -> dict[str, Any]:
-    """Insert new (item_id, rater) grades; a re-imported pair replaces the old score.
+def upsert_grades(
+    session: Session, project: str, rows: list[GradeRow], first_row: int = 1
+) -> dict[str, Any]:
+    """Insert new (item_id, rater) grades of `project`; a re-imported pair replaces the old
+    score (another project's same pair is another grade, untouched).
 
     One `INSERT ... ON CONFLICT DO UPDATE` for all rows instead of a SELECT per row: the
     database settles concurrent uploads of the same pairs (no IntegrityError), and 30k rows
@@ -49,6 +52,7 @@ def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) ->
     now = utcnow()
     values = [
         {
+            "project": project,
             "item_id": row.item_id,
             "rater": row.rater,
             "rater_kind": row.rater_kind,
@@ -63,7 +67,7 @@ def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) ->
     statement = insert(HumanGradeRow)
     replaced = statement.excluded
     upsert = statement.on_conflict_do_update(
-        index_elements=["item_id", "rater"],
+        index_elements=["project", "item_id", "rater"],
         set_={
             "rater_kind": replaced.rater_kind,
             "score": replaced.score,
@@ -76,7 +80,9 @@ def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) ->
     # An inserted row carries this upload's created_at; an updated one keeps its own older
     # one. Counting them afterwards costs one query instead of a lookup per row.
     inserted = session.scalar(
-        select(func.count()).select_from(HumanGradeRow).where(HumanGradeRow.created_at == now)
+        select(func.count())
+        .select_from(HumanGradeRow)
+        .where(HumanGradeRow.project == project, HumanGradeRow.created_at == now)
     )
     counts: dict[str, Any] = {"inserted": inserted, "updated": len(latest) - inserted}
     if repeated:

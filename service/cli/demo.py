@@ -21,6 +21,7 @@ from service.auth import SCOPES, create_key, verify_key
 from service.cli.app import app, console, fail
 from service.cli.serve import run_server
 from service.db.engine import open_database, session_scope, upgrade
+from service.projects import DEFAULT_PROJECT
 from service.settings import get_settings
 from service.stores.answers import ensure_responses
 from service.stores.rubrics import save_rubric
@@ -30,14 +31,16 @@ STAND_INS = SAMPLE / "judges.yaml"
 
 
 def load_sample(url: str) -> dict[str, int]:
-    """Store the library rubrics and the sample answers (idempotent). The sample's human
-    grades are not loaded: importing them is a step of the README's quick start."""
+    """Store the library rubrics and the sample answers in the default project (idempotent).
+    The sample's human grades are not loaded: importing them is a step of the README's
+    quick start."""
     answers: list[AnswerRecord] = read_answers(SAMPLE / "answers.jsonl")
     with session_scope(open_database(url)) as session:
         for rubric in library_rubrics():
-            save_rubric(session, rubric)
+            save_rubric(session, DEFAULT_PROJECT, rubric)
         ensure_responses(
             session,
+            DEFAULT_PROJECT,
             [GradeRequest.from_answer(library_rubric(a.rubric_id), a) for a in answers],
         )
     return {"answers": len(answers), "rubrics": len({a.rubric_id for a in answers})}

@@ -205,7 +205,7 @@ def test_twenty_identical_concurrent_uploads_leave_one_row_per_pair(migrated_db)
         start.wait()
         try:
             with session_scope(sessions) as session:
-                upsert_grades(session, rows)
+                upsert_grades(session, "default", rows)
         except BaseException as exc:  # noqa: BLE001 - the test reports whatever escaped
             errors.append(exc)
 
