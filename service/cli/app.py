@@ -76,7 +76,7 @@ def main(
 
 PROJECT_HELP = (
     "the project whose data this reads and writes (default: QADI_PROJECT, else 'default'; "
-    "`qadi projects list`)"
+    "see qadi projects list)"
 )
 
 

@@ -23,7 +23,7 @@ app.add_typer(projects_app, name="projects")
 def projects_create(
     name: str = typer.Argument(..., help="lowercase letters, digits, . _ -"),
 ) -> None:
-    """Create a project (`qadi keys create --project NAME` also creates a missing one)."""
+    """Create a project; qadi keys create --project NAME also creates a missing one."""
     try:
         with session_scope(open_database(get_settings().database_url)) as session:
             made = ensure_project(session, name)
@@ -37,13 +37,13 @@ def projects_list() -> None:
     """List projects with their number of active keys."""
     with session_scope(open_database(get_settings().database_url)) as session:
         active = (
-            select(ApiKeyRow.project, func.count().label("keys"))
+            select(ApiKeyRow.project, func.count().label("active_keys"))
             .where(ApiKeyRow.revoked_at.is_(None))
             .group_by(ApiKeyRow.project)
             .subquery()
         )
         rows = session.execute(
-            select(ProjectRow.name, ProjectRow.created_at, active.c.keys)
+            select(ProjectRow.name, ProjectRow.created_at, active.c.active_keys)
             .outerjoin(active, active.c.project == ProjectRow.name)
             .order_by(ProjectRow.name)
         ).all()

@@ -13,8 +13,8 @@ from pathlib import Path
 import typer
 import uvicorn
 
-from service.cli.app import app, console, fail
-from service.db.engine import make_engine, require_migrated
+from service.cli.app import app, chosen_project, console, fail
+from service.db.engine import make_engine, open_database, require_migrated
 from service.metrics import MULTIPROC_ENV
 from service.settings import get_settings
 
@@ -66,6 +66,8 @@ def run_server(
             "127.0.0.1, turn auth on, or pass --insecure if this network is trusted"
         )
     require_migrated(make_engine(get_settings().database_url))  # refused in QadiGroup
+    if get_settings().auth == "off":  # every caller is QADI_PROJECT's: it must exist
+        chosen_project(open_database(get_settings().database_url), None)
     check_judges_config(get_settings().judges_config)
     with shared_metrics(workers):
         uvicorn.run(

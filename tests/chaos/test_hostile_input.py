@@ -316,11 +316,12 @@ def test_the_schema_refuses_an_ok_judgment_without_a_score(tmp_path):
     from sqlalchemy import create_engine, insert
     from sqlalchemy.exc import IntegrityError
 
-    from service.db.schema import Base, ItemRow, JudgmentRow, ResponseRow
+    from service.db.schema import Base, ItemRow, JudgmentRow, ProjectRow, ResponseRow
 
     engine = create_engine(f"sqlite:///{tmp_path / 'check.db'}")
     Base.metadata.create_all(engine)
     judgment = {
+        "project": "default",
         "response_id": 1,
         "judge": "gpt-judge",
         "judge_model": "m",
@@ -332,11 +333,13 @@ def test_the_schema_refuses_an_ok_judgment_without_a_score(tmp_path):
         "template_hash": "h",
     }
     with engine.begin() as connection:
+        connection.execute(insert(ProjectRow).values(name="default"))
         connection.execute(insert(ItemRow).values(id=1, content_hash="i", prompt="p"))
         connection.execute(
             insert(ResponseRow).values(
-                id=1, content_hash="r", item_id=1, item_key="i", candidate_model="c", text="t"
-            )
+                id=1, project="default", content_hash="r", item_id=1, item_key="i",
+                candidate_model="c", text="t",
+            )  # fmt: skip
         )
         connection.execute(insert(JudgmentRow).values(id="a", score=3.0, **judgment))
         connection.execute(insert(JudgmentRow).values(id="b", **{**judgment, "status": "failed"}))

@@ -18,15 +18,25 @@ import pytest
 import yaml
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from sqlalchemy import delete, inspect, select, text
 from starlette.routing import Mount, Route
 
 from service.app import create_app
 from service.auth import create_key
 from service.calibration_store import store_report
-from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.db.engine import (
+    current_revision,
+    downgrade,
+    head_revision,
+    make_engine,
+    make_sessionmaker,
+    session_scope,
+    upgrade,
+)
+from service.db.schema import HumanGradeRow, JudgmentRow
 from service.projects import ensure_project
 from service.settings import Settings
-from tests.conftest import judges_config_data
+from tests.conftest import judges_config_data, run_cli
 from tests.integration.test_service_api import rubric_body, verdict
 
 A, B = "team-a", "team-b"
@@ -393,3 +403,93 @@ def test_an_open_service_serves_the_project_qadi_project_names(world, migrated_d
         )
         found = open_service.get(f"/judgments/{world.ids['judgment']}")
         assert (found.status_code == 200) is sees, found.text
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def project_rows(url: str, table, **where) -> list[str]:
+    """The `project` of every row of `table` matching `where`."""
+    with session_scope(make_sessionmaker(make_engine(url))) as session:
+        query = select(table.project)
+        for key, value in where.items():
+            query = query.where(getattr(table, key) == value)
+        return list(session.scalars(query))
+
+
+def test_the_cli_works_on_the_project_it_is_given(migrated_db, llm_server, tmp_path):
+    env = {"QADI_DATABASE_URL": migrated_db}
+    made = run_cli("keys", "create", "--scopes", "judge", "--project", "team-y", env=env)
+    assert made.returncode == 0 and "created project team-y" in made.stderr
+    assert "team-y" in run_cli("keys", "list", env=env).stdout
+    assert run_cli("projects", "create", "team-x", env=env).returncode == 0
+    listed = run_cli("projects", "list", env=env).stdout
+    assert all(name in listed for name in ("default", "team-x", "team-y"))
+    bad = run_cli("projects", "create", "Team X", env=env)
+    assert bad.returncode == 2 and "is not a project name" in bad.stderr
+
+    grades = tmp_path / "grades.csv"
+    grades.write_text("item_id,rater,rater_kind,score\n" + "".join(
+        f"a{i},sme,human,{1 + i % 5}\na{i},gpt-judge,judge,{1 + (i + 1) % 5}\n" for i in range(8)
+    ))  # fmt: skip
+    imported = run_cli("grades", "import", str(grades), "--project", "team-x", env=env)
+    assert imported.returncode == 0, imported.stderr
+    assert set(project_rows(migrated_db, HumanGradeRow)) == {"team-x"}
+    typo = run_cli("grades", "import", str(grades), "--project", "team-z", env=env)
+    assert typo.returncode == 2 and "--project: no project 'team-z'" in typo.stderr
+    from_env = run_cli("grades", "import", str(grades), env={**env, "QADI_PROJECT": "team-y"})
+    assert json.loads(from_env.stdout)["inserted"] == 16  # team-y's pairs, not team-x's
+    for project, items in (("team-x", 8), ("default", 0)):  # default has none of team-x's
+        out = tmp_path / f"{project}.json"
+        report = run_cli("calibrate", "--from-db", "--scale", "1-5", "--bootstrap", "0",
+                         "--out", str(out), "--project", project, env=env)  # fmt: skip
+        assert report.returncode == 0, report.stderr
+        assert json.loads(out.read_text())["n_items"] == items
+
+    config = tmp_path / "judges.yaml"
+    config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(json.dumps({"item_id": "a1", "response": "شكو يعني شنو اكو",
+                                   "candidate_model": "Qwen/Qwen2.5-7B-Instruct"}) + "\n")
+    regrade = ["regrade", str(answers), "--rubric", "iraqi-linguistic-shaku-maku",
+               "--judges", "gpt-judge", "--config", str(config)]  # fmt: skip
+    for project, calls in (("team-x", 1), ("team-x", 1), ("default", 2)):
+        done = run_cli(*regrade, "--project", project, env=env)
+        assert done.returncode == 0, done.stderr
+        assert llm_server.calls() == calls  # a project's stored verdict serves it alone
+    assert sorted(project_rows(migrated_db, JudgmentRow)) == ["default", "team-x"]
+
+
+# --- the migration ------------------------------------------------------------------------------
+
+
+def test_migration_0009_files_rows_under_default_and_downgrades_only_when_it_can(db_url):
+    upgrade(db_url, "0008_inclusion_prob")
+    engine = make_engine(db_url)
+    with engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO human_grades (item_id, rater, rater_kind, score, attributes, created_at) "
+            "VALUES ('i1', 'sme', 'human', 3, '{}', CURRENT_TIMESTAMP)"
+        ))  # fmt: skip
+    engine.dispose()
+    upgrade(db_url)
+    assert project_rows(db_url, HumanGradeRow) == ["default"]
+    with session_scope(make_sessionmaker(make_engine(db_url))) as session:
+        ensure_project(session, A)  # the same (item, rater) in another project is allowed
+        session.add(HumanGradeRow(project=A, item_id="i1", rater="sme", rater_kind="human",
+                                  score=5, attributes={}))  # fmt: skip
+    with pytest.raises(RuntimeError, match="projects other than 'default' hold rows"):
+        downgrade(db_url, "0008_inclusion_prob")
+    assert current_revision(make_engine(db_url)) == head_revision(db_url)
+    with session_scope(make_sessionmaker(make_engine(db_url))) as session:
+        session.execute(delete(HumanGradeRow).where(HumanGradeRow.project == A))
+    downgrade(db_url, "0008_inclusion_prob")
+    engine = make_engine(db_url)
+    assert "projects" not in inspect(engine).get_table_names()
+    assert "project" not in {c["name"] for c in inspect(engine).get_columns("human_grades")}
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT item_id, score FROM human_grades")).all() == [
+            ("i1", 3.0)
+        ]
+    engine.dispose()
+    upgrade(db_url)
