@@ -34,7 +34,7 @@ from service.db.engine import (
     upgrade,
 )
 from service.db.schema import HumanGradeRow, JudgmentRow
-from service.projects import ensure_project
+from service.projects import ProjectError, ensure_project
 from service.settings import Settings
 from tests.conftest import judges_config_data, run_cli
 from tests.integration.test_service_api import rubric_body, verdict
@@ -403,6 +403,8 @@ def test_an_open_service_serves_the_project_qadi_project_names(world, migrated_d
         )
         found = open_service.get(f"/judgments/{world.ids['judgment']}")
         assert (found.status_code == 200) is sees, found.text
+    with pytest.raises(ProjectError, match="no project 'team-typo'"):  # refused at start
+        create_app(Settings(database_url=migrated_db, auth="off", project="team-typo"))
 
 
 # --- the command line ---------------------------------------------------------------------------

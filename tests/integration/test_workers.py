@@ -107,8 +107,8 @@ def test_metrics_add_up_every_workers_counters(two_workers, llm_server_process):
         health = counter(text, "qadi_http_requests_total", method="GET", route="/healthz",
                          status="200")
         assert health - health_before == sent
-        assert counter(text, "qadi_judge_calls_total", judge="gpt-judge", status="ok",
-                       project="default") == 10
+        assert counter(text, "qadi_judge_calls_total", judge="gpt-judge", project="default",
+                       status="ok") == 10
         assert counter(text, "qadi_judge_tokens_total", judge="gpt-judge", kind="prompt",
                        project="default") == 1000
     assert llm_server_process.calls() == 10
