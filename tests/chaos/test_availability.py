@@ -157,16 +157,20 @@ def _exhaust_connections(seconds: float):
                 return
 
     def take() -> list:
+        """Every free slot, then the service's connections cut and their slots taken, until
+        a round finds none of its connections left: under load the service may open one in
+        the moment a cut backend frees its slot, and that one is cut in the next round."""
         held: list = []
-        fill(held)  # every free slot, then the service's connections cut and their slots
-        held[0].execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> "
-            "pg_backend_pid() AND datname = current_database() AND application_name <> %s",
-            (HOG,),
-        )
-        for _ in range(20):  # a terminated backend frees its slot a moment later
+        for _ in range(100):
             fill(held)
-            time.sleep(0.05)
+            cut = held[0].execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> "
+                "pg_backend_pid() AND datname = current_database() AND application_name <> %s",
+                (HOG,),
+            ).fetchall()
+            if not cut:  # every slot held here, none of the service's: it can open none
+                return held
+            time.sleep(0.05)  # a terminated backend frees its slot a moment later
         return held
 
     async def event() -> None:
