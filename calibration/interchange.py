@@ -88,6 +88,25 @@ class LabelRow(_Grade):
 Row = GradeRow | LabelRow
 
 
+class Rows(list):
+    """Parsed rows, each with the number problems name it by (`numbers`): a CSV's row, a
+    JSON Lines file's line (blank lines are skipped, yet counted), a list's position. Later
+    steps (storage checks, the duplicates an upload reports) number rows the same way."""
+
+    def __init__(self, rows: Iterable[Row] = (), numbers: Iterable[int] = ()) -> None:
+        super().__init__(rows)
+        self.numbers = list(numbers)
+
+
+def row_numbers(rows: list[Row], first_row: int = 1) -> list[int]:
+    """The numbers of `rows` as their parser gave them; counted from `first_row` for rows
+    that did not come from a parser."""
+    numbers = getattr(rows, "numbers", None)
+    if numbers is not None and len(numbers) == len(rows):
+        return numbers
+    return list(range(first_row, first_row + len(rows)))
+
+
 def parse_records(
     records: Iterable[dict[str, Any]], first_row: int = 1, level: str | None = None
 ) -> list[Row]:
@@ -101,12 +120,13 @@ def _validate(
     level: str | None = None,
 ):
     """Collect every problem before refusing, so one pass over a file finds them all."""
-    rows: list[Row] = []
+    rows = Rows()
     problems = list(problems or [])
     model = LabelRow if level == "nominal" else GradeRow
     for number, record in numbered:
         try:
             rows.append(_row(record, model))
+            rows.numbers.append(number)
         except ValidationError as exc:
             for err in exc.errors():
                 field = ".".join(str(p) for p in err["loc"]) or "row"

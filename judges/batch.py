@@ -95,11 +95,14 @@ class BatchGrader:
         store: JudgmentStore,
         options: BatchOptions | None = None,
         slots: asyncio.Semaphore | None = None,
+        scope: str | None = None,
     ) -> None:
         """`slots` shares another batch grader's bound on calls in flight (a probe run in
-        the service counts against the same judge concurrency as live grading)."""
+        the service counts against the same judge concurrency as live grading); `scope` is
+        the namespace of every cache key it plans (a qadi project; `judges.cache`)."""
         self.grader = grader
         self.store = store
+        self.scope = scope
         self.options = options or BatchOptions()
         self.slots = slots or asyncio.Semaphore(max(1, self.options.concurrency))
         self._rubric_hashes: dict[int, tuple[Any, str]] = {}
@@ -108,7 +111,7 @@ class BatchGrader:
         """The plan, or the reason the request cannot be graded (returned, not raised, so
         one bad answer does not stop a batch)."""
         try:
-            return self.grader.plan(request, self._rubric_hash(request))
+            return self.grader.plan(request, self._rubric_hash(request), self.scope)
         except REFUSALS as exc:
             return exc
 

@@ -22,8 +22,12 @@ def cache_key(
     rubric_hash: str,
     request: GradeRequest,
     call: JudgeCall,
+    scope: str | None = None,
 ) -> str:
-    """Everything that can change a verdict, canonically hashed (dict order cannot matter).
+    """Everything that can change a verdict, canonically hashed (dict order cannot matter),
+    in the namespace `scope` (a qadi project): keys of different scopes never match, so one
+    namespace never reuses, nor learns of, another's verdicts. None is the unscoped
+    namespace, whose keys are those made before scopes existed.
 
     The rendered messages are included because some templates send more than the answer
     (Fann or Flop sends the item id and title); they and the response_format are those of
@@ -44,6 +48,8 @@ def cache_key(
     if entry.top_logprobs:
         # a result stored without token probabilities does not answer a call that asks for them
         fields["top_logprobs"] = entry.top_logprobs
+    if scope is not None:
+        fields["scope"] = scope
     return content_hash(fields)
 
 

@@ -85,9 +85,12 @@ class Grader:
             self._fits[key] = template_of(rubric, self.templates, override)
         return self._fits[key]
 
-    def plan(self, request: GradeRequest, rhash: str | None = None) -> PlannedGrade:
+    def plan(
+        self, request: GradeRequest, rhash: str | None = None, scope: str | None = None
+    ) -> PlannedGrade:
         """Raises GuardError, RequestError, TemplateError or JudgeConfigError for a request
-        that cannot be graded; `rhash` saves rehashing a rubric shared by many requests."""
+        that cannot be graded; `rhash` saves rehashing a rubric shared by many requests;
+        `scope` is the namespace of its cache keys (`judges.cache.cache_key`)."""
         rhash = rhash or rubric_hash(request.rubric)
         template = self.template_for(request.rubric, request.template, rhash)
         panel = choose_panel(
@@ -98,7 +101,12 @@ class Grader:
         for name in self._may_answer(panel.judges):
             entry = self.config.judge(name)
             plan.keys[name] = cache_key(
-                entry, template, plan.rubric_hash, request, plan.call_for(entry.output_mode)
+                entry,
+                template,
+                plan.rubric_hash,
+                request,
+                plan.call_for(entry.output_mode),
+                scope,
             )
         return plan
 

@@ -25,10 +25,11 @@ from service.api import (
     rubrics,
     sme,
 )
-from service.db.engine import open_database, storage_guard
+from service.db.engine import open_database, session_scope, storage_guard
 from service.errors import StorageUnavailable
 from service.grading import GradingService
 from service.middleware import BodySizeLimit, HttpMetrics
+from service.projects import require_project
 from service.settings import Settings, get_settings
 
 log = logging.getLogger("qadi")
@@ -43,9 +44,13 @@ A grade is never made up: failed judge calls are stored and reported with their 
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the app; refuses an unmigrated database (run `qadi db upgrade`)."""
+    """Build the app; refuses an unmigrated database (run `qadi db upgrade`), and without
+    keys (QADI_AUTH=off) a QADI_PROJECT that names no project."""
     settings = settings or get_settings()
     sessions = open_database(settings.database_url, settings.database_wait_seconds)
+    if settings.auth == "off":
+        with session_scope(sessions) as session:
+            require_project(session, settings.project)
     grader = Grader(load_config(settings.judges_config)) if settings.judges_config else None
     if grader is None:
         log.warning("no judges configured (QADI_JUDGES_CONFIG); POST /judge will answer 503")

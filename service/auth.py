@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.db.schema import ApiKeyRow
+from service.projects import DEFAULT_PROJECT, require_project
 
 SCOPES = ("judge", "grades", "admin")
 
@@ -27,14 +28,24 @@ def _hash(secret: str) -> str:
     return "sha256:" + hashlib.sha256(secret.encode()).hexdigest()
 
 
-def create_key(session: Session, name: str, scopes: list[str]) -> str:
+def create_key(
+    session: Session, name: str, scopes: list[str], project: str = DEFAULT_PROJECT
+) -> str:
+    """A new key of `project` (which must exist: `service.projects.ensure_project`)."""
     unknown = sorted(set(scopes) - set(SCOPES))
     if unknown or not scopes:
         raise ScopeError(f"scopes: unknown {unknown or 'none given'}; choose from {list(SCOPES)}")
+    require_project(session, project)
     prefix = secrets.token_hex(4)
     key = f"qadi_{prefix}_{secrets.token_urlsafe(32)}"
     session.add(
-        ApiKeyRow(name=name, prefix=prefix, key_hash=_hash(key), scopes=",".join(sorted(scopes)))
+        ApiKeyRow(
+            name=name,
+            prefix=prefix,
+            key_hash=_hash(key),
+            scopes=",".join(sorted(scopes)),
+            project=project,
+        )
     )
     session.flush()
     return key

@@ -1,7 +1,7 @@
 """Prometheus gauges of the latest stored calibration reports, so a team can alert on a
-judge from Prometheus: per report kind (adhoc | nightly) and scope (rubric, or `all`), per
-judge and stratum (`overall` or `ATTR=VALUE`), the MAD, the signed error and the alt-test
-verdict of the trust map, plus when the report was made (to alert on a stale one).
+judge from Prometheus: per project, report kind (adhoc | nightly) and scope (rubric, or
+`all`), per judge and stratum (`overall` or `ATTR=VALUE`), the MAD, the signed error and the
+alt-test verdict of the trust map, plus when the report was made (to alert on a stale one).
 
 Read from the database at scrape time (GET /metrics), so every replica reports the same
 values and nothing is kept in process memory.
@@ -23,24 +23,30 @@ from service.db.schema import CalibrationReportRow
 
 VERDICTS = ("replace", "not_replacement", "insufficient")
 ERRORS = {"mad": "qadi_calibration_mad", "signed_error": "qadi_calibration_signed_error"}
-LABELS = ["kind", "scope", "judge", "stratum"]
+LABELS = ["project", "kind", "scope", "judge", "stratum"]
 
 
 def latest_reports(session: Session) -> list[Row]:
-    """The newest report of each (kind, scope), in one query at every scrape, reading only
-    the JSON report (not the stored HTML and Markdown)."""
+    """The newest report of each (project, kind, scope), in one query at every scrape,
+    reading only the JSON report (not the stored HTML and Markdown)."""
     table = CalibrationReportRow
     newest_first = func.row_number().over(
-        partition_by=(table.kind, table.scope),
+        partition_by=(table.project, table.kind, table.scope),
         order_by=(table.created_at.desc(), table.id.desc()),
     )
     ranked = select(
-        table.kind, table.scope, table.report, table.created_at, newest_first.label("rank")
+        table.project,
+        table.kind,
+        table.scope,
+        table.report,
+        table.created_at,
+        newest_first.label("rank"),
     ).subquery()
+    columns = (ranked.c.project, ranked.c.kind, ranked.c.scope)
     return session.execute(
-        select(ranked.c.kind, ranked.c.scope, ranked.c.report, ranked.c.created_at)
+        select(*columns, ranked.c.report, ranked.c.created_at)
         .where(ranked.c.rank == 1)
-        .order_by(ranked.c.kind, ranked.c.scope)
+        .order_by(*columns)
     ).all()
 
 
@@ -61,11 +67,11 @@ class CalibrationCollector(Collector):
         )
         made = GaugeMetricFamily(
             "qadi_calibration_report_timestamp_seconds",
-            "When the latest report of this kind and scope was made (Unix time)",
-            labels=["kind", "scope"],
+            "When the latest report of this project, kind and scope was made (Unix time)",
+            labels=["project", "kind", "scope"],
         )
         for row in self.reports:
-            base = [row.kind, row.scope or "all"]
+            base = [row.project, row.kind, row.scope or "all"]
             made.add_metric(base, row.created_at.replace(tzinfo=UTC).timestamp())
             for judge, stratum, values in _blocks(row.report):
                 for key, family in errors.items():

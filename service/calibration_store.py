@@ -1,5 +1,7 @@
 """Calibration over the database: grade rows from human grades and stored judgments, and
-stored reports (ad hoc and nightly); drift itself is computed by `calibration.drift`."""
+stored reports (ad hoc and nightly); drift itself is computed by `calibration.drift`.
+Everything here works on one project's data (service/projects.py): a report computes over
+its project's grades and judgments only and is stored in that project."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from rubrics import PenaltyWeightedRubric, Rubric
 from service.db.filters import not_a_probe, rubric_matches
 from service.db.schema import CalibrationReportRow, HumanGradeRow, JudgmentRow, ResponseRow
 from service.grade_store import grade_from_row
+from service.projects import Tenant
 from service.stores.rubrics import RubricNotFound, get_rubric
 from service.stores.trust import save_thresholds
 
@@ -55,8 +58,8 @@ def judge_rows(judge: str, judgment: JudgmentRow, score: str) -> list[tuple[str,
     return pairs
 
 
-def scale_of_rubric(session: Session, rubric: str) -> tuple[float, float, str]:
-    found = get_rubric(session, rubric)
+def scale_of_rubric(session: Session, project: str, rubric: str) -> tuple[float, float, str]:
+    found = get_rubric(session, project, rubric)
     if isinstance(found, PenaltyWeightedRubric):
         return 0.0, 100.0, "interval"
     return float(found.scale.min), float(found.scale.max), "ordinal"
@@ -69,8 +72,11 @@ def criterion_weights(rubric: Rubric) -> dict[str, float]:
     return {}
 
 
-def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow], dict[str, Any]]:
-    """Human grades plus the latest ok judgment per (item, judge) in the selection.
+def rows_from_db(
+    session: Session, project: str, selection: Selection
+) -> tuple[list[GradeRow], dict[str, Any]]:
+    """Human grades plus the latest ok judgment per (item, judge) in the selection, of
+    `project` only.
 
     Failed judgments (parse errors, provider errors) are not grades: they are counted in
     the returned inputs so the report can say how many were excluded. Probe answers
@@ -79,7 +85,7 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
     query = (
         select(JudgmentRow, ResponseRow)
         .join(ResponseRow, JudgmentRow.response_id == ResponseRow.id)
-        .where(not_a_probe())
+        .where(JudgmentRow.project == project, not_a_probe())
     )
     if selection.judges:
         query = query.where(JudgmentRow.judge.in_(selection.judges))
@@ -91,7 +97,7 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
         query = query.where(JudgmentRow.created_at >= selection.since)
     if selection.until:
         query = query.where(JudgmentRow.created_at < selection.until)
-    on_scale = _ScaleFilter(session, None if selection.rubric else selection.scale)
+    on_scale = _ScaleFilter(session, project, None if selection.rubric else selection.scale)
     off_scale: set[str] = set()  # items judged under a rubric of another scale
     latest: dict[tuple[str, str], tuple[JudgmentRow, ResponseRow]] = {}
     failures: dict[str, int] = {}
@@ -142,7 +148,7 @@ def rows_from_db(session: Session, selection: Selection) -> tuple[list[GradeRow]
     items = {item for item, _ in latest}
     off_scale -= items
     imported_judges: set[str] = set()
-    for grade in session.scalars(select(HumanGradeRow)):
+    for grade in session.scalars(select(HumanGradeRow).where(HumanGradeRow.project == project)):
         if (narrowed and grade.item_id not in items) or grade.item_id in off_scale:
             continue
         if grade.rater_kind == "judge" and selection.judges and grade.rater not in selection.judges:
@@ -197,8 +203,10 @@ class _ScaleFilter:
     (issue 16 item 4). A rubric the database does not hold (an inline one) is kept: its
     scores still meet the out-of-scale check, which names them."""
 
-    def __init__(self, session: Session, scale: tuple[float, float] | None) -> None:
-        self.session, self.scale = session, scale
+    def __init__(
+        self, session: Session, project: str, scale: tuple[float, float] | None
+    ) -> None:
+        self.session, self.project, self.scale = session, project, scale
         self.known: dict[str, bool] = {}
 
     def __call__(self, rubric_ref: str) -> bool:
@@ -206,7 +214,7 @@ class _ScaleFilter:
             return True
         if rubric_ref not in self.known:
             try:
-                low, high, _ = scale_of_rubric(self.session, rubric_ref)
+                low, high, _ = scale_of_rubric(self.session, self.project, rubric_ref)
                 self.known[rubric_ref] = (low, high) == tuple(map(float, self.scale))
             except RubricNotFound:
                 self.known[rubric_ref] = True
@@ -214,7 +222,7 @@ class _ScaleFilter:
 
 
 def with_stored_rubric_weights(
-    session: Session, options: CalibrationOptions, inputs: dict[str, Any]
+    session: Session, project: str, options: CalibrationOptions, inputs: dict[str, Any]
 ) -> CalibrationOptions:
     """Without weights given, the criterion weights of the rubric the judgments used, when
     they all used one rubric version (so per-criterion points at stake are known)."""
@@ -222,7 +230,7 @@ def with_stored_rubric_weights(
     if options.criterion_weights or len(refs) != 1:
         return options
     try:
-        weights = criterion_weights(get_rubric(session, refs[0]))
+        weights = criterion_weights(get_rubric(session, project, refs[0]))
     except RubricNotFound:
         return options
     return options.model_copy(update={"criterion_weights": weights})
@@ -246,6 +254,7 @@ def render_report(
 
 def store_report(
     session: Session,
+    project: str,
     kind: str,
     scope: str,
     rendered: tuple[dict[str, Any], str, str],
@@ -253,6 +262,7 @@ def store_report(
 ) -> CalibrationReportRow:
     report, markdown, html = rendered
     row = CalibrationReportRow(
+        project=project,
         kind=kind,
         scope=scope,
         report=report,
@@ -263,16 +273,22 @@ def store_report(
     )
     session.add(row)
     session.flush()
-    save_thresholds(session, row.id, report)
+    save_thresholds(session, project, row.id, report)
     return row
 
 
-def nightly_history(session: Session, scope: str, limit: int = 60) -> list[dict[str, Any]]:
-    """The overall numbers of the last `limit` stored nightly reports of this scope, oldest
-    first, for the trend section."""
+def nightly_history(
+    session: Session, project: str, scope: str, limit: int = 60
+) -> list[dict[str, Any]]:
+    """The overall numbers of the last `limit` stored nightly reports of this project and
+    scope, oldest first, for the trend section."""
     rows = session.scalars(
         select(CalibrationReportRow)
-        .where(CalibrationReportRow.kind == "nightly", CalibrationReportRow.scope == scope)
+        .where(
+            CalibrationReportRow.project == project,
+            CalibrationReportRow.kind == "nightly",
+            CalibrationReportRow.scope == scope,
+        )
         .order_by(CalibrationReportRow.created_at.desc(), CalibrationReportRow.id.desc())
         .limit(limit)
     ).all()
@@ -284,11 +300,13 @@ def nightly_history(session: Session, scope: str, limit: int = 60) -> list[dict[
 
 def latest_report(
     session: Session,
+    tenant: Tenant,
     kind: str | None = None,
     scope: str | None = None,
     before: datetime | None = None,
 ) -> CalibrationReportRow | None:
-    query = select(CalibrationReportRow)
+    """The newest report the tenant may read (of every project, for an admin key)."""
+    query = select(CalibrationReportRow).where(tenant.visible(CalibrationReportRow.project))
     if kind:
         query = query.where(CalibrationReportRow.kind == kind)
     if scope is not None:
@@ -298,3 +316,10 @@ def latest_report(
     return session.scalars(
         query.order_by(CalibrationReportRow.created_at.desc(), CalibrationReportRow.id.desc())
     ).first()
+
+
+def get_report(session: Session, tenant: Tenant, report_id: str) -> CalibrationReportRow | None:
+    """A stored report by id, when the tenant may read it; None as for an unknown id, so
+    another project's ids cannot be told from ids that do not exist."""
+    row = session.get(CalibrationReportRow, report_id)
+    return row if row is not None and tenant.owns(row.project) else None

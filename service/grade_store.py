@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from calibration.interchange import GradeFormatError, GradeRow
+from calibration.interchange import GradeFormatError, GradeRow, row_numbers
 from service.db.schema import HumanGradeRow, utcnow
 from service.json_checks import check_text
 
@@ -19,22 +19,26 @@ _UPSERT_INSERT = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 SHOWN_DUPLICATES = 10  # rows listed by `duplicates`; the count covers them all
 
 
-def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) -> dict[str, Any]:
-    """Insert new (item_id, rater) grades; a re-imported pair replaces the old score.
+def upsert_grades(
+    session: Session, project: str, rows: list[GradeRow], first_row: int = 1
+) -> dict[str, Any]:
+    """Insert new (item_id, rater) grades of `project`; a re-imported pair replaces the old
+    score (another project's same pair is another grade, untouched).
 
     One `INSERT ... ON CONFLICT DO UPDATE` for all rows instead of a SELECT per row: the
     database settles concurrent uploads of the same pairs (no IntegrityError), and 30k rows
     take a fraction of a second. Within one upload the last row of a pair wins, and the
     answer says so: `duplicates` (only when there are any) counts the rows that repeat a
     pair of an earlier row and lists the first of them, numbered from `first_row` as the
-    parser numbers rows (2 for CSV). inserted + updated + duplicates = rows.
+    parser numbers rows (2 for CSV; a JSON Lines file's line numbers, blank lines counted,
+    as its validation errors say). inserted + updated + duplicates = rows.
     """
     if not rows:  # an INSERT of no rows would insert one row of defaults
         return {"inserted": 0, "updated": 0}
     latest: dict[tuple[str, str], GradeRow] = {}
     first_seen: dict[tuple[str, str], int] = {}
     repeated: list[dict[str, Any]] = []
-    for number, row in enumerate(rows, start=first_row):
+    for number, row in zip(row_numbers(rows, first_row), rows, strict=True):
         pair = (row.item_id, row.rater)
         if pair in latest:
             repeated.append(
@@ -48,6 +52,7 @@ def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) ->
     now = utcnow()
     values = [
         {
+            "project": project,
             "item_id": row.item_id,
             "rater": row.rater,
             "rater_kind": row.rater_kind,
@@ -63,7 +68,7 @@ def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) ->
     statement = insert(HumanGradeRow)
     replaced = statement.excluded
     upsert = statement.on_conflict_do_update(
-        index_elements=["item_id", "rater"],
+        index_elements=["project", "item_id", "rater"],
         set_={
             "rater_kind": replaced.rater_kind,
             "score": replaced.score,
@@ -77,7 +82,9 @@ def upsert_grades(session: Session, rows: list[GradeRow], first_row: int = 1) ->
     # An inserted row carries this upload's created_at; an updated one keeps its own older
     # one. Counting them afterwards costs one query instead of a lookup per row.
     inserted = session.scalar(
-        select(func.count()).select_from(HumanGradeRow).where(HumanGradeRow.created_at == now)
+        select(func.count())
+        .select_from(HumanGradeRow)
+        .where(HumanGradeRow.project == project, HumanGradeRow.created_at == now)
     )
     counts: dict[str, Any] = {"inserted": inserted, "updated": len(latest) - inserted}
     if repeated:
@@ -89,7 +96,7 @@ def check_storable(rows: list[GradeRow], first_row: int = 1) -> None:
     """Refuse text the database cannot hold as given (NUL; lone surrogates, which only a JSON
     escape can produce), every problem named by row (numbered from `first_row`, 2 for CSV as
     the parser numbers them) and field."""
-    numbered = enumerate(rows, start=first_row)
+    numbered = zip(row_numbers(rows, first_row), rows, strict=True)
     problems = [p for number, row in numbered for p in _unstorable(number, row)]
     if problems:
         raise GradeFormatError(problems)

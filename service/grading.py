@@ -44,10 +44,11 @@ from service.errors import (
 )
 from service.limits import Admission, RateLimit, SharedLimits, check_sizes, request_deadline
 from service.outcomes import REFUSED, as_outcome, body_rubric, outcome_of, rejection, replayed
+from service.projects import DEFAULT_PROJECT
 from service.settings import Settings
 from service.stores import requests
 from service.stores.group import GroupCommit
-from service.stores.judgments import SqlJudgmentStore, find_done_in, write_judgments
+from service.stores.judgments import find_done_in, project_batcher, write_judgments
 from service.stores.trust import enqueue, find_calibrations
 
 log = logging.getLogger("qadi")
@@ -71,9 +72,16 @@ class GradingService:
     ) -> None:
         self.settings = settings
         self.factory = factory
-        self.store = SqlJudgmentStore(factory)
-        options = BatchOptions(concurrency=settings.judge_concurrency)
-        self.batch = BatchGrader(grader, self.store, options) if grader is not None else None
+        self.options = BatchOptions(concurrency=settings.judge_concurrency)
+        # the default project's batch core; `batch_for` gives each project its own, sharing
+        # the grader (its connections, cooldowns and single-flight) and the calls-in-flight
+        # bound, with the project's cache keys and store
+        self.batch = (
+            project_batcher(grader, factory, DEFAULT_PROJECT, self.options)
+            if grader is not None
+            else None
+        )
+        self._batches: dict[str, BatchGrader] = {DEFAULT_PROJECT: self.batch}
         self.stale_after = timedelta(seconds=request_deadline(grader))
         self.admission = Admission(settings.judge_concurrency)
         # the key's rate: shared by every process on PostgreSQL, else this process's own
@@ -87,16 +95,30 @@ class GradingService:
         self._preparing = GroupCommit(factory, self._prepare_all)
         self._closing = GroupCommit(factory, self._finish_all)
 
-    async def judge(self, body: Any, key: str | None, api_key_id: int | None) -> dict[str, Any]:
-        [outcome] = await self.judge_many([body], [key], api_key_id)
+    def batch_for(self, project: str) -> BatchGrader:
+        """The batch core of `project` (its cache keys and judgments are its own)."""
+        if self.batch is None:
+            raise NotConfigured("no judges configured: set QADI_JUDGES_CONFIG to a judges YAML")
+        found = self._batches.get(project)
+        if found is None:
+            found = self._batches[project] = project_batcher(
+                self.batch.grader, self.factory, project, self.options, self.batch.slots
+            )
+        return found
+
+    async def judge(
+        self, body: Any, key: str | None, api_key_id: int | None, project: str
+    ) -> dict[str, Any]:
+        [outcome] = await self.judge_many([body], [key], api_key_id, project)
         if isinstance(outcome, ServiceError):
             raise outcome
         return outcome
 
     async def judge_many(
-        self, bodies: list[Any], keys: list[str | None], api_key_id: int | None
+        self, bodies: list[Any], keys: list[str | None], api_key_id: int | None, project: str
     ) -> list[dict[str, Any] | ServiceError]:
-        """One outcome per body, in order: the grading response, or the error for it."""
+        """One outcome per body, in order: the grading response, or the error for it. Every
+        request, rubric, answer and judgment is `project`'s."""
         if self.batch is None:
             raise NotConfigured("no judges configured: set QADI_JUDGES_CONFIG to a judges YAML")
         outcomes: list[dict[str, Any] | ServiceError | None] = [None] * len(bodies)
@@ -110,7 +132,7 @@ class GradingService:
             items.append(_Item(index, body, key))
         try:
             if items:
-                await self._judge_checked(items, api_key_id, outcomes)
+                await self._judge_checked(items, api_key_id, project, outcomes)
         finally:
             self.admission.release(sum(item.slots for item in items))
         return outcomes  # type: ignore[return-value]
@@ -140,9 +162,13 @@ class GradingService:
                 "busy: the judge calls in flight are at the limit; retry shortly"
             )
 
-    async def _judge_checked(self, items: list[_Item], api_key_id, outcomes: list) -> None:
+    async def _judge_checked(
+        self, items: list[_Item], api_key_id, project: str, outcomes: list
+    ) -> None:
         try:
-            known, elsewhere = await self._preparing.submit((items, api_key_id, outcomes))
+            known, elsewhere = await self._preparing.submit(
+                (items, api_key_id, project, outcomes)
+            )
         except (StorageUnavailable, DBAPIError) as exc:
             for item in items:
                 outcomes[item.index] = _storage_error(exc)
@@ -165,15 +191,17 @@ class GradingService:
                 for item in planned
             )
         )
-        answers = [self._answer(item, g) for item, g in zip(planned, graded, strict=True)]
+        answers = [
+            self._answer(item, g, project) for item, g in zip(planned, graded, strict=True)
+        ]
         finished = [
             (item.claim, g, answer)
             for item, g, answer in zip(planned, graded, answers, strict=True)
         ]
         try:
-            landed = await self._closing.submit(finished)
+            landed = await self._closing.submit((project, finished))
         except StorageUnavailable as exc:
-            self._finish_later(finished)
+            self._finish_later(project, finished)
             for item in planned:
                 outcomes[item.index] = exc
             return
@@ -194,19 +222,21 @@ class GradingService:
         """The requests waiting to start, in one transaction: claim, resolve and plan each
         item, then look up the stored verdicts for every key any plan may call. With shared
         limits, the calls to make are leased; those leased elsewhere are returned to wait for."""
-        rubrics: dict[str, Rubric] = {}  # by rubric_id: looked up once per transaction
-        for items, _, outcomes in jobs:  # a round run again (see GroupCommit) starts afresh
+        # by (project, rubric_id): looked up once per transaction, never across projects
+        rubrics: dict[tuple[str, str], Rubric] = {}
+        for items, _, _, outcomes in jobs:  # a round run again (see GroupCommit) starts afresh
             self._reset(items, outcomes)
         if self.shared is not None:
-            self.shared.lock(session, [api_key_id for _, api_key_id, _ in jobs])
-        for items, api_key_id, outcomes in jobs:
-            self._prepare(session, items, api_key_id, outcomes, rubrics)
-        planned = [item.plan for items, _, _ in jobs for item in items if item.plan]
+            self.shared.lock(session, [api_key_id for _, api_key_id, _, _ in jobs])
+        for items, api_key_id, project, outcomes in jobs:
+            self._prepare(session, items, api_key_id, project, outcomes, rubrics)
+        # cache keys carry their project (`project_batcher`): one lookup serves every job
+        planned = [item.plan for items, _, _, _ in jobs for item in items if item.plan]
         keys = [k for plan in planned for k in plan.keys.values()]
         known = find_done_in(session, keys, ("ok",)) if keys else {}
-        for items, _, outcomes in jobs:
+        for items, _, _, outcomes in jobs:
             self._admit(session, items, outcomes, known)
-        plans = [item.plan for items, _, _ in jobs for item in items if item.plan]
+        plans = [item.plan for items, _, _, _ in jobs for item in items if item.plan]
         elsewhere: set[str] = set()
         if self.shared is not None:
             to_call = {plan.keys[n] for plan in plans for n in plan.panel.judges} - known.keys()
@@ -221,9 +251,16 @@ class GradingService:
             outcomes[item.index] = None
 
     def _prepare(
-        self, session: Session, items: list[_Item], api_key_id, outcomes: list, rubrics: dict
+        self,
+        session: Session,
+        items: list[_Item],
+        api_key_id,
+        project: str,
+        outcomes: list,
+        rubrics: dict,
     ) -> None:
         stale_before = utcnow() - self.stale_after
+        batch = self.batch_for(project)
         for item in items:
             if self.shared is not None:
                 try:
@@ -233,7 +270,9 @@ class GradingService:
                     continue
             body_hash = content_hash(item.body.model_dump(mode="json"))
             try:
-                claimed = requests.claim(session, item.key, body_hash, api_key_id, stale_before)
+                claimed = requests.claim(
+                    session, project, item.key, body_hash, api_key_id, stale_before
+                )
             except ServiceError as exc:
                 outcomes[item.index] = exc
                 continue
@@ -244,16 +283,17 @@ class GradingService:
             try:
                 rubric = body_rubric(
                     session,
+                    project,
                     item.body,
                     self.settings.max_criteria,
                     rubrics,
-                    self.batch.grader.template_for,
+                    batch.grader.template_for,
                 )
                 request = GradeRequest.from_body(rubric, item.body)
                 policy = getattr(item.body, "trust", None)
                 if policy is not None and policy.cascade:
                     request = request.model_copy(update={"judges": policy.cascade})
-                plan = self.batch.plan(request)
+                plan = batch.plan(request)
                 if isinstance(plan, Exception):
                     raise plan
             except REFUSED as exc:
@@ -264,49 +304,50 @@ class GradingService:
                 continue
             item.plan = plan
             if policy is not None:
-                item.trust = _decider(session, policy, plan)
+                item.trust = _decider(session, project, policy, plan)
 
-    def _answer(self, item: _Item, graded: Graded) -> tuple[str, dict[str, Any]]:
+    def _answer(self, item: _Item, graded: Graded, project: str) -> tuple[str, dict[str, Any]]:
         for judged in graded.result.results:
-            metrics.observe_judge(judged)
+            metrics.observe_judge(judged, project)
         outcome, payload = outcome_of(item.claim.id, graded.result)
         if item.trust is not None and graded.result.status != "failed":
             trust = item.trust.outcome(graded.result.results, _audit_draw(item.claim.id))
-            metrics.observe_trust(trust)
+            metrics.observe_trust(trust, project)
             payload["trust"] = trust.model_dump(mode="json")
         return outcome, payload
 
-    def _finish_all(self, session: Session, jobs: list[list]) -> list[list[bool]]:
+    def _finish_all(self, session: Session, jobs: list[tuple[str, list]]) -> list[list[bool]]:
         """Each request's judgments and its answer, in one transaction: a crash leaves all or
         none (a request left pending is retried, or closed as abandoned by the reaper). A
         request another attempt has taken over keeps that attempt's judgments only; which
-        requests landed is returned, per job."""
+        requests landed is returned, per job (a project and its finished requests)."""
         landed = [
             [
                 requests.finish(session, claimed, outcome, payload)
                 for claimed, _, (outcome, payload) in job
             ]
-            for job in jobs
+            for _, job in jobs
         ]
-        kept = [
-            (claimed, graded, payload)
-            for job, kept in zip(jobs, landed, strict=True)
-            for (claimed, graded, (_, payload)), k in zip(job, kept, strict=True)
-            if k
-        ]
-        write_judgments(session, [graded for _, graded, _ in kept])
-        enqueue(
-            session,
-            [
-                (claimed.id, graded.request, TrustOutcome.model_validate(payload["trust"]))
-                for claimed, graded, payload in kept
-                if (payload.get("trust") or {}).get("queued")
-            ],
-        )
+        for (project, job), landed_here in zip(jobs, landed, strict=True):
+            kept = [
+                (claimed, graded, payload)
+                for (claimed, graded, (_, payload)), k in zip(job, landed_here, strict=True)
+                if k
+            ]
+            write_judgments(session, project, [graded for _, graded, _ in kept])
+            enqueue(
+                session,
+                project,
+                [
+                    (claimed.id, graded.request, TrustOutcome.model_validate(payload["trust"]))
+                    for claimed, graded, payload in kept
+                    if (payload.get("trust") or {}).get("queued")
+                ],
+            )
         if self.shared is not None:  # kept or not, these calls are over
             called = {
                 r.cache_key
-                for job in jobs
+                for _, job in jobs
                 for _, g, _ in job
                 for r in g.result.results
                 if not r.cached  # a shared result's call is ended by the request that made it
@@ -314,7 +355,9 @@ class GradingService:
             self.shared.release(session, called)
         return landed
 
-    def _finish_later(self, finished: list[tuple[requests.Claim, Graded, Any]]) -> None:
+    def _finish_later(
+        self, project: str, finished: list[tuple[requests.Claim, Graded, Any]]
+    ) -> None:
         """The database failed after the judges answered: keep the grades and write them
         when it is back, so the calls are not lost and a retry replays them."""
 
@@ -325,7 +368,7 @@ class GradingService:
                 waited += delay
                 try:
                     await asyncio.to_thread(
-                        storage_guard, self.factory, self._finish_all, [finished]
+                        storage_guard, self.factory, self._finish_all, [(project, finished)]
                     )
                     return
                 except StorageUnavailable:
@@ -349,14 +392,17 @@ class GradingService:
         return closed
 
 
-def _decider(session: Session, policy: Any, plan: PlannedGrade) -> TrustDecider:
+def _decider(session: Session, project: str, policy: Any, plan: PlannedGrade) -> TrustDecider:
     """The request's trust policy with the calibrations it needs, looked up in the prepare
-    transaction (the newest stored report that calibrated them for this α, δ, stratum)."""
+    transaction (the project's newest stored report that calibrated them for this α, δ,
+    stratum)."""
     stratum = stratum_for(policy, plan.request.metadata)
     calibrations = {}
     if stratum is not None:
         wanted = evaluators(policy, plan.panel.judges)
-        calibrations = find_calibrations(session, plan.request.rubric.id, wanted, stratum, policy)
+        calibrations = find_calibrations(
+            session, project, plan.request.rubric.id, wanted, stratum, policy
+        )
     return TrustDecider(policy, stratum, calibrations, plan.panel.judges)
 
 

@@ -4,6 +4,10 @@ One process keeps its metrics in memory. Several (`qadi serve --workers N`) run 
 prometheus_client's multiprocess mode: `qadi serve` sets PROMETHEUS_MULTIPROC_DIR before the
 workers start, each writes its values to files there, and a scrape of any worker adds them
 all up, so counters neither jump between workers nor reset.
+
+Judge outcomes, tokens and cost carry the `project` whose request made them, so an operator
+can tell each team's spend and failures apart (latencies do not: a histogram per project
+multiplies series for no decision anyone takes by team).
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ HTTP_LATENCY = Histogram(
     "qadi_http_request_duration_seconds", "HTTP request latency", ["method", "route"]
 )
 JUDGE_CALLS = Counter(
-    "qadi_judge_calls_total", "Judge outcomes by judge and status", ["judge", "status"]
+    "qadi_judge_calls_total",
+    "Judge outcomes by judge, status and project",
+    ["judge", "status", "project"],
 )
 JUDGE_LATENCY = Histogram(
     "qadi_judge_call_duration_seconds",
@@ -30,21 +36,25 @@ JUDGE_LATENCY = Histogram(
     ["judge"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120),
 )
-CACHE_HITS = Counter("qadi_judge_cache_hits_total", "Verdicts served from the cache", ["judge"])
+CACHE_HITS = Counter(
+    "qadi_judge_cache_hits_total", "Verdicts served from the cache", ["judge", "project"]
+)
 JUDGE_TOKENS = Counter(
     "qadi_judge_tokens_total",
-    "Tokens of judge backend calls (cache hits excluded), by judge and kind (prompt|completion)",
-    ["judge", "kind"],
+    "Tokens of judge backend calls (cache hits excluded), by judge, kind (prompt|completion) "
+    "and project",
+    ["judge", "kind", "project"],
 )
 JUDGE_COST = Counter(
     "qadi_judge_cost_usd_total",
-    "Cost of judge backend calls in USD, as LiteLLM prices them; calls without a price add 0",
-    ["judge"],
+    "Cost of judge backend calls in USD, as LiteLLM prices them, by judge and project; calls "
+    "without a price add 0",
+    ["judge", "project"],
 )
 TRUST_DECISIONS = Counter(
     "qadi_trust_decisions_total",
     "Requests that asked for trust, by outcome (trusted|escalated) and the judge that decided",
-    ["status", "judge"],
+    ["status", "judge", "project"],
 )
 REQUESTS_ABANDONED = Counter(
     "qadi_requests_abandoned_total",
@@ -67,23 +77,25 @@ def exposition() -> bytes:
     return generate_latest(registry)
 
 
-def observe_judge(result: JudgeResult) -> None:
-    """Count one judge outcome. A cache hit made no call: its tokens and cost were counted
-    when the call was made."""
+def observe_judge(result: JudgeResult, project: str) -> None:
+    """Count one judge outcome of `project`. A cache hit made no call: its tokens and cost
+    were counted when the call was made."""
     judge = result.judge
-    JUDGE_CALLS.labels(judge=judge, status=result.status).inc()
+    JUDGE_CALLS.labels(judge=judge, status=result.status, project=project).inc()
     if result.cached:
-        CACHE_HITS.labels(judge=judge).inc()
+        CACHE_HITS.labels(judge=judge, project=project).inc()
         return
     JUDGE_LATENCY.labels(judge=judge).observe(result.latency_ms / 1000)
     if result.prompt_tokens:
-        JUDGE_TOKENS.labels(judge=judge, kind="prompt").inc(result.prompt_tokens)
+        JUDGE_TOKENS.labels(judge=judge, kind="prompt", project=project).inc(result.prompt_tokens)
     if result.completion_tokens:
-        JUDGE_TOKENS.labels(judge=judge, kind="completion").inc(result.completion_tokens)
+        JUDGE_TOKENS.labels(judge=judge, kind="completion", project=project).inc(
+            result.completion_tokens
+        )
     if result.cost_usd:
-        JUDGE_COST.labels(judge=judge).inc(result.cost_usd)
+        JUDGE_COST.labels(judge=judge, project=project).inc(result.cost_usd)
 
 
-def observe_trust(outcome: TrustOutcome) -> None:
+def observe_trust(outcome: TrustOutcome, project: str) -> None:
     """Count one trust decision (the SME queue itself is in the database: GET /sme/queue)."""
-    TRUST_DECISIONS.labels(status=outcome.status, judge=outcome.judge or "").inc()
+    TRUST_DECISIONS.labels(status=outcome.status, judge=outcome.judge or "", project=project).inc()

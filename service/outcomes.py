@@ -67,26 +67,28 @@ REFUSED = (RubricNotFound, RubricError, RubricKindError, *REFUSALS)
 
 def body_rubric(
     session: Session,
+    project: str,
     body: Any,
     max_criteria: int,
-    seen: dict[str, Rubric] | None = None,
+    seen: dict[tuple[str, str], Rubric] | None = None,
     check: Callable[[Rubric], Any] = lambda rubric: None,
 ) -> Rubric:
-    """The rubric a request body names or carries, checked against its `kind`. `seen`
-    remembers rubrics by reference within one transaction (many requests name the same).
-    An inline rubric is stored only once `check` (its template) has passed."""
+    """The rubric a request body names or carries, resolved and stored in `project`, checked
+    against its `kind`. `seen` remembers rubrics by (project, reference) within one
+    transaction (many requests name the same). An inline rubric is stored only once `check`
+    (its template) has passed."""
     seen = seen if seen is not None else {}
     if body.rubric is not None:
         inline = parse_rubric(body.rubric, source="rubric")
         check(inline)
-        rubric, _ = save_rubric(session, inline)
-    elif body.rubric_id in seen:
-        rubric = seen[body.rubric_id]
+        rubric, _ = save_rubric(session, project, inline)
+    elif (project, body.rubric_id) in seen:
+        rubric = seen[(project, body.rubric_id)]
     else:
-        rubric, stored = find_rubric(session, body.rubric_id)
-        if not stored:
-            rubric, _ = save_rubric(session, rubric)  # library rubrics: stored on first use
-        seen[body.rubric_id] = rubric
+        rubric, stored = find_rubric(session, project, body.rubric_id)
+        if not stored:  # library rubrics: stored in the project on first use
+            rubric, _ = save_rubric(session, project, rubric)
+        seen[(project, body.rubric_id)] = rubric
     expected = RUBRIC_KIND_FOR[body.kind]
     if rubric.kind != expected:
         raise RubricKindError(

@@ -1,5 +1,6 @@
-"""Stored probe runs: written once, read by id, listed in keyset pages (oldest first, as
-/judgments pages), like calibration reports (service/calibration_store.py)."""
+"""Stored probe runs: written once in a project, read by id, listed in keyset pages (oldest
+first, as /judgments pages), like calibration reports (service/calibration_store.py); reads
+see what the tenant may (service/projects.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from sqlalchemy.orm import Session
 
 from service.db.filters import after
 from service.db.schema import ProbeRunRow, new_id, utcnow
+from service.projects import Tenant
 
 
 def store_run(
     session: Session,
+    project: str,
     report: dict[str, Any],
     perturbations: list[dict[str, Any]],
     render: Any,
@@ -22,7 +25,11 @@ def store_run(
     """Store a run; `render(report) -> (markdown, html)` draws it once its id is known, so
     the pages name the run they show."""
     row = ProbeRunRow(
-        id=new_id(), created_at=utcnow(), rubric_ref=report["rubric"], seed=report["seed"]
+        id=new_id(),
+        project=project,
+        created_at=utcnow(),
+        rubric_ref=report["rubric"],
+        seed=report["seed"],
     )
     report = {**report, "id": row.id, "created_at": row.created_at.isoformat()}
     row.markdown, row.html = render(report)
@@ -32,21 +39,25 @@ def store_run(
     return row
 
 
-def get_run(session: Session, run_id: str) -> ProbeRunRow | None:
-    return session.get(ProbeRunRow, run_id)
+def get_run(session: Session, tenant: Tenant, run_id: str) -> ProbeRunRow | None:
+    """The run, when the tenant may read it; None as for an unknown id."""
+    row = session.get(ProbeRunRow, run_id)
+    return row if row is not None and tenant.owns(row.project) else None
 
 
-def latest_run(session: Session) -> ProbeRunRow | None:
+def latest_run(session: Session, tenant: Tenant) -> ProbeRunRow | None:
     return session.scalars(
-        select(ProbeRunRow).order_by(ProbeRunRow.created_at.desc(), ProbeRunRow.id.desc())
+        select(ProbeRunRow)
+        .where(tenant.visible(ProbeRunRow.project))
+        .order_by(ProbeRunRow.created_at.desc(), ProbeRunRow.id.desc())
     ).first()
 
 
 def list_runs(
-    session: Session, limit: int, cursor: tuple[datetime, str] | None = None
+    session: Session, tenant: Tenant, limit: int, cursor: tuple[datetime, str] | None = None
 ) -> list[ProbeRunRow]:
     """Oldest first; `cursor` is the (created_at, id) of the last row of the previous page."""
-    query = select(ProbeRunRow)
+    query = select(ProbeRunRow).where(tenant.visible(ProbeRunRow.project))
     if cursor is not None:
         query = query.where(after(ProbeRunRow.created_at, ProbeRunRow.id, *cursor))
     order = (ProbeRunRow.created_at, ProbeRunRow.id)

@@ -245,14 +245,18 @@ def check_match(report: dict[str, Any], probe_report: dict[str, Any]) -> None:
 
 
 def with_probe_run(
-    session: Any, rendered_report: tuple[dict[str, Any], str, str], ref: str | None
+    session: Any,
+    tenant: Any,
+    rendered_report: tuple[dict[str, Any], str, str],
+    ref: str | None,
 ) -> tuple[dict[str, Any], str, str]:
-    """`with_probes` for a stored run named by id, or 'latest'; unchanged without `ref`."""
+    """`with_probes` for a stored run the tenant may read, named by id, or 'latest';
+    unchanged without `ref`."""
     if ref is None:
         return rendered_report
     from service.probe_store import get_run, latest_run
 
-    row = latest_run(session) if ref == "latest" else get_run(session, ref)
+    row = latest_run(session, tenant) if ref == "latest" else get_run(session, tenant, ref)
     if row is None:
         raise ProbeRunNotFound(f"probe_run: no stored probe run '{ref}'")
     return with_probes(rendered_report, row.report)

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from judges import (
-    BatchGrader,
     BatchOptions,
     BatchStats,
     Graded,
@@ -37,7 +36,7 @@ from judges import (
     JudgesConfig,
 )
 from service.db.engine import make_engine, make_sessionmaker
-from service.stores.judgments import SqlJudgmentStore
+from service.stores.judgments import project_batcher
 
 # Ray Data runs up to this many batches of an async UDF at once in one actor (its
 # DEFAULT_ASYNC_BATCH_UDF_MAX_CONCURRENCY); a block of this many batches keeps them all busy.
@@ -58,9 +57,11 @@ class GraderActor:
     """One grader per actor: its own LiteLLM client, connection pool and semaphore of
     `options.concurrency` calls, all used on the one event loop Ray Data gives async UDFs."""
 
-    def __init__(self, config: JudgesConfig, options: BatchOptions, database_url: str) -> None:
-        store = SqlJudgmentStore(make_sessionmaker(make_engine(database_url)))
-        self.batcher = BatchGrader(Grader(config), store, options)
+    def __init__(
+        self, config: JudgesConfig, options: BatchOptions, database_url: str, project: str
+    ) -> None:
+        factory = make_sessionmaker(make_engine(database_url))
+        self.batcher = project_batcher(Grader(config), factory, project, options)
 
     async def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Grade a batch of requests (JSON rows, each with its own rubric); return, per
@@ -90,10 +91,11 @@ def run_on_ray(
     options: BatchOptions,
     cluster: RayCluster,
     database_url: str,
+    project: str,
     stats: BatchStats,
     on_graded: Callable[[Graded], None],
 ) -> None:
-    """Grade `requests` in an actor pool of
+    """Grade `requests` in `project` in an actor pool of
     `cluster.workers` actors at `options.concurrency` calls each; each outcome is counted in
     `stats` and handed to `on_graded` as it streams back."""
     started = _connect(cluster)
@@ -107,7 +109,7 @@ def run_on_ray(
             override_num_blocks=max(1, math.ceil(len(requests) / (size * BATCHES_PER_BLOCK))),
         ).map_batches(
             GraderActor,
-            fn_constructor_args=(config, options, database_url),
+            fn_constructor_args=(config, options, database_url, project),
             batch_size=size,
             batch_format="numpy",
             compute=ray.data.ActorPoolStrategy(size=cluster.workers),

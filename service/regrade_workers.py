@@ -10,9 +10,9 @@ import multiprocessing as mp
 import queue as queue_module
 from collections.abc import Callable
 
-from judges import BatchGrader, BatchOptions, BatchStats, Graded, Grader, GradeRequest, JudgesConfig
+from judges import BatchOptions, BatchStats, Graded, Grader, GradeRequest, JudgesConfig
 from service.db.engine import make_engine, make_sessionmaker
-from service.stores.judgments import SqlJudgmentStore
+from service.stores.judgments import project_batcher
 
 
 def _child(
@@ -20,10 +20,11 @@ def _child(
     requests: list[GradeRequest],
     options: BatchOptions,
     database_url: str,
+    project: str,
     messages,
 ) -> None:
-    store = SqlJudgmentStore(make_sessionmaker(make_engine(database_url)))
-    batch = BatchGrader(Grader(config), store, options)
+    factory = make_sessionmaker(make_engine(database_url))
+    batch = project_batcher(Grader(config), factory, project, options)
     try:
         # a Graded pickles whole: request, result, and what was stored
         asyncio.run(batch.run(requests, lambda graded: messages.put(("graded", graded))))
@@ -37,11 +38,12 @@ def run_in_workers(
     options: BatchOptions,
     workers: int,
     database_url: str,
+    project: str,
     stats: BatchStats,
     on_graded: Callable[[Graded], None],
 ) -> None:
     """Split the answers round-robin over `workers` processes; `options.concurrency` is the
-    total, shared evenly."""
+    total, shared evenly. Every worker grades in `project` (its cache keys and store)."""
     context = mp.get_context("spawn")
     messages = context.Queue()
     per_worker = BatchOptions(
@@ -50,7 +52,7 @@ def run_in_workers(
     processes = [
         context.Process(
             target=_child,
-            args=(config, shard, per_worker, database_url, messages),
+            args=(config, shard, per_worker, database_url, project, messages),
             daemon=True,
         )
         for shard in (requests[k::workers] for k in range(workers))

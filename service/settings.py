@@ -64,6 +64,17 @@ class Settings(BaseSettings):
         gt=0,
         description="longest wait for SQLite's write lock or a pooled connection; past it 503",
     )
+    project: str = Field(
+        default="default",
+        description="the project CLI commands work on when --project is not given, and the "
+        "one every caller of a service without keys (QADI_AUTH=off) belongs to",
+    )
+    metrics_auth: Literal["off", "admin"] = Field(
+        default="off",
+        description="admin: GET /metrics needs an admin-scope key. Its numbers (judge costs, "
+        "calibration gauges) are every project's, labelled `project`: set admin when teams "
+        "that should not see each other's numbers can reach the service",
+    )
     keep_alive_seconds: float = Field(
         default=75.0,
         gt=0,

@@ -66,6 +66,7 @@ class Faults(BaseModel):
     latency_min: float = 0.0
     latency_max: float = 0.0
     timeout_delay: float = 30.0
+    retry_after_429: str | None = None  # the Retry-After header of the 429s injected (p429)
     seed: int | None = None
 
 
@@ -139,7 +140,7 @@ def choose(body: dict[str, Any]) -> Reply:
         return Reply(delay=f.timeout_delay)
     for chance, reply in (
         (f.pmalformed, Reply(malformed=True, delay=delay)),
-        (f.p429, Reply(status=429, delay=delay)),
+        (f.p429, Reply(status=429, delay=delay, retry_after=f.retry_after_429)),
         (f.pempty, Reply(payload=_payload([]), delay=delay)),
         (f.ptool, Reply(payload=_payload([_tool_call_choice()]), delay=delay)),
         (f.prefusal, Reply(payload=_payload([_refusal_choice()]), delay=delay)),

@@ -17,7 +17,7 @@ from calibration.checks import CalibrationInputError
 from calibration.drift import drift
 from calibration.scoring import ScoringName
 from calibration.selective_report import SelectiveOptions
-from service.api.deps import GradesKey
+from service.api.deps import Caller, GradesKey
 from service.api.errors import error_responses, invalid
 from service.api.formats import negotiate, split_suffix
 from service.api.pagination import naive_utc
@@ -25,6 +25,7 @@ from service.calibration_store import (
     Selection,
     build_report,
     criterion_weights,
+    get_report,
     latest_report,
     rows_from_db,
     scale_of_rubric,
@@ -34,6 +35,7 @@ from service.calibration_store import (
 from service.db.engine import session_scope
 from service.db.schema import CalibrationReportRow
 from service.probes import ProbeRunError, with_probe_run
+from service.projects import Tenant
 from service.report_links import (
     DEFAULT_TTL_SECONDS,
     MAX_TTL_SECONDS,
@@ -118,10 +120,11 @@ def _payload(row: CalibrationReportRow) -> dict[str, Any]:
 
 
 @router.post("/calibration/reports", status_code=201, summary="Compute and store a report")
-def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONResponse:
+def create_report(body: ReportRequest, request: Request, caller: GradesKey) -> JSONResponse:
+    """Computed over the caller's project's grades and judgments, stored in that project."""
     sessions = request.app.state.sessions
     with session_scope(sessions) as session:
-        options, selection, rows, inputs = _report_inputs(session, body)
+        options, selection, rows, inputs = _report_inputs(session, caller, body)
     # computed between two short transactions, not inside one: on SQLite a transaction
     # holds the write lock, and every POST /judge would wait for the report (issue 31.10)
     try:
@@ -132,28 +135,36 @@ def create_report(body: ReportRequest, request: Request, _: GradesKey) -> JSONRe
         raise HTTPException(422, str(exc)) from None
     with session_scope(sessions) as session:
         try:
-            rendered = with_probe_run(session, rendered, body.probe_run)
+            # the probe run must be this project's: a report shows what it attaches
+            rendered = with_probe_run(session, Tenant(caller.project), rendered, body.probe_run)
         except ProbeRunError as exc:
             raise invalid(str(exc)) from None
         row = store_report(
-            session, "adhoc", body.rubric or "", rendered, (selection.since, selection.until)
+            session,
+            caller.project,
+            "adhoc",
+            body.rubric or "",
+            rendered,
+            (selection.since, selection.until),
         )
         return JSONResponse(_payload(row), status_code=201)
 
 
 def _report_inputs(
-    session: Session, body: ReportRequest
+    session: Session, caller: Caller, body: ReportRequest
 ) -> tuple[CalibrationOptions, Selection, list, dict]:
     """The options, selection, grades and inputs of the report `body` asks for."""
     low, high, level = body.scale_min, body.scale_max, body.level
+    project = caller.project
     try:
-        weights = criterion_weights(get_rubric(session, body.rubric)) if body.rubric else {}
+        rubric = get_rubric(session, project, body.rubric) if body.rubric else None
+        weights = criterion_weights(rubric) if rubric else {}
         if (low is None or high is None) and level != "nominal":
             if body.rubric is None:
                 raise HTTPException(
                     422, "scale_min/scale_max: required unless 'rubric' is given"
                 )
-            low, high, rubric_level = scale_of_rubric(session, body.rubric)
+            low, high, rubric_level = scale_of_rubric(session, project, body.rubric)
             level = level or rubric_level
     except RubricNotFound as exc:
         raise HTTPException(422, str(exc)) from None
@@ -193,7 +204,7 @@ def _report_inputs(
         until=naive_utc(body.until) if body.until else None,
         scale=None if low is None or high is None else (low, high),
     )
-    rows, inputs = rows_from_db(session, selection)
+    rows, inputs = rows_from_db(session, project, selection)
     graded = {r.rater for r in rows if r.rater_kind == "judge"}
     missing = [j for j in body.judges or [] if j not in graded]
     if missing:  # said here, not as numpy's "cannot reshape array of size 0"
@@ -205,7 +216,7 @@ def _report_inputs(
             }
         ]
         raise HTTPException(422, detail)
-    options = with_stored_rubric_weights(session, options, inputs)
+    options = with_stored_rubric_weights(session, project, options, inputs)
     return options, selection, rows, inputs
 
 
@@ -216,31 +227,31 @@ def _respond(row: CalibrationReportRow | None, request: Request, fmt: str | None
 
 
 @router.get("/calibration/reports/latest", summary="The newest report (?kind=nightly|adhoc)")
-def latest(request: Request, _: GradesKey, kind: str | None = None):
+def latest(request: Request, caller: GradesKey, kind: str | None = None):
     with session_scope(request.app.state.sessions) as session:
-        return _respond(latest_report(session, kind=kind), request, None)
+        return _respond(latest_report(session, caller.tenant, kind=kind), request, None)
 
 
 @router.get(
     "/calibration/reports/{report_id}",
     summary="A report as JSON, or HTML/Markdown by Accept header or a .html/.md suffix",
 )
-def show(report_id: str, request: Request, _: GradesKey):
+def show(report_id: str, request: Request, caller: GradesKey):
     report_id, fmt = split_suffix(report_id)
     with session_scope(request.app.state.sessions) as session:
-        return _respond(session.get(CalibrationReportRow, report_id), request, fmt)
+        return _respond(get_report(session, caller.tenant, report_id), request, fmt)
 
 
 @router.get(
     "/calibration/reports/{report_id}/drift",
     summary="Drift of a report against an earlier one (the rule of `qadi report diff`)",
 )
-def report_drift(report_id: str, against: str, request: Request, _: GradesKey):
+def report_drift(report_id: str, against: str, request: Request, caller: GradesKey):
     """Welch's test per judge × stratum × metric on both reports' standard errors,
     Benjamini–Hochberg over every cell; `changes` lists the cells that drifted."""
     with session_scope(request.app.state.sessions) as session:
-        new = session.get(CalibrationReportRow, report_id)
-        old = session.get(CalibrationReportRow, against)
+        new = get_report(session, caller.tenant, report_id)
+        old = get_report(session, caller.tenant, against)
         if new is None:
             raise HTTPException(404, "no such calibration report")
         if old is None:
@@ -273,11 +284,11 @@ class ReportLink(BaseModel):
     summary="A short-lived signed link to view a report in a browser",
 )
 def mint_link(
-    report_id: str, request: Request, _: GradesKey, body: LinkRequest | None = None
+    report_id: str, request: Request, caller: GradesKey, body: LinkRequest | None = None
 ) -> ReportLink:
     body = body or LinkRequest()
     with session_scope(request.app.state.sessions) as session:
-        if session.get(CalibrationReportRow, report_id) is None:
+        if get_report(session, caller.tenant, report_id) is None:
             raise HTTPException(404, "no such calibration report")
         secret = link_secret(request.app.state.settings, session)
     link = sign(secret, report_id, body.ttl_seconds)

@@ -1,9 +1,12 @@
 """Dependencies shared by the routers, as typed aliases: a database session, the grading
-use case, and an API key with a scope (`JudgeKey`, `GradesKey`)."""
+use case, and the caller: an API key with a scope (`JudgeKey`, `GradesKey`), which carries
+the key's project (`Caller.tenant`). A route scopes every read and write by that tenant
+(service/projects.py); a new route gets it by taking `JudgeKey` or `GradesKey`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -14,22 +17,37 @@ from service.api.errors import AUTH, http_error
 from service.auth import has_scope, verify_key
 from service.db.engine import session_scope
 from service.grading import GradingService
+from service.projects import Tenant
 
 bearer = HTTPBearer(auto_error=False, description="API key as 'Authorization: Bearer qadi_...'")
 header = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key")
 
 
-def require(scope: str) -> Callable[..., int | None]:
-    """A dependency that admits a key with `scope` (or admin); returns the key's row id."""
+@dataclass(frozen=True)
+class Caller:
+    """Who is asking: the key's row id (None without keys), and the project it may read and
+    write (an admin key reads every project's data; it writes and computes in its own)."""
+
+    key_id: int | None
+    tenant: Tenant
+
+    @property
+    def project(self) -> str:
+        return self.tenant.project
+
+
+def require(scope: str) -> Callable[..., Caller]:
+    """A dependency that admits a key with `scope` (or admin) and says who it is. Without
+    keys (QADI_AUTH=off) every caller is the project QADI_PROJECT names."""
 
     def check(
         request: Request,
         credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
         api_key: str | None = Depends(header),
-    ) -> int | None:
+    ) -> Caller:
         state = request.app.state
         if state.settings.auth == "off":
-            return None
+            return Caller(None, Tenant(state.settings.project))
         secret = credentials.credentials if credentials else api_key
         if not secret:
             raise http_error(
@@ -46,7 +64,7 @@ def require(scope: str) -> Callable[..., int | None]:
                 )
             if not has_scope(row, scope):
                 raise http_error(403, AUTH, f"this API key lacks the '{scope}' scope")
-            return row.id
+            return Caller(row.id, Tenant(row.project, sees_all=has_scope(row, "admin")))
 
     return check
 
@@ -63,5 +81,5 @@ def _judging(request: Request) -> GradingService:
 
 SessionDep = Annotated[Session, Depends(_session)]
 JudgingDep = Annotated[GradingService, Depends(_judging)]
-JudgeKey = Annotated[int | None, Depends(require("judge"))]
-GradesKey = Annotated[int | None, Depends(require("grades"))]
+JudgeKey = Annotated[Caller, Depends(require("judge"))]
+GradesKey = Annotated[Caller, Depends(require("grades"))]

@@ -66,9 +66,8 @@ def _invalid(field: str, messages: list[str]) -> JSONResponse:
 
 
 @router.post("/estimates", summary="Judge-corrected mean scores (PPI++), per judge and stratum")
-def create_estimate(
-    body: EstimateRequest, request: Request, _: GradesKey
-):
+def create_estimate(body: EstimateRequest, request: Request, caller: GradesKey):
+    """Over the caller's project's grades and judgments only (or the rows sent inline)."""
     options = EstimateOptions(**body.model_dump(include=set(EstimateOptions.model_fields)))
     if body.grades is not None:
         try:
@@ -78,7 +77,7 @@ def create_estimate(
         inputs: dict[str, Any] = {"source": "request"}
     else:
         with session_scope(request.app.state.sessions) as session:
-            rows, inputs = rows_from_db(session, _selection(body))
+            rows, inputs = rows_from_db(session, caller.project, _selection(body))
     try:
         report = corrected_means(rows, options, inputs)
     except ValueError as exc:

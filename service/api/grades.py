@@ -124,23 +124,25 @@ def _decode_rows(content_type: str, raw: str) -> list[GradeRow]:
         }
     },
 )
-async def import_grades(request: Request, _: GradesKey) -> dict[str, Any]:
+async def import_grades(request: Request, caller: GradesKey) -> dict[str, Any]:
+    """Into the caller's project: another project's (item_id, rater) pairs are untouched."""
     try:
         rows, first_row = await _rows_from_request(request)
     except GradeFormatError as exc:
         raise HTTPException(422, exc.problems) from None
-    return await asyncio.to_thread(_store, request.app.state.sessions, rows, first_row)
+    sessions = request.app.state.sessions
+    return await asyncio.to_thread(_store, sessions, caller.project, rows, first_row)
 
 
-def _store(sessions, rows: list[GradeRow], first_row: int) -> dict[str, Any]:
+def _store(sessions, project: str, rows: list[GradeRow], first_row: int) -> dict[str, Any]:
     with session_scope(sessions) as session:
-        return upsert_grades(session, rows, first_row)
+        return upsert_grades(session, project, rows, first_row)
 
 
 @router.get("/grades", summary="Stored grades, filterable; JSON pages or all rows as CSV")
 def list_grades(
     request: Request,
-    _: GradesKey,
+    caller: GradesKey,
     item_id: str | None = Query(None, max_length=256),
     rater: str | None = Query(None, max_length=256),
     rater_kind: str | None = Query(None, pattern="^(human|judge)$"),
@@ -149,7 +151,7 @@ def list_grades(
     cursor: str | None = Query(None, max_length=512),
     limit: int = Query(500, ge=1),
 ) -> Any:
-    query = select(HumanGradeRow)
+    query = select(HumanGradeRow).where(caller.tenant.visible(HumanGradeRow.project))
     if item_id:
         query = query.where(HumanGradeRow.item_id == item_id)
     if rater:

@@ -6,13 +6,14 @@ import asyncio
 from contextlib import suppress
 
 import httpx
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 
 from judges.standins import is_stand_in
-from service.api.deps import JudgeKey
+from service.api.deps import JudgeKey, bearer, header, require
 from service.api.errors import error_responses, problem
 from service.api.schemas import JudgeInfo
 from service.calibration_gauges import exposition
@@ -51,10 +52,27 @@ def readyz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ready", "database": "ok"})
 
 
-@router.get("/metrics", summary="Prometheus metrics")
+def metrics_key(
+    request: Request,
+    credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
+    api_key: str | None = Depends(header),
+) -> None:
+    """With QADI_METRICS_AUTH=admin, an admin-scope key: the numbers are every project's."""
+    if request.app.state.settings.metrics_auth == "admin":
+        require("admin")(request, credentials, api_key)
+
+
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    responses=error_responses(401, 403),
+    dependencies=[Depends(metrics_key)],
+)
 def metrics(request: Request) -> Response:
     """HTTP, judge calls, tokens and cost of this process; calibration gauges of the latest
-    stored reports (left out while the database is unavailable: the rest still answers)."""
+    stored reports (left out while the database is unavailable: the rest still answers).
+    Judge costs and gauges are labelled by `project`: an operator's view of every team,
+    behind an admin key with QADI_METRICS_AUTH=admin."""
     body = process_metrics()
     with suppress(StorageUnavailable):
         body += storage_guard(request.app.state.sessions, exposition)

@@ -55,10 +55,12 @@ async def judge(
         ),
     ],
     judging: JudgingDep,
-    key_id: JudgeKey,
+    caller: JudgeKey,
     idempotency_key: str | None = Header(default=None, max_length=256),
 ) -> JSONResponse:
-    return JSONResponse(await judging.judge(body, idempotency_key, key_id))
+    return JSONResponse(
+        await judging.judge(body, idempotency_key, caller.key_id, caller.project)
+    )
 
 
 @router.post(
@@ -71,7 +73,7 @@ async def judge_batch(
     request: Request,
     body: BatchBody,
     judging: JudgingDep,
-    key_id: JudgeKey,
+    caller: JudgeKey,
     idempotency_key: str | None = Header(default=None, max_length=200),
 ) -> JSONResponse:
     limit = request.app.state.settings.max_batch_items
@@ -91,7 +93,9 @@ async def judge_batch(
             results[index] = BatchItemResult(index=index, status_code=422, body={"detail": errors})
             continue
         keys.append(f"{idempotency_key}#{index}" if idempotency_key else None)
-    outcomes = await judging.judge_many([item for _, item in valid], keys, key_id)
+    outcomes = await judging.judge_many(
+        [item for _, item in valid], keys, caller.key_id, caller.project
+    )
     for (index, _), outcome in zip(valid, outcomes, strict=True):
         if isinstance(outcome, ServiceError):
             response = error_response(outcome, ("body", "items", index))

@@ -22,6 +22,7 @@ router = APIRouter(tags=["judgments"], responses=error_responses(401, 403, 404, 
 
 
 class JudgmentOut(JudgeResult):
+    project: str
     request_id: str | None
     item_id: str
     candidate_model: str
@@ -37,6 +38,7 @@ class JudgmentPage(BaseModel):
 def _out(row: JudgmentRow, response: ResponseRow) -> JudgmentOut:
     return JudgmentOut(
         **result_from_row(row).model_dump(),
+        project=row.project,
         request_id=row.request_id,
         item_id=response.item_key,
         candidate_model=response.candidate_model,
@@ -46,14 +48,12 @@ def _out(row: JudgmentRow, response: ResponseRow) -> JudgmentOut:
 
 
 @router.get("/judgments/{judgment_id}", response_model=JudgmentOut)
-def get_judgment(
-    judgment_id: str, request: Request, _: JudgeKey
-) -> JudgmentOut:
+def get_judgment(judgment_id: str, request: Request, caller: JudgeKey) -> JudgmentOut:
     with session_scope(request.app.state.sessions) as session:
         found = session.execute(
             select(JudgmentRow, ResponseRow)
             .join(ResponseRow, JudgmentRow.response_id == ResponseRow.id)
-            .where(JudgmentRow.id == judgment_id)
+            .where(JudgmentRow.id == judgment_id, caller.tenant.visible(JudgmentRow.project))
         ).first()
         if found is None:
             raise http_error(404, ["path", "judgment_id"], f"no judgment '{judgment_id}'")
@@ -63,7 +63,7 @@ def get_judgment(
 @router.get("/judgments", response_model=JudgmentPage)
 def list_judgments(
     request: Request,
-    _: JudgeKey,
+    caller: JudgeKey,
     judge: str | None = Query(None, max_length=128),
     rubric: str | None = Query(None, max_length=160, description="'id' or 'id@version'"),
     candidate_model: str | None = Query(None, max_length=256),
@@ -74,8 +74,10 @@ def list_judgments(
     limit: int = Query(100, ge=1),
 ) -> JudgmentPage:
     limit = min(limit, request.app.state.settings.page_size_max)
-    query = select(JudgmentRow, ResponseRow).join(
-        ResponseRow, JudgmentRow.response_id == ResponseRow.id
+    query = (
+        select(JudgmentRow, ResponseRow)
+        .join(ResponseRow, JudgmentRow.response_id == ResponseRow.id)
+        .where(caller.tenant.visible(JudgmentRow.project))
     )
     if judge:
         query = query.where(JudgmentRow.judge == judge)

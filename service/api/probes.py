@@ -16,7 +16,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from judges import AnswerRecord, BatchGrader, JudgeConfigError, TemplateError
+from judges import AnswerRecord, JudgeConfigError, TemplateError
 from judges.probes import ProbeError
 from service import probes as core
 from service import regrade as regrading
@@ -28,6 +28,7 @@ from service.db.engine import session_scope
 from service.errors import NotConfigured
 from service.probe_store import get_run, list_runs, store_run, summary
 from service.stores.answers import answers_from_db
+from service.stores.judgments import project_batcher
 from service.stores.rubrics import RubricNotFound, get_rubric
 
 router = APIRouter(tags=["probes"], route_class=ErrorsWithoutInput)
@@ -79,13 +80,13 @@ class ProbeRunPage(BaseModel):
     next_cursor: str | None
 
 
-def _answers(body: ProbeRunRequest, session) -> list[AnswerRecord]:
+def _answers(body: ProbeRunRequest, session, project: str) -> list[AnswerRecord]:
     if body.items is not None:
         answers = body.items
     else:
         since = naive_utc(body.since) if body.since else None
         answers = answers_from_db(
-            session, body.judged_with, body.candidate_model, body.metadata, since
+            session, project, body.judged_with, body.candidate_model, body.metadata, since
         )
     answers = answers[: body.limit] if body.limit else answers
     if not answers:
@@ -94,15 +95,16 @@ def _answers(body: ProbeRunRequest, session) -> list[AnswerRecord]:
     return answers
 
 
-def _prepare(request: Request, body: ProbeRunRequest):
-    """Resolve the rubric, read the answers and plan the pairs (before any call)."""
+def _prepare(request: Request, body: ProbeRunRequest, project: str):
+    """Resolve the rubric, read the answers and plan the pairs (before any call), all in
+    the caller's project."""
     grader = request.app.state.grader
     with session_scope(request.app.state.sessions) as session:
         try:
-            rubric = get_rubric(session, body.rubric)
+            rubric = get_rubric(session, project, body.rubric)
         except RubricNotFound as exc:
             raise invalid(f"rubric: {exc}") from None
-        answers = _answers(body, session)
+        answers = _answers(body, session, project)
     options = core.ProbeOptions(**body.model_dump(include=set(core.ProbeOptions.model_fields)))
     try:
         return rubric, options, core.plan_run(grader.config, answers, rubric, options)
@@ -118,14 +120,16 @@ def _prepare(request: Request, body: ProbeRunRequest):
     summary="Run the probes on answers with the configured judges, store and return the run",
     responses={200: {"description": "`dry_run`: the planned calls and cost; nothing called"}},
 )
-async def create_run(body: ProbeRunRequest, request: Request, _: JudgeKey) -> JSONResponse:
+async def create_run(body: ProbeRunRequest, request: Request, caller: JudgeKey) -> JSONResponse:
     judging = request.app.state.judging
     if judging.batch is None:
         raise NotConfigured("no judges configured: set QADI_JUDGES_CONFIG to a judges YAML")
-    rubric, options, plan = await asyncio.to_thread(_prepare, request, body)
-    batcher = BatchGrader(
+    project = caller.project
+    rubric, options, plan = await asyncio.to_thread(_prepare, request, body, project)
+    batcher = project_batcher(
         judging.batch.grader,
-        judging.store,
+        judging.factory,
+        project,
         regrading.options(request.app.state.settings.judge_concurrency, False, False),
         slots=judging.batch.slots,
     )
@@ -142,7 +146,7 @@ async def create_run(body: ProbeRunRequest, request: Request, _: JudgeKey) -> JS
 
     def store() -> dict[str, Any]:
         with session_scope(request.app.state.sessions) as session:
-            return store_run(session, report, plan.perturbations, core.rendered).report
+            return store_run(session, project, report, plan.perturbations, core.rendered).report
 
     return JSONResponse(await asyncio.to_thread(store), status_code=201)
 
@@ -150,14 +154,14 @@ async def create_run(body: ProbeRunRequest, request: Request, _: JudgeKey) -> JS
 @router.get("/probes", response_model=ProbeRunPage, summary="Stored probe runs, oldest first")
 def list_probe_runs(
     request: Request,
-    _: GradesKey,
+    caller: GradesKey,
     cursor: str | None = Query(None, max_length=512),
     limit: int = Query(100, ge=1),
 ) -> ProbeRunPage:
     limit = min(limit, request.app.state.settings.page_size_max)
     position = decode_cursor(cursor) if cursor else None
     with session_scope(request.app.state.sessions) as session:
-        rows = list_runs(session, limit + 1, position)
+        rows = list_runs(session, caller.tenant, limit + 1, position)
         page = [summary(row) for row in rows[:limit]]
         last = rows[limit - 1] if len(rows) > limit else None
         next_cursor = encode_cursor(last.created_at, last.id) if last is not None else None
@@ -168,10 +172,10 @@ def list_probe_runs(
     "/probes/{run_id}",
     summary="A probe run as JSON, or HTML/Markdown by Accept header or a .html/.md suffix",
 )
-def show_run(run_id: str, request: Request, _: GradesKey):
+def show_run(run_id: str, request: Request, caller: GradesKey):
     run_id, fmt = split_suffix(run_id)
     with session_scope(request.app.state.sessions) as session:
-        row = get_run(session, run_id)
+        row = get_run(session, caller.tenant, run_id)
         if row is None:
             raise HTTPException(404, "no such probe run")
         return negotiate(request, fmt, row.report, row.html, row.markdown)
@@ -181,9 +185,9 @@ def show_run(run_id: str, request: Request, _: GradesKey):
     "/probes/{run_id}/perturbations",
     summary="The perturbed texts of a run, with their probe, version and seed",
 )
-def show_perturbations(run_id: str, request: Request, _: GradesKey) -> dict[str, Any]:
+def show_perturbations(run_id: str, request: Request, caller: GradesKey) -> dict[str, Any]:
     with session_scope(request.app.state.sessions) as session:
-        row = get_run(session, run_id)
+        row = get_run(session, caller.tenant, run_id)
         if row is None:
             raise HTTPException(404, "no such probe run")
         return {"id": row.id, "seed": row.seed, "perturbations": row.perturbations}

@@ -20,6 +20,7 @@ router = APIRouter(tags=["judgments"], responses=error_responses(401, 403, 404, 
 
 class GradeRequestOut(BaseModel):
     id: str
+    project: str
     status: str  # pending | done | abandoned
     outcome: str | None  # graded | no_verdict | outage | rejected (when done)
     attempt: int
@@ -38,9 +39,9 @@ def _out(row: GradeRequestRow) -> GradeRequestOut:
 
 
 @router.get("/requests/{request_id}", response_model=GradeRequestOut)
-def get_request(request_id: str, session: SessionDep, _: JudgeKey) -> GradeRequestOut:
+def get_request(request_id: str, session: SessionDep, caller: JudgeKey) -> GradeRequestOut:
     row = session.get(GradeRequestRow, request_id)
-    if row is None:
+    if row is None or not caller.tenant.owns(row.project):  # another project's: unknown
         raise http_error(404, ["path", "request_id"], f"no grade request '{request_id}'")
     return _out(row)
 
@@ -48,12 +49,12 @@ def get_request(request_id: str, session: SessionDep, _: JudgeKey) -> GradeReque
 @router.get("/requests", response_model=GradeRequestPage)
 def list_requests(
     session: SessionDep,
-    _: JudgeKey,
+    caller: JudgeKey,
     status: str | None = Query(None, pattern="^(pending|done|abandoned)$"),
     cursor: str | None = Query(None, max_length=512),
     limit: int = Query(100, ge=1, le=500),
 ) -> GradeRequestPage:
-    query = select(GradeRequestRow)
+    query = select(GradeRequestRow).where(caller.tenant.visible(GradeRequestRow.project))
     if status:
         query = query.where(GradeRequestRow.status == status)
     if cursor:

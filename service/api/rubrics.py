@@ -22,6 +22,8 @@ from service.stores.rubrics import (
 )
 
 router = APIRouter(tags=["rubrics"], responses=error_responses(401, 403, 404, 422, 503))
+# Stored rubrics are the caller's project's (an admin key's too: rubric ids resolve in one
+# namespace, the one its grading uses), with the bundled library shared read-only.
 
 EXAMPLE = {
     "kind": "penalty_weighted",
@@ -39,28 +41,24 @@ def _with_hash(rubric) -> dict[str, Any]:
 
 
 @router.get("/rubrics", summary="Stored and bundled rubrics with their latest versions")
-def index(request: Request, _: JudgeKey) -> list[dict[str, Any]]:
+def index(request: Request, caller: JudgeKey) -> list[dict[str, Any]]:
     with session_scope(request.app.state.sessions) as session:
-        return list_rubrics(session)
+        return list_rubrics(session, caller.project)
 
 
 @router.get("/rubrics/{rubric_ref}", summary="A rubric by 'id' (latest) or 'id@version'")
-def show(
-    rubric_ref: str, request: Request, _: JudgeKey
-) -> dict[str, Any]:
+def show(rubric_ref: str, request: Request, caller: JudgeKey) -> dict[str, Any]:
     with session_scope(request.app.state.sessions) as session:
         try:
-            return _with_hash(get_rubric(session, rubric_ref))
+            return _with_hash(get_rubric(session, caller.project, rubric_ref))
         except (RubricNotFound, RubricError) as exc:
             raise http_error(404, ["path", "rubric_ref"], str(exc)) from None
 
 
 @router.get("/rubrics/{rubric_id}/versions", summary="Every stored version of a rubric")
-def versions(
-    rubric_id: str, request: Request, _: JudgeKey
-) -> list[dict[str, Any]]:
+def versions(rubric_id: str, request: Request, caller: JudgeKey) -> list[dict[str, Any]]:
     with session_scope(request.app.state.sessions) as session:
-        found = rubric_versions(session, rubric_id)
+        found = rubric_versions(session, caller.project, rubric_id)
     if not found:
         raise http_error(404, ["path", "rubric_id"], f"no stored rubric '{rubric_id}'")
     return [_with_hash(r) for r in found]
@@ -74,7 +72,7 @@ def versions(
 )
 def create(
     request: Request,
-    _: JudgeKey,
+    caller: JudgeKey,
     body: dict[str, Any] = Body(openapi_examples={"rubric": {"value": EXAMPLE}}),
 ) -> JSONResponse:
     criteria = body.get("criteria")
@@ -92,7 +90,7 @@ def create(
     except TemplateError as exc:
         raise http_error(422, ["body", "template"], str(exc).removeprefix("template: ")) from None
     with session_scope(request.app.state.sessions) as session:
-        stored, created = save_rubric(session, rubric)
+        stored, created = save_rubric(session, caller.project, rubric)
         # Rendered before the commit: if the answer cannot be built, nothing is stored.
         response = JSONResponse(_with_hash(stored), status_code=201 if created else 200)
     return response

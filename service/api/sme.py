@@ -20,6 +20,7 @@ router = APIRouter(tags=["sme"], responses=error_responses(401, 403, 422, 503))
 
 class SmeQueueItem(BaseModel):
     id: int
+    project: str
     item_id: str
     request_id: str
     rubric_ref: str
@@ -45,7 +46,7 @@ class SmeQueuePage(BaseModel):
 @router.get("/sme/queue", response_model=SmeQueuePage, summary="Items waiting for the SMEs")
 def sme_queue(
     session: SessionDep,
-    _: GradesKey,
+    caller: GradesKey,
     reason: Literal["escalated", "audit"] | None = Query(None),
     since: datetime | None = Query(None, description="queued at or after this time"),
     cursor: str | None = Query(None, max_length=512),
@@ -57,7 +58,8 @@ def sme_queue(
         if not last_id.isdigit():
             raise invalid("cursor: not a cursor returned by this API", "query")
         after_row = (stamp, int(last_id))
-    found = queued_items(session, reason, naive_utc(since) if since else None, limit + 1, after_row)
+    since = naive_utc(since) if since else None
+    found = queued_items(session, caller.tenant, reason, since, limit + 1, after_row)
     page = [SmeQueueItem.model_validate(item) for item in found[:limit]]
     more = len(found) > limit
     next_cursor = encode_cursor(page[-1].queued_at, page[-1].id) if more and page else None

@@ -12,6 +12,7 @@ from service.cli import (  # noqa: F401  (registers commands)
     keys,
     nightly,
     probe,
+    projects,
     regrade,
     serve,
 )

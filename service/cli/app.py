@@ -74,19 +74,50 @@ def main(
     """qadi: grade answers with LLM judges and measure the judges against human experts."""
 
 
-def open_grading(rubric: str, config):
-    """The database, the rubric (a file, or an id resolved in the database then the bundled
-    library) and a grader for the judges config: what every grading command starts from;
-    a bad rubric or config exits with one line."""
+PROJECT_HELP = (
+    "the project whose data this reads and writes (default: QADI_PROJECT, else 'default'; "
+    "see qadi projects list)"
+)
+
+
+def project_option():
+    """`--project` of every command that reads or writes a project's data."""
+    return typer.Option(None, "--project", help=PROJECT_HELP, show_default=False)
+
+
+def chosen_project(sessions, given: str | None) -> str:
+    """The project `--project` names, else QADI_PROJECT's, checked to exist: a mistyped name
+    ends the command instead of filing its data in a namespace of its own."""
+    from service.db.engine import session_scope
+    from service.projects import ProjectError, require_project
+    from service.settings import get_settings
+
+    try:
+        with session_scope(sessions) as session:
+            return require_project(session, given or get_settings().project)
+    except ProjectError as exc:
+        fail(f"--{exc}")
+
+
+def open_project(given: str | None):
+    """The database and the chosen project (`chosen_project`)."""
     from service.db.engine import open_database
     from service.settings import get_settings
 
     sessions = open_database(get_settings().database_url)
-    rubrics, grader = grading_for(sessions, [rubric], config)
-    return sessions, rubrics[rubric], grader
+    return sessions, chosen_project(sessions, given)
 
 
-def grading_for(sessions, references, config):
+def open_grading(rubric: str, config, project: str | None):
+    """The database, the project, the rubric (a file, or an id resolved in the project's
+    stored rubrics then the bundled library) and a grader for the judges config: what every
+    grading command starts from; a bad project, rubric or config exits with one line."""
+    sessions, chosen = open_project(project)
+    rubrics, grader = grading_for(sessions, chosen, [rubric], config)
+    return sessions, chosen, rubrics[rubric], grader
+
+
+def grading_for(sessions, project: str, references, config):
     """Each rubric reference resolved as `open_grading` resolves one, and a grader for the
     judges config (`qadi regrade`: each answer's own rubric_id); a bad one exits in one line."""
     from judges import Grader, JudgeConfigError, load_config
@@ -96,7 +127,7 @@ def grading_for(sessions, references, config):
 
     try:
         with session_scope(sessions) as session:
-            rubrics = {ref: resolve_stored_rubric(session, ref) for ref in references}
+            rubrics = {ref: resolve_stored_rubric(session, project, ref) for ref in references}
         return rubrics, Grader(load_config(config))
     except (RubricError, RubricNotFound, JudgeConfigError) as exc:
         fail(str(exc))

@@ -178,8 +178,9 @@ def _grading(tasks, judges_config: Path | None, guard: str | None, sessions):
     multiple choice or no judges are configured."""
     if not any(t.generative for t in tasks):
         return None, guard or "provider"
-    from judges import BatchGrader, Grader, JudgeConfigError, load_config
-    from service.stores.judgments import SqlJudgmentStore
+    from judges import Grader, JudgeConfigError, load_config
+    from service.projects import DEFAULT_PROJECT
+    from service.stores.judgments import project_batcher
 
     try:
         loaded = load_config(judges_config)
@@ -188,7 +189,8 @@ def _grading(tasks, judges_config: Path | None, guard: str | None, sessions):
         return None, guard or "provider"
     if guard is not None:
         loaded = loaded.model_copy(update={"qadi": loaded.qadi.model_copy(update={"guard": guard})})
-    grader = BatchGrader(Grader(loaded), SqlJudgmentStore(sessions))
+    # benchmarks are the operator's, not a team's: their judgments are the default project's
+    grader = project_batcher(Grader(loaded), sessions, DEFAULT_PROJECT)
     return grader.grade_one, loaded.qadi.guard
 
 

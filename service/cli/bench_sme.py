@@ -21,10 +21,12 @@ class SmeReport:
 def pooled_rows(session, run_ids: list[str]):
     """Judge and SME grades of every run's answers, each (answer, rater) once."""
     from service.calibration_store import Selection, rows_from_db
+    from service.projects import DEFAULT_PROJECT
 
     rows, inputs = {}, {}
-    for run_id in run_ids:
-        found, inputs = rows_from_db(session, Selection(metadata={"bench_run": run_id}))
+    for run_id in run_ids:  # benchmark judgments are the default project's (`qadi bench run`)
+        selection = Selection(metadata={"bench_run": run_id})
+        found, inputs = rows_from_db(session, DEFAULT_PROJECT, selection)
         rows.update({(r.item_id, r.rater): r for r in found})
     return list(rows.values()), inputs
 
@@ -36,6 +38,7 @@ def sme_report(factory, run_ids: list[str], bootstrap: int) -> SmeReport | None:
     from calibration.calibrate import CalibrationOptions
     from service.calibration_store import build_report, store_report
     from service.db.engine import session_scope
+    from service.projects import DEFAULT_PROJECT
 
     with session_scope(factory) as session:
         rows, inputs = pooled_rows(session, run_ids)
@@ -53,7 +56,8 @@ def sme_report(factory, run_ids: list[str], bootstrap: int) -> SmeReport | None:
             bootstrap=bootstrap,
         )
         rendered = build_report(rows, options, {**inputs, "bench_runs": run_ids})
-        stored = store_report(session, "adhoc", f"bench:{','.join(run_ids)}", rendered)
+        scope = f"bench:{','.join(run_ids)}"
+        stored = store_report(session, DEFAULT_PROJECT, "adhoc", scope, rendered)
     _print_calibration(rendered[0], stored.id)
     headline = pooled(rows, resamples=bootstrap)
     _print_headline(headline, len(run_ids))

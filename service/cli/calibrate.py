@@ -12,9 +12,8 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from calibration.formatting import judge_label
-from service.cli.app import app, console, fail, out, split_names
-from service.db.engine import open_database, session_scope
-from service.settings import get_settings
+from service.cli.app import app, console, fail, open_project, out, project_option, split_names
+from service.db.engine import session_scope
 
 _SCALE = re.compile(r"^(-?\d+(?:\.\d+)?)-(-?\d+(?:\.\d+)?)$")
 
@@ -250,10 +249,12 @@ def calibrate(
     trust_tolerance: float | None = TRUST_TOLERANCE,
     cascade: list[str] = CASCADE,
     trust_confidence: str = TRUST_CONFIDENCE,
+    project: str | None = project_option(),
 ) -> None:
     """Measure every judge against the human grades, overall and per stratum, with CIs,
     the alt-test and the trust map (which judge may replace the SMEs, where); where judges
-    give confidences, the thresholds POST /judge trusts their verdicts above."""
+    give confidences, the thresholds POST /judge trusts their verdicts above. With
+    --from-db, over one project's grades and judgments, and stored in it."""
     # numpy, scipy and matplotlib load only when a report is computed, not for `qadi --help`
     from calibration.interchange import GradeFormatError, read_grades
     from service.calibration_store import (
@@ -296,24 +297,27 @@ def calibrate(
         options = cli_options(bounds, level, by, criterion_weights=weights, **fields)
         rendered = render_rows(rows, options, inputs)
         if probe_run is not None:
-            sessions = open_database(get_settings().database_url)
+            sessions, project = open_project(project)
             with session_scope(sessions) as session:
-                rendered = attach_probe_run(session, rendered, probe_run)
+                rendered = attach_probe_run(session, project, rendered, probe_run)
     else:
-        sessions = open_database(get_settings().database_url)
+        sessions, project = open_project(project)
         with session_scope(sessions) as session:
             explicit_level = level
-            bounds, level, weights = scale_for(session, scale, rubric, level)
+            bounds, level, weights = scale_for(session, project, scale, rubric, level)
             if score != "discrete" and explicit_level is None:
                 level = "interval"  # expected scores lie between the ratings
             options = cli_options(bounds, level, by, criterion_weights=weights, **fields)
             selection = Selection(
                 judges=split_names(judges), rubric=rubric, since=since, scale=bounds, score=score
             )
-            rows, inputs = rows_from_db(session, selection)
-            options = with_stored_rubric_weights(session, options, inputs)
-            rendered = attach_probe_run(session, render_rows(rows, options, inputs), probe_run)
-            stored = store_report(session, "adhoc", rubric or "", rendered, (since, None))
+            rows, inputs = rows_from_db(session, project, selection)
+            options = with_stored_rubric_weights(session, project, options, inputs)
+            rendered = render_rows(rows, options, inputs)
+            rendered = attach_probe_run(session, project, rendered, probe_run)
+            stored = store_report(
+                session, project, "adhoc", rubric or "", rendered, (since, None)
+            )
             console.print(f"stored report {stored.id}")
     report, markdown, html_text = rendered
     write_outputs(
@@ -327,12 +331,14 @@ def calibrate(
         print_summary(report)
 
 
-def attach_probe_run(session, rendered, probe_run: str | None):
-    """The rendered report with a stored probe run's marks, or a clean exit naming it."""
+def attach_probe_run(session, project: str, rendered, probe_run: str | None):
+    """The rendered report with a stored probe run of the project marked on it, or a clean
+    exit naming it."""
     from service.probes import ProbeRunError, with_probe_run
+    from service.projects import Tenant
 
     try:
-        return with_probe_run(session, rendered, probe_run)
+        return with_probe_run(session, Tenant(project), rendered, probe_run)
     except ProbeRunError as exc:
         fail(f"--probe-run: {str(exc).removeprefix('probe_run: ')}")
 
@@ -371,19 +377,20 @@ def _file_rubric_weights(rubric: str | None) -> dict[str, float]:
 
 
 def scale_for(
-    session, scale, rubric, level
+    session, project: str, scale, rubric, level
 ) -> tuple[tuple[float, float] | None, str | None, dict[str, float]]:
-    """Scale, level and criterion weights: from the options, else from the stored rubric."""
+    """Scale, level and criterion weights: from the options, else from the project's stored
+    rubric."""
     from service.calibration_store import criterion_weights, scale_of_rubric
     from service.stores.rubrics import RubricNotFound, get_rubric
 
     try:
-        weights = criterion_weights(get_rubric(session, rubric)) if rubric else {}
+        weights = criterion_weights(get_rubric(session, project, rubric)) if rubric else {}
         if scale is not None or level == "nominal":
             return (parse_scale(scale) if scale else None), level, weights
         if rubric is None:
             fail("--scale: required unless --rubric names the rubric whose scale to use")
-        low, high, rubric_level = scale_of_rubric(session, rubric)
+        low, high, rubric_level = scale_of_rubric(session, project, rubric)
     except RubricNotFound as exc:
         fail(str(exc))
     return (low, high), level or rubric_level, weights

@@ -20,8 +20,9 @@ from rubrics import library_rubric, library_rubrics
 from service.answers import read_answers
 from service.auth import SCOPES, create_key, verify_key
 from service.cli.app import app, console, fail
-from service.cli.serve import serve
+from service.cli.serve import run_server
 from service.db.engine import open_database, session_scope, upgrade
+from service.projects import DEFAULT_PROJECT
 from service.settings import get_settings
 from service.stores.answers import ensure_responses
 from service.stores.rubrics import save_rubric
@@ -31,14 +32,16 @@ STAND_INS = SAMPLE / "judges.yaml"
 
 
 def load_sample(url: str) -> dict[str, int]:
-    """Store the library rubrics and the sample answers (idempotent). The sample's human
-    grades are not loaded: importing them is a step of the README's quick start."""
+    """Store the library rubrics and the sample answers in the default project (idempotent).
+    The sample's human grades are not loaded: importing them is a step of the README's
+    quick start."""
     answers: list[AnswerRecord] = read_answers(SAMPLE / "answers.jsonl")
     with session_scope(open_database(url)) as session:
         for rubric in library_rubrics():
-            save_rubric(session, rubric)
+            save_rubric(session, DEFAULT_PROJECT, rubric)
         ensure_responses(
             session,
+            DEFAULT_PROJECT,
             [GradeRequest.from_answer(library_rubric(a.rubric_id), a) for a in answers],
         )
     return {"answers": len(answers), "rubrics": len({a.rubric_id for a in answers})}
@@ -103,7 +106,7 @@ def demo(
         highlight=False,
     )
     if not no_serve:
-        serve(host="127.0.0.1", port=port, workers=1, judges_config=judges_path, database_url=None)
+        run_server("127.0.0.1", port, judges_config=judges_path)
 
 
 def use_local_judge(forced: bool) -> bool:

@@ -63,25 +63,27 @@ def load_explanations(database_url: str) -> list:
     from service.cli.demo import SAMPLE
     from service.db.engine import open_database, session_scope
     from service.grade_store import upsert_grades
+    from service.projects import DEFAULT_PROJECT
     from service.stores.answers import ensure_responses
 
     rubric = library_rubric(RUBRIC)
     answers = read_answers(SAMPLE / "explanations.jsonl")
     requests = [GradeRequest.from_answer(rubric, answer) for answer in answers]
     with session_scope(open_database(database_url)) as session:
-        ensure_responses(session, requests)
-        upsert_grades(session, read_grades(SAMPLE / "explanation-grades.csv"))
+        ensure_responses(session, DEFAULT_PROJECT, requests)
+        upsert_grades(session, DEFAULT_PROJECT, read_grades(SAMPLE / "explanation-grades.csv"))
     return requests
 
 
 def _grade(database_url: str, config_path: Path, requests: list):
-    from judges import BatchGrader, BatchOptions, BatchStats, Grader, load_config
+    from judges import BatchOptions, BatchStats, Grader, load_config
     from service.db.engine import open_database
-    from service.stores.judgments import SqlJudgmentStore
+    from service.projects import DEFAULT_PROJECT
+    from service.stores.judgments import project_batcher
 
     grader = Grader(load_config(config_path))
-    store = SqlJudgmentStore(open_database(database_url))
-    batcher = BatchGrader(grader, store, BatchOptions(concurrency=6, record_reused=False))
+    options = BatchOptions(concurrency=6, record_reused=False)
+    batcher = project_batcher(grader, open_database(database_url), DEFAULT_PROJECT, options)
     graded = []
     stats = asyncio.run(batcher.run(requests, graded.append, BatchStats()))
     table = Table(
@@ -122,13 +124,15 @@ def _calibrate(database_url: str) -> None:
     )
     from service.cli.calibrate import print_summary
     from service.db.engine import open_database, session_scope
+    from service.projects import DEFAULT_PROJECT
 
     with session_scope(open_database(database_url)) as session:
-        rows, inputs = rows_from_db(session, Selection(rubric=RUBRIC, score="both"))
+        selection = Selection(rubric=RUBRIC, score="both")
+        rows, inputs = rows_from_db(session, DEFAULT_PROJECT, selection)
         options = CalibrationOptions(
             scale_min=1.0, scale_max=5.0, level="interval", bootstrap=500, seed=0
         )
         rendered = build_report(rows, options, inputs)
-        stored = store_report(session, "adhoc", RUBRIC, rendered)
+        stored = store_report(session, DEFAULT_PROJECT, "adhoc", RUBRIC, rendered)
     console.print(f"[bold]calibration[/] stored report {stored.id} (GET /calibration/reports)")
     print_summary(rendered[0])

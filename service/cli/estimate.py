@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from service.cli.app import app, console, fail, out, split_names
+from service.cli.app import app, console, fail, open_project, out, project_option, split_names
 from service.cli.calibrate import parse_scale
 
 sme_app = typer.Typer(help="Work for subject-matter experts.", no_args_is_help=True)
@@ -135,6 +135,7 @@ def queue(
     reason: str | None = typer.Option(
         None, help="with --escalated: only 'escalated' or only 'audit' items"
     ),
+    project: str | None = project_option(),
     by: str | None = typer.Option(None, help="the strata attribute, e.g. candidate_model"),
     alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="1 − confidence"),
     seed: int = typer.Option(0, help="seed of the random draw inside a stratum"),
@@ -154,7 +155,7 @@ def queue(
     if escalated:
         if grades_file is not None or n is not None:
             fail("--escalated lists the database's queue: give no grades file and no --n")
-        _write_escalated(reason, out_path)
+        _write_escalated(reason, out_path, project)
         return
     if grades_file is None or n is None:
         fail("give a grades file and --n (or --escalated for the items POST /judge escalated)")
@@ -190,16 +191,18 @@ def _write_records(records: list[dict[str, str]], out_path: Path) -> None:
         writer.writerows(records)
 
 
-def _write_escalated(reason: str | None, out_path: Path) -> None:
-    """The database's SME queue as interchange rows with rater and score empty."""
-    from service.db.engine import open_database, session_scope
-    from service.settings import get_settings
+def _write_escalated(reason: str | None, out_path: Path, project: str | None) -> None:
+    """The project's SME queue in the database, as interchange rows with rater and score
+    empty."""
+    from service.db.engine import session_scope
+    from service.projects import Tenant
     from service.stores.trust import queued_items
 
     if reason not in (None, "escalated", "audit"):
         fail(f"--reason: '{reason}' is not escalated or audit")
-    with session_scope(open_database(get_settings().database_url)) as session:
-        items = queued_items(session, reason)
+    sessions, chosen = open_project(project)
+    with session_scope(sessions) as session:
+        items = queued_items(session, Tenant(chosen), reason)
     records = [
         {
             "item_id": item["item_id"],

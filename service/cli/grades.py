@@ -10,10 +10,9 @@ import typer
 
 from calibration.imports import Imported, read_inspect_log, read_lm_eval_results
 from calibration.interchange import GradeFormatError, read_grades
-from service.cli.app import app, fail
-from service.db.engine import open_database, session_scope
+from service.cli.app import app, fail, open_project, project_option
+from service.db.engine import session_scope
 from service.grade_store import check_storable, upsert_grades
-from service.settings import get_settings
 
 grades_app = typer.Typer(help="Human grades (CSV/JSONL interchange format).", no_args_is_help=True)
 app.add_typer(grades_app, name="grades")
@@ -48,17 +47,18 @@ def grades_import(
         help="interchange (CSV/JSONL), inspect (an Inspect AI .eval/.json log) or lm-eval "
         "(a results directory written with --log_samples)",
     ),
+    project: str | None = project_option(),
 ) -> None:
-    """Import grades; a re-imported (item_id, rater) replaces its score."""
+    """Import grades into a project; a re-imported (item_id, rater) replaces its score."""
     first_row = 2 if path.suffix.lower() == ".csv" else 1
     try:
         imported = _read(path, source)
         check_storable(imported.rows, first_row=first_row)
     except GradeFormatError as exc:
         fail("\n  ".join([str(path) + ": invalid grades", *exc.problems]))
-    sessions = open_database(get_settings().database_url)
+    sessions, project = open_project(project)
     with session_scope(sessions) as session:
-        counts = upsert_grades(session, imported.rows, first_row)
+        counts = upsert_grades(session, project, imported.rows, first_row)
     for reason in imported.skipped:
         typer.echo(f"skipped: {reason}", err=True)
     summary = {"file": str(path), "rows": len(imported.rows), **counts}

@@ -15,7 +15,6 @@ from rich.table import Table
 
 from calibration.formatting import judge_label
 from judges import (
-    BatchGrader,
     Grader,
     GradeRequest,
     GradeResult,
@@ -27,10 +26,8 @@ from judges import (
 )
 from judges.templates import read_template_file
 from rubrics import RubricError, resolve_rubric
-from service.cli.app import app, fail, out, split_names
-from service.db.engine import open_database
-from service.settings import get_settings
-from service.stores.judgments import SqlJudgmentStore
+from service.cli.app import app, fail, open_project, out, project_option, split_names
+from service.stores.judgments import project_batcher
 
 
 @app.command()
@@ -47,6 +44,7 @@ def judge(
     template: Path | None = typer.Option(
         None, help="grade with this prompt template file (YAML/JSON) instead of the rubric's"
     ),
+    project: str | None = project_option(),
 ) -> None:
     """Grade one answer with the configured judges, store the judgments and print a summary
     of the grade, or all of it as JSON with --json (needs a migrated database: `qadi db
@@ -66,8 +64,8 @@ def judge(
         grader.plan(request)  # bad input is refused before the database is opened
     except (RubricError, JudgeConfigError, GuardError, RequestError, TemplateError) as exc:
         fail(str(exc))
-    store = SqlJudgmentStore(open_database(get_settings().database_url))
-    result = asyncio.run(BatchGrader(grader, store).grade_one(request))
+    sessions, project = open_project(project)
+    result = asyncio.run(project_batcher(grader, sessions, project).grade_one(request))
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:

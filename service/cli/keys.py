@@ -10,6 +10,7 @@ from service.auth import ScopeError, create_key, revoke_key
 from service.cli.app import app, console, fail, out, split_names
 from service.db.engine import open_database, session_scope
 from service.db.schema import ApiKeyRow
+from service.projects import DEFAULT_PROJECT, ProjectError, ensure_project
 from service.settings import get_settings
 
 keys_app = typer.Typer(help="API keys with scopes judge, grades, admin.", no_args_is_help=True)
@@ -24,26 +25,39 @@ def _sessions():
 def keys_create(
     scopes: str = typer.Option(..., help="comma-separated: judge, grades, admin"),
     name: str = typer.Option("unnamed", help="who or what uses the key"),
+    project: str = typer.Option(
+        DEFAULT_PROJECT,
+        help="the project (team) the key reads and writes; made when it does not exist",
+    ),
 ) -> None:
-    """Create a key and print it once; only its hash is stored."""
+    """Create a key of a project and print it once; only its hash is stored. An admin-scope
+    key also reads every other project's data."""
     try:
         with session_scope(_sessions()) as session:
-            key = create_key(session, name, split_names(scopes) or [])
-    except ScopeError as exc:
+            made = ensure_project(session, project)
+            key = create_key(session, name, split_names(scopes) or [], project)
+    except (ScopeError, ProjectError) as exc:
         fail(str(exc))
+    if made:
+        console.print(f"created project {project}")
     typer.echo(key)
     console.print("store it now: qadi keeps only a hash and cannot show it again")
 
 
 @keys_app.command("list")
 def keys_list() -> None:
-    """List keys (prefix, name, scopes, state); secrets are never shown."""
+    """List keys (prefix, name, project, scopes, state); secrets are never shown."""
     with session_scope(_sessions()) as session:
         rows = session.scalars(select(ApiKeyRow).order_by(ApiKeyRow.id)).all()
-    table = Table("prefix", "name", "scopes", "created", "revoked")
+    table = Table("prefix", "name", "project", "scopes", "created", "revoked")
     for row in rows:
         table.add_row(
-            row.prefix, row.name, row.scopes, str(row.created_at), str(row.revoked_at or "")
+            row.prefix,
+            row.name,
+            row.project,
+            row.scopes,
+            str(row.created_at),
+            str(row.revoked_at or ""),
         )
     out.print(table)
 

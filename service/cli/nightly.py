@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from calibration.formatting import drift_line, fmt, with_interval
-from service.cli.app import app, console, fail, out
+from service.cli.app import app, console, fail, open_project, out, project_option
 from service.cli.calibrate import (
     CASCADE,
     LEVELS,
@@ -30,9 +30,9 @@ from service.cli.calibrate import (
     trust_options,
     write_outputs,
 )
-from service.db.engine import open_database, session_scope
+from service.db.engine import session_scope
 from service.db.schema import utcnow
-from service.settings import get_settings
+from service.projects import Tenant
 
 report_app = typer.Typer(help="Stored calibration reports.", no_args_is_help=True)
 app.add_typer(report_app, name="report")
@@ -87,6 +87,7 @@ def nightly(
     trust_tolerance: float | None = TRUST_TOLERANCE,
     cascade: list[str] = CASCADE,
     trust_confidence: str = TRUST_CONFIDENCE,
+    project: str | None = project_option(),
 ) -> None:
     """Report over the window, compared with the previous nightly report; it carries the
     judges' corrected means (PPI, `qadi estimate`) per --by stratum as `estimate`.
@@ -112,11 +113,11 @@ def nightly(
     since = until - parse_window(window)
     check_choice("--level", level, LEVELS)
     check_choice("--alt-scoring", alt_scoring, scorings() if alt_scoring else ())
-    sessions = open_database(get_settings().database_url)
+    sessions, project = open_project(project)
     with session_scope(sessions) as session:
-        bounds, level, weights = scale_for(session, scale, rubric, level)
+        bounds, level, weights = scale_for(session, project, scale, rubric, level)
         selection = Selection(rubric=rubric, since=since, until=until, scale=bounds)
-        rows, inputs = rows_from_db(session, selection)
+        rows, inputs = rows_from_db(session, project, selection)
         options = cli_options(
             bounds,
             level,
@@ -132,9 +133,9 @@ def nightly(
                 trust_alpha, trust_delta, trust_tolerance, cascade, trust_confidence
             ),
         )
-        options = with_stored_rubric_weights(session, options, inputs)
-        previous = latest_report(session, kind="nightly", scope=rubric or "")
-        history = nightly_history(session, rubric or "")
+        options = with_stored_rubric_weights(session, project, options, inputs)
+        previous = latest_report(session, Tenant(project), kind="nightly", scope=rubric or "")
+        history = nightly_history(session, project, rubric or "")
     # computed between two short transactions, not inside one: on SQLite a transaction
     # holds the write lock, and every POST /judge would wait for the report (issue 31.10)
     report = compute_report(rows, options, inputs)
@@ -143,8 +144,10 @@ def nightly(
     report["history"] = [*history, history_point(report, until.isoformat(), None)]
     rendered = with_estimate(render_report(report, rows, options), rows, options.by, bounds)
     with session_scope(sessions) as session:
-        rendered = attach_probe_run(session, rendered, probe_run)
-        stored = store_report(session, "nightly", rubric or "", rendered, (since, until))
+        rendered = attach_probe_run(session, project, rendered, probe_run)
+        stored = store_report(
+            session, project, "nightly", rubric or "", rendered, (since, until)
+        )
     stamp = until.strftime("%Y%m%dT%H%M%S")
     report, markdown, html_text = rendered
     base = out_dir / f"nightly-{rubric or 'all'}-{stamp}"
@@ -170,9 +173,9 @@ def exit_on_drift(found: dict) -> None:
         raise typer.Exit(DRIFT_EXIT)
 
 
-def load_report(reference: str, name: str) -> dict:
+def load_report(reference: str, name: str, project: str | None) -> dict:
     """A report from a JSON file (`qadi calibrate --out`, a nightly JSON, an API payload) or,
-    when no such file exists, a stored report id."""
+    when no such file exists, a stored report id of the project."""
     path = Path(reference)
     if not path.is_file() and (path.suffix == ".json" or "/" in reference):
         fail(f"{name}: no such file {reference}")
@@ -182,10 +185,11 @@ def load_report(reference: str, name: str) -> dict:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             fail(f"{name}: {reference} is not a report JSON file ({exc})")
     else:
-        from service.db.schema import CalibrationReportRow
+        from service.calibration_store import get_report
 
-        with session_scope(open_database(get_settings().database_url)) as session:
-            row = session.get(CalibrationReportRow, reference)
+        sessions, chosen = open_project(project)
+        with session_scope(sessions) as session:
+            row = get_report(session, Tenant(chosen), reference)
             if row is None:
                 fail(f"{name}: no file and no stored report '{reference}'")
             report = row.report
@@ -214,6 +218,7 @@ def diff(
     new: str = typer.Argument(..., help="the later report: a JSON file or a stored report id"),
     all_cells: bool = typer.Option(False, "--all", help="print every tested cell, not only drift"),
     as_json: bool = typer.Option(False, "--json", help="print the drift JSON instead of a table"),
+    project: str | None = project_option(),
 ) -> None:
     """Test every judge × stratum × metric the two reports share for a change (Welch's test
     on both reports' standard errors, Benjamini–Hochberg over all cells at q = 0.05) and
@@ -223,8 +228,8 @@ def diff(
     """
     from calibration.drift import drift
 
-    before = load_report(old, "OLD")
-    found = drift(load_report(new, "NEW"), before)
+    before = load_report(old, "OLD", project)
+    found = drift(load_report(new, "NEW", project), before)
     if as_json:
         out.print_json(data=found)
     else:

@@ -10,8 +10,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from service.cli.app import app, console, fail, open_grading, out, split_names
-from service.cli.progress import progress_bar
+from service.cli.app import app, console, fail, open_grading, out, project_option, split_names
+from service.cli.progress import grading_task, progress_bar
 
 
 @app.command()
@@ -46,6 +46,7 @@ def probe(
     html: Path | None = typer.Option(None, help="write the run's HTML page here"),
     md: Path | None = typer.Option(None, help="write the run's Markdown here"),
     list_probes: bool = typer.Option(False, "--list", help="list the registered probes"),
+    project: str | None = project_option(),
 ) -> None:
     """Grade original and perturbed versions of the same answers with every judge (paired),
     and report each judge × probe effect with an exact paired test and Benjamini-Hochberg
@@ -59,7 +60,7 @@ def probe(
         return
     from pydantic import ValidationError
 
-    from judges import BatchGrader, BatchStats, JudgeConfigError
+    from judges import BatchStats, JudgeConfigError
     from judges.probes import ProbeError
     from judges.templates import TemplateError
     from service import probes as core
@@ -67,7 +68,7 @@ def probe(
     from service.db.engine import session_scope
     from service.estimates import options_error
     from service.probe_store import store_run
-    from service.stores.judgments import SqlJudgmentStore
+    from service.stores.judgments import project_batcher
 
     if (input_path is None) == (not from_db):
         fail("give an INPUT file or --from-db (one of them)")
@@ -87,15 +88,18 @@ def probe(
         )
     except ValidationError as exc:
         fail(f"--{options_error(exc).replace('_', '-')}")
-    sessions, graded_rubric, grader = open_grading(rubric, config)
-    answers = _answers(sessions, input_path, db_rubric, candidate_model, metadata, since)
+    sessions, project, graded_rubric, grader = open_grading(rubric, config, project)
+    answers = _answers(
+        sessions, project, input_path, db_rubric, candidate_model, metadata, since
+    )
     answers = answers[:limit] if limit else answers
     try:
         plan = core.plan_run(grader.config, answers, graded_rubric, options)
     except (ProbeError, JudgeConfigError, TemplateError) as exc:
         fail(str(exc))
-    store = SqlJudgmentStore(sessions)
-    batcher = BatchGrader(grader, store, regrading.options(concurrency, False, False))
+    batcher = project_batcher(
+        grader, sessions, project, regrading.options(concurrency, False, False)
+    )
     try:
         calls, pending = asyncio.run(core.budget(plan, batcher, options.max_calls, dry_run))
     except core.CallBudgetExceeded as exc:
@@ -113,7 +117,7 @@ def probe(
     stats = BatchStats()
     try:
         with progress_bar() as progress:
-            task = progress.add_task("probe", total=len(plan.requests), errors=0, cost="$0.0000")
+            task = grading_task(progress, "probe", len(plan.requests))
 
             def advance(graded) -> None:
                 progress.update(
@@ -127,7 +131,7 @@ def probe(
         console.print("[yellow]interrupted[/]: finished calls are stored; rerun to resume")
         raise typer.Exit(130) from None
     with session_scope(sessions) as session:
-        row = store_run(session, report, plan.perturbations, core.rendered)
+        row = store_run(session, project, report, plan.perturbations, core.rendered)
         report, markdown, page = row.report, row.markdown, row.html
     console.print(f"stored probe run {report['id']}")
     for path, text in (
@@ -145,7 +149,7 @@ def probe(
         raise typer.Exit(1)
 
 
-def _answers(sessions, input_path, db_rubric, candidate_model, metadata, since):
+def _answers(sessions, project, input_path, db_rubric, candidate_model, metadata, since):
     """The answers to probe, from the file or the database; bad input exits with a message."""
     from service.answers import AnswerError, read_answers
     from service.db.engine import session_scope
@@ -156,7 +160,9 @@ def _answers(sessions, input_path, db_rubric, candidate_model, metadata, since):
         if input_path is None:
             pairs = parse_pairs(metadata, "--metadata")
             with session_scope(sessions) as session:
-                return answers_from_db(session, db_rubric, candidate_model, pairs, since)
+                return answers_from_db(
+                    session, project, db_rubric, candidate_model, pairs, since
+                )
         return read_answers(input_path)
     except AnswerError as exc:
         fail("\n  ".join(["invalid answers", *exc.problems]))

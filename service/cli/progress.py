@@ -25,9 +25,12 @@ class RateColumn(ProgressColumn):
         return Text(f"{task.speed:.1f}/s" if task.speed else "–/s")
 
 
+NO_COST_YET = "cost –"  # before the first call: not yet known, and never shown as zero
+
+
 def progress_bar() -> Progress:
-    """A task is added with fields `errors` and `cost` (BatchStats.cost_text: an unknown
-    price is never shown as zero), updated as calls finish."""
+    """A task is added with `grading_task`, updated as calls finish with `errors` and `cost`
+    (BatchStats.cost_text: an unknown price is never shown as zero)."""
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -40,3 +43,10 @@ def progress_bar() -> Progress:
         console=console,
         transient=False,
     )
+
+
+def grading_task(progress: Progress, description: str, total: int):
+    """A task of `progress_bar`: no errors and no cost known yet. It does not start at
+    "$0.0000": nothing is priced before the first call answers, and an unpriced model's
+    calls never cost zero."""
+    return progress.add_task(description, total=total, errors=0, cost=NO_COST_YET)

@@ -12,8 +12,17 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from service.cli.app import app, console, fail, grading_for, out, split_names
-from service.cli.progress import progress_bar
+from service.cli.app import (
+    app,
+    console,
+    fail,
+    grading_for,
+    open_project,
+    out,
+    project_option,
+    split_names,
+)
+from service.cli.progress import grading_task, progress_bar
 
 
 class Engine(StrEnum):
@@ -51,20 +60,21 @@ def regrade(
     since: datetime | None = typer.Option(None, help="--from-db: answers stored since"),
     batch: Path | None = typer.Option(None, help="write an OpenAI Batch API JSONL instead"),
     ingest: Path | None = typer.Option(None, help="read a batch results JSONL back"),
+    project: str | None = project_option(),
 ) -> None:
     """Grade answers with the judges core; every outcome goes to the database and --out.
 
     Rerunning the same command resumes: calls already stored (ok or parse error) are not
     made again. Exit code 1 when any call failed (listed at the end).
     """
-    from judges import BatchGrader, BatchStats
+    from judges import BatchStats
     from judges.batch import pending_calls
     from service import regrade as core
     from service.answers import AnswerError, read_answers
-    from service.db.engine import open_database, session_scope
+    from service.db.engine import session_scope
     from service.settings import get_settings
     from service.stores.answers import answers_from_db
-    from service.stores.judgments import SqlJudgmentStore
+    from service.stores.judgments import project_batcher
 
     if (input_path is None) == (not from_db):
         fail("give an INPUT file or --from-db (one of them)")
@@ -72,14 +82,19 @@ def regrade(
         fail("--workers is for the local engine; the ray engine takes --ray-workers")
     if engine is Engine.local and address is not None:
         fail("--address joins a Ray cluster: add --engine ray")
-    sessions = open_database(get_settings().database_url)
+    sessions, project = open_project(project)
     try:
         if from_db:
             from service.db.filters import parse_pairs
 
             with session_scope(sessions) as session:
                 answers = answers_from_db(
-                    session, db_rubric, candidate_model, _pairs(parse_pairs, metadata), since
+                    session,
+                    project,
+                    db_rubric,
+                    candidate_model,
+                    _pairs(parse_pairs, metadata),
+                    since,
                 )
         else:
             answers = read_answers(input_path)
@@ -90,14 +105,16 @@ def regrade(
         wanted, notes = core.rubric_plan(answers, rubric)
     except ValueError as exc:
         fail(str(exc))
-    rubrics, grader = grading_for(sessions, sorted(wanted), config)
+    rubrics, grader = grading_for(sessions, project, sorted(wanted), config)
     for note in notes:
         console.print(f"[yellow]note[/]: {note}", highlight=False)
     if rubric is not None:
         rubrics = {None: rubrics[rubric]}
     requests = core.requests_for(answers, rubrics, split_names(judges))
-    store = SqlJudgmentStore(sessions)
-    batcher = BatchGrader(grader, store, core.options(concurrency, force, retry_failed))
+    batcher = project_batcher(
+        grader, sessions, project, core.options(concurrency, force, retry_failed)
+    )
+    store = batcher.store
     if ingest is not None or dry_run or batch is not None:
         plans = [batcher.plan(r) for r in requests]
         if ingest is not None:
@@ -130,7 +147,7 @@ def regrade(
     started = time.perf_counter()
     try:
         with progress_bar() as progress:
-            task = progress.add_task("regrade", total=len(requests), errors=0, cost="$0.0000")
+            task = grading_task(progress, "regrade", len(requests))
             stats = BatchStats()
 
             def advance(graded) -> None:
@@ -150,6 +167,7 @@ def regrade(
                         core.options(concurrency, force, retry_failed),
                         RayCluster(ray_workers, address),
                         get_settings().database_url,
+                        project,
                         stats,
                         advance,
                     )
@@ -164,6 +182,7 @@ def regrade(
                     core.options(concurrency, force, retry_failed),
                     workers,
                     get_settings().database_url,
+                    project,
                     stats,
                     advance,
                 )

@@ -13,8 +13,8 @@ from pathlib import Path
 import typer
 import uvicorn
 
-from service.cli.app import app, console, fail
-from service.db.engine import make_engine, require_migrated
+from service.cli.app import app, chosen_project, console, fail
+from service.db.engine import make_engine, open_database, require_migrated
 from service.metrics import MULTIPROC_ENV
 from service.settings import get_settings
 
@@ -39,6 +39,22 @@ def serve(
     """Serve the API (docs at /docs). Refuses an unmigrated database, and an open (auth off)
     service on a non-loopback address unless --insecure is given. With --workers above 1
     the Prometheus counters of every worker are added up at /metrics."""
+    run_server(host, port, workers, judges_config, database_url, insecure, keep_alive)
+
+
+def run_server(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    judges_config: Path | None = None,
+    database_url: str | None = None,
+    insecure: bool = False,
+    keep_alive: float | None = None,
+) -> None:
+    """`qadi serve` as a plain function, for other commands (`qadi demo`) to call: its
+    defaults are values, where the typer command's are OptionInfo objects that a direct
+    call would hand on to uvicorn (issue 31: `timeout_keep_alive` became an OptionInfo and
+    every response logged a TypeError)."""
     if judges_config is not None:
         os.environ["QADI_JUDGES_CONFIG"] = str(judges_config)
     if database_url is not None:
@@ -50,6 +66,8 @@ def serve(
             "127.0.0.1, turn auth on, or pass --insecure if this network is trusted"
         )
     require_migrated(make_engine(get_settings().database_url))  # refused in QadiGroup
+    if get_settings().auth == "off":  # every caller is QADI_PROJECT's: it must exist
+        chosen_project(open_database(get_settings().database_url), None)
     check_judges_config(get_settings().judges_config)
     with shared_metrics(workers):
         uvicorn.run(

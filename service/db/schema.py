@@ -40,11 +40,33 @@ class Base(DeclarativeBase):
     pass
 
 
+def project_column(table: str) -> Mapped[str]:
+    """The project a row belongs to (migration 0009): every read and write of a team's data
+    is scoped by it (service/projects.py). No default: a writer that forgets it fails
+    instead of filing another team's data under the default project."""
+    return mapped_column(
+        String(64), ForeignKey("projects.name", name=f"fk_{table}_project")
+    )
+
+
+class ProjectRow(Base):
+    """A team's namespace: its keys, grade requests, judgments, answers, grades, rubrics,
+    reports and probe runs. `default` (made by migration 0009) holds single-team use."""
+
+    __tablename__ = "projects"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
 class RubricRow(Base):
     __tablename__ = "rubrics"
-    __table_args__ = (UniqueConstraint("rubric_id", "version", name="uq_rubric_version"),)
+    __table_args__ = (
+        UniqueConstraint("project", "rubric_id", "version", name="uq_rubric_project_version"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("rubrics")
     rubric_id: Mapped[str] = mapped_column(String(128), index=True)
     version: Mapped[int] = mapped_column(Integer)
     kind: Mapped[str] = mapped_column(String(32))
@@ -69,8 +91,10 @@ class ResponseRow(Base):
     """A candidate model's answer to an item; `item_key` is the id grades refer to."""
 
     __tablename__ = "responses"
+    __table_args__ = (Index("ix_responses_project", "project", "id"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("responses")
     content_hash: Mapped[str] = mapped_column(String(80), unique=True)
     item_id: Mapped[int] = mapped_column(ForeignKey("items.id"), index=True)
     item_key: Mapped[str] = mapped_column(String(256), index=True)
@@ -90,9 +114,13 @@ class GradeRequestRow(Base):
     """
 
     __tablename__ = "grade_requests"
-    __table_args__ = (Index("ix_grade_requests_status_claimed", "status", "claimed_at"),)
+    __table_args__ = (
+        Index("ix_grade_requests_status_claimed", "status", "claimed_at"),
+        Index("ix_grade_requests_project_created", "project", "created_at", "id"),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    project: Mapped[str] = project_column("grade_requests")
     idempotency_key: Mapped[str | None] = mapped_column(String(320), unique=True, nullable=True)
     body_hash: Mapped[str] = mapped_column(String(80))
     status: Mapped[str] = mapped_column(String(16), default="pending")
@@ -110,11 +138,13 @@ class JudgmentRow(Base):
     __table_args__ = (
         Index("ix_judgments_cache_ok", "cache_key", "status"),
         Index("ix_judgments_created", "created_at", "id"),
+        Index("ix_judgments_project_created", "project", "created_at", "id"),
         # a grade is never fabricated: `ok` without a score cannot be stored (migration 0004)
         CheckConstraint("status <> 'ok' OR score IS NOT NULL", name="ck_judgments_ok_has_score"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    project: Mapped[str] = project_column("judgments")
     request_id: Mapped[str | None] = mapped_column(
         ForeignKey("grade_requests.id"), index=True, nullable=True
     )
@@ -153,9 +183,13 @@ class HumanGradeRow(Base):
     """A grade in the interchange format of DESIGN.md (humans, or judges imported from files)."""
 
     __tablename__ = "human_grades"
-    __table_args__ = (UniqueConstraint("item_id", "rater", name="uq_grade_item_rater"),)
+    __table_args__ = (
+        UniqueConstraint("project", "item_id", "rater", name="uq_grade_project_item_rater"),
+        Index("ix_human_grades_project_created", "project", "created_at", "id"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("human_grades")
     item_id: Mapped[str] = mapped_column(String(256), index=True)
     rater: Mapped[str] = mapped_column(String(256), index=True)
     rater_kind: Mapped[str] = mapped_column(String(16))
@@ -173,6 +207,7 @@ class ApiKeyRow(Base):
     __tablename__ = "api_keys"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("api_keys")
     name: Mapped[str] = mapped_column(String(128))
     prefix: Mapped[str] = mapped_column(String(16), unique=True)
     key_hash: Mapped[str] = mapped_column(String(80))
@@ -183,9 +218,13 @@ class ApiKeyRow(Base):
 
 class CalibrationReportRow(Base):
     __tablename__ = "calibration_reports"
-    __table_args__ = (Index("ix_calibration_reports_kind_created", "kind", "created_at"),)
+    __table_args__ = (
+        Index("ix_calibration_reports_kind_created", "kind", "created_at"),
+        Index("ix_calibration_reports_project_kind", "project", "kind", "scope", "created_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    project: Mapped[str] = project_column("calibration_reports")
     kind: Mapped[str] = mapped_column(String(16))  # adhoc | nightly
     scope: Mapped[str] = mapped_column(String(256), default="")  # rubric id or "" (all)
     window_start: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
@@ -274,9 +313,13 @@ class ProbeRunRow(Base):
     themselves are ordinary `judgments` rows."""
 
     __tablename__ = "probe_runs"
-    __table_args__ = (Index("ix_probe_runs_created", "created_at", "id"),)
+    __table_args__ = (
+        Index("ix_probe_runs_created", "created_at", "id"),
+        Index("ix_probe_runs_project_created", "project", "created_at", "id"),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    project: Mapped[str] = project_column("probe_runs")
     rubric_ref: Mapped[str] = mapped_column(String(160))
     seed: Mapped[int] = mapped_column(Integer)
     report: Mapped[dict[str, Any]] = mapped_column(JSONType)
@@ -294,10 +337,18 @@ class TrustThresholdRow(Base):
 
     __tablename__ = "trust_thresholds"
     __table_args__ = (
-        Index("ix_trust_thresholds_lookup", "rubric_id", "evaluator", "stratum", "created_at"),
+        Index(
+            "ix_trust_thresholds_lookup",
+            "project",
+            "rubric_id",
+            "evaluator",
+            "stratum",
+            "created_at",
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("trust_thresholds")
     report_id: Mapped[str] = mapped_column(
         ForeignKey("calibration_reports.id", ondelete="CASCADE"), index=True
     )
@@ -318,8 +369,10 @@ class SmeQueueRow(Base):
     that rate), so an estimate over the labels can weight each by its inverse."""
 
     __tablename__ = "sme_queue"
+    __table_args__ = (Index("ix_sme_queue_project_created", "project", "created_at", "id"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("sme_queue")
     request_id: Mapped[str] = mapped_column(ForeignKey("grade_requests.id"), unique=True)
     response_id: Mapped[int] = mapped_column(ForeignKey("responses.id"), index=True)
     item_id: Mapped[str] = mapped_column(String(256), index=True)
@@ -328,4 +381,4 @@ class SmeQueueRow(Base):
     inclusion_prob: Mapped[float] = mapped_column(Float)
     trust: Mapped[dict[str, Any]] = mapped_column(JSONType)  # the request's trust outcome
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow, index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)

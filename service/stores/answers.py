@@ -1,5 +1,9 @@
 """Items (what was asked) and responses (a candidate's answer), each stored once by content
-hash, and stored answers read back for regrading."""
+hash, and stored answers read back for regrading.
+
+An answer belongs to a project (its metadata is that team's), so a response's hash includes
+its project; items (prompt and reference) are shared, as only a project's answers lead to
+them. The default project's hashes are those of before projects, so its rows stay found."""
 
 from __future__ import annotations
 
@@ -12,35 +16,42 @@ from judges import AnswerRecord, GradeRequest
 from rubrics import content_hash
 from service.db.filters import not_a_probe, rubric_matches
 from service.db.schema import ItemRow, JudgmentRow, ResponseRow, utcnow
+from service.projects import cache_scope
 from service.stores.chunks import chunked, insert_missing
 
 
 def item_key(request: GradeRequest) -> str:
-    """The id grades refer to: metadata item_id when given, else one derived from the answer."""
+    """The id grades refer to: metadata item_id when given, else one derived from the answer
+    (the same in every project, so a team's ids do not depend on its project's name)."""
     return request.metadata.get("item_id") or "resp-" + response_hash(request)[7:23]
 
 
-def response_hash(request: GradeRequest) -> str:
-    return content_hash(
-        {
-            "prompt": request.prompt,
-            "reference": request.reference,
-            "candidate_model": request.candidate_model,
-            "response": request.response,
-            "item_id": request.metadata.get("item_id"),
-        }
-    )
+def response_hash(request: GradeRequest, project: str | None = None) -> str:
+    """The answer's content hash in `project` (None: the unscoped hash, the default
+    project's)."""
+    fields = {
+        "prompt": request.prompt,
+        "reference": request.reference,
+        "candidate_model": request.candidate_model,
+        "response": request.response,
+        "item_id": request.metadata.get("item_id"),
+    }
+    scope = cache_scope(project) if project is not None else None
+    if scope is not None:
+        fields["project"] = scope
+    return content_hash(fields)
 
 
 def _item_hash(request: GradeRequest) -> str:
     return content_hash({"prompt": request.prompt, "reference": request.reference})
 
 
-def ensure_responses(session: Session, requests: list[GradeRequest]) -> list[int]:
-    """The response id of each request's answer, inserting the items and answers not yet
-    stored (a concurrent writer inserting the same rows first is not an error)."""
+def ensure_responses(session: Session, project: str, requests: list[GradeRequest]) -> list[int]:
+    """The response id of each request's answer in `project`, inserting the items and
+    answers not yet stored (a concurrent writer inserting the same rows first is not an
+    error)."""
     item_hashes = [_item_hash(r) for r in requests]
-    response_hashes = [response_hash(r) for r in requests]
+    response_hashes = [response_hash(r, project) for r in requests]
     items = _existing(session, ItemRow, item_hashes)
     new_items = {h: r for h, r in zip(item_hashes, requests, strict=True) if h not in items}
     if new_items:
@@ -69,6 +80,7 @@ def ensure_responses(session: Session, requests: list[GradeRequest]) -> list[int
             [
                 {
                     "content_hash": h,
+                    "project": project,
                     "item_id": item_id,
                     "item_key": item_key(r),
                     "candidate_model": r.candidate_model,
@@ -98,17 +110,18 @@ def _existing(session: Session, table, hashes: list[str]) -> dict[str, int]:
 
 def answers_from_db(
     session: Session,
+    project: str,
     rubric: str | None = None,
     candidate_model: str | None = None,
     metadata: dict[str, str] | None = None,
     since: datetime | None = None,
 ) -> list[AnswerRecord]:
-    """Stored answers (probe copies excluded); with `rubric`, only answers already judged
-    under that rubric."""
+    """The project's stored answers (probe copies excluded); with `rubric`, only answers
+    already judged under that rubric."""
     query = (
         select(ResponseRow, ItemRow)
         .join(ItemRow, ResponseRow.item_id == ItemRow.id)
-        .where(not_a_probe())
+        .where(ResponseRow.project == project, not_a_probe())
     )
     if candidate_model:
         query = query.where(ResponseRow.candidate_model == candidate_model)

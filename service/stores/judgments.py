@@ -1,5 +1,7 @@
 """The one SQL implementation of the grading core's `JudgmentStore`: every path (POST /judge,
-/judge/batch, `qadi regrade`, the benchmarks) looks up and saves judgments here."""
+/judge/batch, `qadi regrade`, the benchmarks) looks up and saves judgments here, each in its
+project. Lookups go by cache key, which carries the project (`project_batcher`), so a
+project finds only its own verdicts."""
 
 from __future__ import annotations
 
@@ -10,10 +12,11 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from judges import Graded, JudgeResult
+from judges import BatchGrader, BatchOptions, Graded, Grader, JudgeResult
 from judges.models import CriterionVerdict
 from service.db.engine import session_scope
 from service.db.schema import JudgmentRow, utcnow
+from service.projects import cache_scope
 from service.stores.answers import ensure_responses
 from service.stores.chunks import chunked
 
@@ -46,10 +49,13 @@ _RESULT_COLUMNS = {
 }
 
 
-def row_values(result: JudgeResult, request_id: str | None, response_id: int) -> dict[str, Any]:
+def row_values(
+    project: str, result: JudgeResult, request_id: str | None, response_id: int
+) -> dict[str, Any]:
     """Column values of one judgments row."""
     values = {column: getattr(result, name) for name, column in _RESULT_COLUMNS.items()}
     values.update(
+        project=project,
         request_id=request_id,
         response_id=response_id,
         criteria=[c.model_dump() for c in result.criteria],
@@ -89,15 +95,16 @@ def find_done_in(
     return found
 
 
-def write_judgments(session: Session, graded: Sequence[Graded]) -> None:
-    """The answers (once each) and the judgments of `graded`, in the caller's transaction.
-    A graded request's `tag`, when a string, is the id of the HTTP request it answers."""
+def write_judgments(session: Session, project: str, graded: Sequence[Graded]) -> None:
+    """The answers (once each) and the judgments of `graded`, in `project`, in the caller's
+    transaction. A graded request's `tag`, when a string, is the id of the HTTP request it
+    answers."""
     with_judgments = [g for g in graded if g.judgments]
     if not with_judgments:
         return
-    response_ids = ensure_responses(session, [g.request for g in with_judgments])
+    response_ids = ensure_responses(session, project, [g.request for g in with_judgments])
     rows = [
-        row_values(result, g.tag if isinstance(g.tag, str) else None, response_id)
+        row_values(project, result, g.tag if isinstance(g.tag, str) else None, response_id)
         for g, response_id in zip(with_judgments, response_ids, strict=True)
         for result in g.judgments
     ]
@@ -105,10 +112,12 @@ def write_judgments(session: Session, graded: Sequence[Graded]) -> None:
 
 
 class SqlJudgmentStore:
-    """`JudgmentStore` over the database; blocking work runs off the event loop."""
+    """`JudgmentStore` over the database, saving in `project`; blocking work runs off the
+    event loop."""
 
-    def __init__(self, factory: sessionmaker[Session]) -> None:
+    def __init__(self, factory: sessionmaker[Session], project: str) -> None:
         self.factory = factory
+        self.project = project
 
     async def find_done(
         self, keys: Collection[str], statuses: Collection[str]
@@ -124,4 +133,19 @@ class SqlJudgmentStore:
 
     def _save(self, graded: Sequence[Graded]) -> None:
         with session_scope(self.factory) as session:
-            write_judgments(session, graded)
+            write_judgments(session, self.project, graded)
+
+
+def project_batcher(
+    grader: Grader,
+    factory: sessionmaker[Session],
+    project: str,
+    options: BatchOptions | None = None,
+    slots: asyncio.Semaphore | None = None,
+) -> BatchGrader:
+    """The batch core for `project`: its judgments are saved there, and its cache keys carry
+    the project, so it reuses only that project's verdicts (a shared cache would tell a team
+    through `cached: true` that another graded the same text)."""
+    return BatchGrader(
+        grader, SqlJudgmentStore(factory, project), options, slots, cache_scope(project)
+    )

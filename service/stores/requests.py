@@ -54,16 +54,19 @@ def scoped_key(api_key_id: int | None, key: str) -> str:
 
 def claim(
     session: Session,
+    project: str,
     key: str | None,
     body_hash: str,
     api_key_id: int | None,
     stale_before: datetime,
 ) -> Claim | Replay:
-    """Create the request row, or answer from the earlier request with the same key.
-    Raises Conflict for a key used with another body or still in progress."""
+    """Create the request row in `project`, or answer from the earlier request with the same
+    key (keys are scoped by API key, and a key belongs to one project). Raises Conflict for
+    a key used with another body or still in progress."""
     now = utcnow()
     row = {
         "id": new_id(),
+        "project": project,
         "body_hash": body_hash,
         "api_key_id": api_key_id,
         "status": "pending",

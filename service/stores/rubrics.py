@@ -1,4 +1,9 @@
-"""Rubrics in the database, versioned: a changed body is a new version; old ones stay readable."""
+"""Rubrics in the database, versioned: a changed body is a new version; old ones stay readable.
+
+Stored rubrics are a namespace per project: a team's POST /rubrics (or an inline rubric in
+POST /judge) adds versions to its own project's rubric ids only, so it can never change how
+another team's `rubric_id` resolves. The bundled library is shared and read-only: each
+project stores its own copy of a library rubric on first use."""
 
 from __future__ import annotations
 
@@ -34,8 +39,8 @@ def _body_without_version(rubric: Rubric) -> dict:
     return body
 
 
-def save_rubric(session: Session, rubric: Rubric) -> tuple[Rubric, bool]:
-    """Store `rubric` under its id. Returns (stored rubric, created?).
+def save_rubric(session: Session, project: str, rubric: Rubric) -> tuple[Rubric, bool]:
+    """Store `rubric` under its id in `project`. Returns (stored rubric, created?).
 
     The same body as an existing version is that version; a different body becomes
     max(version) + 1 whatever version the caller wrote, so versions never collide.
@@ -44,14 +49,16 @@ def save_rubric(session: Session, rubric: Rubric) -> tuple[Rubric, bool]:
     for _ in range(5):
         try:
             with session.begin_nested():
-                return _save_once(session, rubric)
+                return _save_once(session, project, rubric)
         except IntegrityError:
             continue
     raise RubricError(f"rubric: could not store '{rubric.id}' under concurrent writes; retry")
 
 
-def _save_once(session: Session, rubric: Rubric) -> tuple[Rubric, bool]:
-    rows = session.scalars(select(RubricRow).where(RubricRow.rubric_id == rubric.id)).all()
+def _save_once(session: Session, project: str, rubric: Rubric) -> tuple[Rubric, bool]:
+    rows = session.scalars(
+        select(RubricRow).where(RubricRow.project == project, RubricRow.rubric_id == rubric.id)
+    ).all()
     body = _body_without_version(rubric)
     for row in rows:
         stored = parse_rubric(row.body)
@@ -61,6 +68,7 @@ def _save_once(session: Session, rubric: Rubric) -> tuple[Rubric, bool]:
     stored = rubric.model_copy(update={"version": version})
     session.add(
         RubricRow(
+            project=project,
             rubric_id=stored.id,
             version=version,
             kind=stored.kind,
@@ -72,13 +80,15 @@ def _save_once(session: Session, rubric: Rubric) -> tuple[Rubric, bool]:
     return stored, True
 
 
-def get_rubric(session: Session, ref: str) -> Rubric:
-    """'id' (newest) or 'id@version' from the database, else from the bundled library."""
-    return find_rubric(session, ref)[0]
+def get_rubric(session: Session, project: str, ref: str) -> Rubric:
+    """'id' (newest) or 'id@version' from the project's stored rubrics, else from the
+    bundled library."""
+    return find_rubric(session, project, ref)[0]
 
 
-def find_rubric(session: Session, ref: str) -> tuple[Rubric, bool]:
-    """The rubric, and whether it is stored (False: from the bundled library, not yet stored).
+def find_rubric(session: Session, project: str, ref: str) -> tuple[Rubric, bool]:
+    """The rubric, and whether `project` stores it (False: from the bundled library, not yet
+    stored there).
 
     A bare 'id' takes the newest of the database and the bundled library: a release that
     ships kinayat-explanation v2 must not keep answering with the v1 stored on first use.
@@ -88,7 +98,9 @@ def find_rubric(session: Session, ref: str) -> tuple[Rubric, bool]:
         name, version = split_ref(ref)
     except RubricError as exc:
         raise RubricNotFound(str(exc)) from None
-    query = select(RubricRow.content_hash, RubricRow.version).where(RubricRow.rubric_id == name)
+    query = select(RubricRow.content_hash, RubricRow.version).where(
+        RubricRow.project == project, RubricRow.rubric_id == name
+    )
     if version is not None:
         query = query.where(RubricRow.version == version)
     found = session.execute(query.order_by(RubricRow.version.desc()).limit(1)).first()
@@ -99,7 +111,10 @@ def find_rubric(session: Session, ref: str) -> tuple[Rubric, bool]:
     if found is not None and (bundled is None or found.version >= bundled.version):
         digest = found.content_hash
         if digest not in _PARSED:
-            body = session.scalar(select(RubricRow.body).where(RubricRow.content_hash == digest))
+            # a hash names one body, whichever project stored it
+            body = session.scalar(
+                select(RubricRow.body).where(RubricRow.content_hash == digest).limit(1)
+            )
             _PARSED[digest] = parse_rubric(body)
         return _PARSED[digest], True
     if bundled is None:
@@ -107,12 +122,13 @@ def find_rubric(session: Session, ref: str) -> tuple[Rubric, bool]:
     return bundled, False
 
 
-def list_rubrics(session: Session) -> list[dict]:
-    """Every stored id with its versions; library rubrics not yet stored are listed too."""
+def list_rubrics(session: Session, project: str) -> list[dict]:
+    """Every id the project stores with its versions; library rubrics it has not stored are
+    listed too."""
     rows = session.execute(
-        select(RubricRow.rubric_id, func.max(RubricRow.version), RubricRow.kind).group_by(
-            RubricRow.rubric_id, RubricRow.kind
-        )
+        select(RubricRow.rubric_id, func.max(RubricRow.version), RubricRow.kind)
+        .where(RubricRow.project == project)
+        .group_by(RubricRow.rubric_id, RubricRow.kind)
     ).all()
     listed = {
         r[0]: {"id": r[0], "latest_version": r[1], "kind": r[2], "stored": True} for r in rows
@@ -130,17 +146,19 @@ def list_rubrics(session: Session) -> list[dict]:
     return sorted(listed.values(), key=lambda r: r["id"])
 
 
-def rubric_versions(session: Session, rubric_id: str) -> list[Rubric]:
+def rubric_versions(session: Session, project: str, rubric_id: str) -> list[Rubric]:
     rows = session.scalars(
-        select(RubricRow).where(RubricRow.rubric_id == rubric_id).order_by(RubricRow.version)
+        select(RubricRow)
+        .where(RubricRow.project == project, RubricRow.rubric_id == rubric_id)
+        .order_by(RubricRow.version)
     ).all()
     return [parse_rubric(r.body) for r in rows]
 
 
-def resolve_stored_rubric(session: Session, ref_or_path: str) -> Rubric:
+def resolve_stored_rubric(session: Session, project: str, ref_or_path: str) -> Rubric:
     """A CLI argument: a rubric file when it names one, else 'id[@version]' resolved as the
-    service resolves it (the database first, then the bundled library)."""
+    service resolves it (the project's stored rubrics first, then the bundled library)."""
     path = Path(ref_or_path)
     if path.suffix in (".yaml", ".yml", ".json") or path.exists():
         return load_rubric_file(path)
-    return get_rubric(session, ref_or_path)
+    return get_rubric(session, project, ref_or_path)

@@ -1,6 +1,6 @@
 """Selective judging in the database: the thresholds stored calibration reports fixed (what
 POST /judge applies, judges/trust.py) and the SME queue of items escalated or audited at
-request time."""
+request time; both a project's own (service/projects.py)."""
 
 from __future__ import annotations
 
@@ -22,12 +22,15 @@ from service.db.schema import (
     TrustThresholdRow,
     utcnow,
 )
+from service.projects import Tenant
 from service.stores.answers import ensure_responses, item_key
 
 _SAME = 1e-9  # α and δ match a stored calibration's within this
 
 
-def save_thresholds(session: Session, report_id: str, report: dict[str, Any]) -> int:
+def save_thresholds(
+    session: Session, project: str, report_id: str, report: dict[str, Any]
+) -> int:
     """The thresholds of a stored report that a request can be checked against: rows
     bound to one rubric version and one version of each judge (others cannot be applied)."""
     section = report.get("selective")
@@ -36,6 +39,7 @@ def save_thresholds(session: Session, report_id: str, report: dict[str, Any]) ->
     now = utcnow()
     values = [
         {
+            "project": project,
             "report_id": report_id,
             "rubric_id": split_ref(row["binding"]["rubric_ref"])[0],
             "evaluator": row["evaluator"],
@@ -66,17 +70,19 @@ def save_thresholds(session: Session, report_id: str, report: dict[str, Any]) ->
 
 def find_calibrations(
     session: Session,
+    project: str,
     rubric_id: str,
     evaluators: Iterable[str],
     stratum: str,
     policy: TrustPolicy,
 ) -> dict[str, Calibration]:
-    """The newest calibration of each evaluator for this rubric, stratum, α, δ and
-    confidence source; an evaluator never calibrated so is absent."""
+    """The project's newest calibration of each evaluator for this rubric, stratum, α, δ
+    and confidence source; an evaluator never calibrated so is absent."""
     wanted = list(evaluators)
     rows = session.scalars(
         select(TrustThresholdRow)
         .where(
+            TrustThresholdRow.project == project,
             TrustThresholdRow.rubric_id == rubric_id,
             TrustThresholdRow.evaluator.in_(wanted),
             TrustThresholdRow.stratum == stratum,
@@ -93,17 +99,20 @@ def find_calibrations(
     return found
 
 
-def enqueue(session: Session, queued: list[tuple[str, GradeRequest, TrustOutcome]]) -> None:
-    """Items for the SMEs (request id, the request, its trust outcome), in the caller's
-    transaction: the same one that stores the request's judgments."""
+def enqueue(
+    session: Session, project: str, queued: list[tuple[str, GradeRequest, TrustOutcome]]
+) -> None:
+    """Items for the project's SMEs (request id, the request, its trust outcome), in the
+    caller's transaction: the same one that stores the request's judgments."""
     if not queued:
         return
-    response_ids = ensure_responses(session, [request for _, request, _ in queued])
+    response_ids = ensure_responses(session, project, [request for _, request, _ in queued])
     now = utcnow()
     session.execute(
         insert(SmeQueueRow),
         [
             {
+                "project": project,
                 "request_id": request_id,
                 "response_id": response_id,
                 "item_id": item_key(request),
@@ -123,17 +132,19 @@ def enqueue(session: Session, queued: list[tuple[str, GradeRequest, TrustOutcome
 
 def queued_items(
     session: Session,
+    tenant: Tenant,
     reason: str | None = None,
     since: datetime | None = None,
     limit: int | None = None,
     after_row: tuple[datetime, int] | None = None,
 ) -> list[dict[str, Any]]:
-    """The SME queue, oldest first (after `after_row`, a (created_at, id) keyset cursor),
-    each item with the texts an SME grades."""
+    """The SME queue the tenant may read, oldest first (after `after_row`, a (created_at,
+    id) keyset cursor), each item with the texts an SME grades."""
     query = (
         select(SmeQueueRow, ResponseRow, ItemRow)
         .join(ResponseRow, SmeQueueRow.response_id == ResponseRow.id)
         .join(ItemRow, ResponseRow.item_id == ItemRow.id)
+        .where(tenant.visible(SmeQueueRow.project))
         .order_by(SmeQueueRow.created_at, SmeQueueRow.id)
     )
     if reason is not None:
@@ -147,6 +158,7 @@ def queued_items(
     return [
         {
             "id": queued.id,
+            "project": queued.project,
             "item_id": queued.item_id,
             "request_id": queued.request_id,
             "rubric_ref": queued.rubric_ref,

@@ -184,7 +184,8 @@ class Chaos:
         from service.db.engine import make_engine, make_sessionmaker, session_scope
         from service.db.schema import GradeRequestRow, JudgmentRow
 
-        calls = httpx.get(f"{self.server.base}/_control/calls").json()["count"]
+        received = httpx.get(f"{self.server.base}/_control/calls").json()
+        calls = received["count"]
         engine = make_engine(self.url)
         with session_scope(make_sessionmaker(engine)) as session:
             rows = {r.id: r for r in session.scalars(select(JudgmentRow))}
@@ -218,6 +219,7 @@ class Chaos:
             "500": statuses.get(500, 0),
             "non_json": sum(1 for r in self.records if not r["json"]),
             "backend_calls": calls,
+            "backend_statuses": received["statuses"],  # what the double answered, by status
             "judgments": len(rows),
             "calls_recorded": made,
             "duplicates": len(duplicates),

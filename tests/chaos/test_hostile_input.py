@@ -205,7 +205,7 @@ def test_twenty_identical_concurrent_uploads_leave_one_row_per_pair(migrated_db)
         start.wait()
         try:
             with session_scope(sessions) as session:
-                upsert_grades(session, rows)
+                upsert_grades(session, "default", rows)
         except BaseException as exc:  # noqa: BLE001 - the test reports whatever escaped
             errors.append(exc)
 
@@ -317,11 +317,12 @@ def test_the_schema_refuses_an_ok_judgment_without_a_score(tmp_path):
     from sqlalchemy import create_engine, insert
     from sqlalchemy.exc import IntegrityError
 
-    from service.db.schema import Base, ItemRow, JudgmentRow, ResponseRow
+    from service.db.schema import Base, ItemRow, JudgmentRow, ProjectRow, ResponseRow
 
     engine = create_engine(f"sqlite:///{tmp_path / 'check.db'}")
     Base.metadata.create_all(engine)
     judgment = {
+        "project": "default",
         "response_id": 1,
         "judge": "gpt-judge",
         "judge_model": "m",
@@ -333,11 +334,13 @@ def test_the_schema_refuses_an_ok_judgment_without_a_score(tmp_path):
         "template_hash": "h",
     }
     with engine.begin() as connection:
+        connection.execute(insert(ProjectRow).values(name="default"))
         connection.execute(insert(ItemRow).values(id=1, content_hash="i", prompt="p"))
         connection.execute(
             insert(ResponseRow).values(
-                id=1, content_hash="r", item_id=1, item_key="i", candidate_model="c", text="t"
-            )
+                id=1, project="default", content_hash="r", item_id=1, item_key="i",
+                candidate_model="c", text="t",
+            )  # fmt: skip
         )
         connection.execute(insert(JudgmentRow).values(id="a", score=3.0, **judgment))
         connection.execute(insert(JudgmentRow).values(id="b", **{**judgment, "status": "failed"}))
@@ -403,3 +406,21 @@ def test_duplicate_pairs_in_one_upload_are_reported_with_their_rows(service):
     again = service.post("/grades", scope="grades", json=[{"item_id": "i1", "rater": "r",
                                                            "rater_kind": "human", "score": 2}])
     assert again.json() == {"inserted": 0, "updated": 1}  # no duplicates key when none
+
+
+def test_duplicates_in_json_lines_are_numbered_by_line_as_errors_are(service):
+    """Blank lines are skipped but counted: a duplicate is named by the line the file shows,
+    the number a validation error in that file would give it."""
+    line = '{{"item_id": "i1", "rater": "r", "rater_kind": "human", "score": {}}}'
+    text = "\n".join([line.format(1), "", "", line.format(2), "", line.format("true")])
+    headers = {"Content-Type": "application/jsonl"}
+    refused = service.post("/grades", scope="grades", content=text, headers=headers)
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0]["msg"].startswith("row 6: score:")
+    uploaded = service.post(
+        "/grades", scope="grades", content=text.rsplit("\n", 2)[0], headers=headers
+    )
+    assert uploaded.status_code == 200, uploaded.text
+    assert uploaded.json()["duplicates"]["rows"] == [
+        {"row": 4, "item_id": "i1", "rater": "r", "repeats_row": 1}
+    ]

@@ -103,9 +103,8 @@ def test_nightly_and_ad_hoc_reports_at_once_under_grading_load(database, tmp_pat
     nightly_file = json.loads(next((tmp_path / "reports").glob("*.json")).read_text())
     assert nightly_file["drift"]["previous_report"] is None  # an ad hoc report is no nightly
     for kind in ("adhoc", "nightly"):
-        assert f'qadi_calibration_report_timestamp_seconds{{kind="{kind}",scope="{RUBRIC}"}}' in (
-            scenario.metrics
-        )
+        labels = f'kind="{kind}",project="default",scope="{RUBRIC}"'
+        assert f"qadi_calibration_report_timestamp_seconds{{{labels}}}" in scenario.metrics
     figures = scenario.figures
     # grading went on beside the reports (each of the 4 clients got answers), all graded
     assert figures["statuses"].get(200, 0) == figures["requests"] >= 4

@@ -1,7 +1,8 @@
 """The keep-alive close race (issue 31.6): a server closes an idle pooled connection just as
 the client sends its next request on it. qadi_client sends such a request again, on a new
-connection, when the service cannot act on it twice (it carries an Idempotency-Key, or only
-reads); anything else still raises."""
+connection, when the service cannot act on it twice: a read, or POST /judge and /judge/batch,
+which carry an Idempotency-Key the service deduplicates by. Any other write (grades, reports,
+estimates) carries no key and is never resent: the closed connection is the caller's error."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from qadi_client import AsyncQadiClient, QadiClient
 from qadi_client._retry import RetryPolicy
 
 ROW = {"item_id": "a", "rater": "h", "rater_kind": "human", "score": 1.0}
-ANSWER = json.dumps({"inserted": 1, "updated": 0}).encode()
+# what an upload or a batch answers, so one reply serves both kinds of call
+ANSWER = json.dumps({"inserted": 1, "updated": 0, "results": []}).encode()
+ITEM = {"kind": "rubric", "response": "r", "candidate_model": "m", "rubric_id": "x"}
 
 
 class ClosingServer:
@@ -73,22 +76,42 @@ def server():
     running.close()
 
 
-def test_a_keyed_request_is_sent_again_when_its_pooled_connection_closes(server):
+def test_a_judge_call_is_sent_again_with_its_key_when_its_pooled_connection_closes(server):
     with QadiClient(server.url, api_key="k") as qadi:
-        assert qadi.upload_grades([ROW]).inserted == 1
-        assert qadi.upload_grades([ROW]).inserted == 1  # its first connection died under it
+        assert qadi.judge_batch([ITEM]).results == []
+        assert qadi.judge_batch([ITEM]).results == []  # its first connection died under it
     first, lost, resent = server.received
     assert (first[0], lost[0], resent[0]) == (1, 1, 2)  # resent on a new connection
     assert lost[2] == resent[2] and lost[2] != first[2]  # the same call, the same key
+    assert lost[1] == resent[1] == "POST /judge/batch HTTP/1.1"
 
 
 def test_the_async_client_sends_it_again_too(server):
     async def twice():
         async with AsyncQadiClient(server.url, api_key="k") as qadi:
-            return [(await qadi.upload_grades([ROW])).inserted for _ in range(2)]
+            return [(await qadi.judge_batch([ITEM])).results for _ in range(2)]
 
-    assert asyncio.run(twice()) == [1, 1]
+    assert asyncio.run(twice()) == [[], []]
     assert [number for number, _, _ in server.received] == [1, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda qadi: qadi.upload_grades([ROW]),
+        lambda qadi: qadi.calibration_report(scale_min=1, scale_max=5),
+        lambda qadi: qadi.estimate(scale_min=1, scale_max=5),
+    ],
+    ids=["grades", "report", "estimate"],
+)
+def test_a_write_the_service_does_not_deduplicate_is_never_resent(server, call):
+    """A resend would store a second report or run an estimate again: such a write goes
+    without an Idempotency-Key, and its closed connection is raised, not retried."""
+    with QadiClient(server.url, api_key="k") as qadi:
+        qadi.upload_grades([ROW])
+        with pytest.raises(httpx.RemoteProtocolError):
+            call(qadi)
+    assert [(number, key) for number, _, key in server.received] == [(1, None), (1, None)]
 
 
 def test_without_retries_the_closed_connection_is_an_error(server):

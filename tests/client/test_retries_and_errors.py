@@ -23,6 +23,7 @@ from qadi_client._retry import RetryPolicy, retry_after
 
 BODY = {"kind": "rubric", "response": "r", "candidate_model": "qwen", "rubric_id": "x"}
 OK = {"inserted": 1, "updated": 0}
+BATCH = {"results": []}
 ROW = {"item_id": "a", "rater": "h", "rater_kind": "human", "score": 1.0}
 
 
@@ -50,22 +51,34 @@ def client(script: Script, **kwargs) -> QadiClient:
 def test_429_waits_as_retry_after_says_and_keeps_the_key():
     script = Script(
         httpx.Response(429, json={"detail": "rate limit"}, headers={"Retry-After": "1"}),
-        httpx.Response(200, json=OK),
+        httpx.Response(200, json=BATCH),
     )
     started = time.monotonic()
     with client(script) as qadi:
-        assert qadi.upload_grades([ROW]).inserted == 1
+        assert qadi.judge_batch([BODY]).results == []
     assert time.monotonic() - started >= 1.0
     assert len(script.keys) == 2 and script.keys[0] == script.keys[1] and script.keys[0]
     assert script.requests[0].headers["Authorization"] == "Bearer k"
 
 
 def test_each_logical_call_has_its_own_key():
-    script = Script(httpx.Response(200, json=OK), httpx.Response(200, json=OK))
+    script = Script(httpx.Response(200, json=BATCH), httpx.Response(200, json=BATCH))
     with client(script) as qadi:
-        qadi.upload_grades([ROW])
-        qadi.upload_grades([ROW])
-    assert script.keys[0] != script.keys[1]
+        qadi.judge_batch([BODY])
+        qadi.judge_batch([BODY])
+    assert script.keys[0] != script.keys[1] and all(script.keys)
+
+
+def test_a_429_on_an_upload_is_retried_without_a_key():
+    """The service refused it before acting (nothing was stored), so waiting and sending it
+    again is safe; it carries no key, as the service does not deduplicate uploads."""
+    script = Script(
+        httpx.Response(429, json={"detail": "rate limit"}, headers={"Retry-After": "0"}),
+        httpx.Response(200, json=OK),
+    )
+    with client(script) as qadi:
+        assert qadi.upload_grades([ROW]).inserted == 1
+    assert script.keys == [None, None]
 
 
 def test_503_gives_up_after_max_retries_with_a_typed_error():

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 
+import httpx
 import pytest
 import yaml
 from fastapi.testclient import TestClient
@@ -19,7 +20,7 @@ from sqlalchemy import create_engine, func, select, text
 from service.db.engine import current_revision, head_revision, make_engine
 from service.db.schema import ApiKeyRow, JudgmentRow
 from service.settings import Settings
-from tests.conftest import ROOT, judges_config_data, run_cli
+from tests.conftest import ROOT, free_port, judges_config_data, run_cli, wait_for_http
 from tests.integration.test_database_and_cli import qadi
 
 SAMPLE_GRADES = ROOT / "service" / "sample" / "grades.csv"
@@ -154,6 +155,41 @@ def test_demo_reuses_its_key_instead_of_adding_one_per_run(db_url, tmp_path):
     with engine.connect() as connection:
         assert connection.execute(select(func.count()).select_from(ApiKeyRow)).scalar() == 1
     engine.dispose()
+
+
+def test_demo_serves_requests_without_an_error_in_its_log(tmp_path):
+    """`qadi demo` serves through `run_server`, not the typer command: called directly, the
+    command's OptionInfo defaults reached uvicorn and every response logged a TypeError."""
+    port = free_port()
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("QADI_")},
+        "QADI_DATA_DIR": str(tmp_path),
+        "QADI_PORT": str(port),
+    }
+    log = tmp_path / "demo.log"
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "service", "demo"],
+            cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/healthz", timeout=180, process=process)
+            key = (tmp_path / "demo-key").read_text().strip()
+            answers = [
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10),
+                httpx.get(
+                    f"http://127.0.0.1:{port}/judges",
+                    headers={"Authorization": f"Bearer {key}"},
+                    timeout=30,
+                ),
+            ]
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]
+    text_of_log = log.read_text()
+    assert '"GET /judges HTTP/1.1" 200' in text_of_log, text_of_log[-3000:]
+    assert "Traceback" not in text_of_log and "Error" not in text_of_log, text_of_log[-3000:]
 
 
 def test_qadi_judge_stores_the_judgments_whose_ids_it_prints(migrated_db, llm_server, tmp_path):

@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from service.calibration_store import store_report
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.db.schema import CalibrationReportRow
+from service.projects import ensure_project
 from tests.conftest import judges_config_data
 from tests.integration.test_service_api import Service, rubric_body, verdict
 
@@ -51,13 +52,13 @@ def test_judge_tokens_and_cost_count_calls_not_cache_hits(service, llm_server):
         return value(after, name, **labels) - value(before, name, **labels)
 
     # the test double reports usage 100 prompt + 20 completion tokens per call; one call made
-    assert delta("qadi_judge_tokens_total", judge="gpt-judge", kind="prompt") == 100
-    assert delta("qadi_judge_tokens_total", judge="gpt-judge", kind="completion") == 20
+    # labelled by the project whose request made them (the service's key: `default`)
+    mine = {"judge": "gpt-judge", "project": "default"}
+    assert delta("qadi_judge_tokens_total", **mine, kind="prompt") == 100
+    assert delta("qadi_judge_tokens_total", **mine, kind="completion") == 20
     assert result["cost_usd"] > 0  # LiteLLM's price for gpt-4.1
-    assert delta("qadi_judge_cost_usd_total", judge="gpt-judge") == pytest.approx(
-        result["cost_usd"]
-    )
-    assert delta("qadi_judge_cache_hits_total", judge="gpt-judge") == 1
+    assert delta("qadi_judge_cost_usd_total", **mine) == pytest.approx(result["cost_usd"])
+    assert delta("qadi_judge_cache_hits_total", **mine) == 1
 
 
 def report(mad: float, signed: float, verdict_: str) -> dict:
@@ -81,13 +82,16 @@ def report(mad: float, signed: float, verdict_: str) -> dict:
 def test_calibration_gauges_show_the_latest_report_per_kind_and_scope(service):
     sessions = make_sessionmaker(make_engine(service.settings.database_url))
     with session_scope(sessions) as session:
-        old = store_report(session, "nightly", "kinayat", (report(0.9, 0.4, "replace"), "", ""))
+        ensure_project(session, "team-b")  # its newer report of the same kind and scope
+        theirs = store_report(session, "team-b", "nightly", "kinayat", (report(0.1, 0.0, "replace"), "", ""))
+        theirs.created_at = datetime(2026, 1, 3)
+        old = store_report(session, "default", "nightly", "kinayat", (report(0.9, 0.4, "replace"), "", ""))
         old.created_at = datetime(2026, 1, 1)
-        new = store_report(session, "nightly", "kinayat", (report(0.5, -0.25, "not_replacement"), "", ""))
+        new = store_report(session, "default", "nightly", "kinayat", (report(0.5, -0.25, "not_replacement"), "", ""))
         new.created_at = datetime(2026, 1, 1) + timedelta(days=1)
-        store_report(session, "adhoc", "", (report(1.5, 0.75, "replace"), "", ""))
+        store_report(session, "default", "adhoc", "", (report(1.5, 0.75, "replace"), "", ""))
     found = samples(service)
-    nightly = {"kind": "nightly", "scope": "kinayat", "judge": "gpt-judge"}
+    nightly = {"project": "default", "kind": "nightly", "scope": "kinayat", "judge": "gpt-judge"}
     assert value(found, "qadi_calibration_mad", **nightly, stratum="overall") == 0.5
     assert value(found, "qadi_calibration_mad", **nightly, stratum="dialect=iraqi") == 1.0
     assert value(found, "qadi_calibration_signed_error", **nightly, stratum="overall") == -0.25
@@ -98,10 +102,14 @@ def test_calibration_gauges_show_the_latest_report_per_kind_and_scope(service):
         for state in ("replace", "not_replacement", "insufficient")
     }
     assert verdicts == {"replace": 0.0, "not_replacement": 1.0, "insufficient": 0.0}
-    adhoc = {"kind": "adhoc", "scope": "all", "judge": "gpt-judge", "stratum": "overall"}
+    adhoc = {"project": "default", "kind": "adhoc", "scope": "all", "judge": "gpt-judge",
+             "stratum": "overall"}
     assert value(found, "qadi_calibration_mad", **adhoc) == 1.5
     # 2026-01-02T00:00:00Z as Unix time: 1767225600 (2026-01-01) + 86400
-    stamp = value(found, "qadi_calibration_report_timestamp_seconds", kind="nightly", scope="kinayat")
+    stamp = value(found, "qadi_calibration_report_timestamp_seconds", project="default",
+                  kind="nightly", scope="kinayat")
     assert stamp == 1767225600 + 86400
+    theirs = {**nightly, "project": "team-b", "stratum": "overall"}  # a series of its own
+    assert value(found, "qadi_calibration_mad", **theirs) == 0.1
     with session_scope(sessions) as session:
-        assert session.query(CalibrationReportRow).count() == 3
+        assert session.query(CalibrationReportRow).count() == 4

@@ -131,7 +131,7 @@ def test_planted_effects_are_found_and_the_run_is_stored_budgeted_and_reproducib
     calibration = json.loads(calibrated.read_text())
     assert calibration["n_items"] == 24  # the sample's items; none of the ~1000 probe copies
     with session_scope(make_sessionmaker(make_engine(migrated_db))) as session:
-        rows, _ = rows_from_db(session, Selection(rubric="kinayat-explanation"))
+        rows, _ = rows_from_db(session, "default", Selection(rubric="kinayat-explanation"))
     assert rows and not any("~" in row.item_id for row in rows)
     marks = {(r["stratum"], r["judge"]): r.get("probes") for r in calibration["trust"]["rows"]}
     assert marks[("overall", "obeys")][0].startswith("injection_en +")

@@ -321,8 +321,8 @@ def test_regrade_grades_with_a_version_stored_through_the_api(setup, llm_server)
         }
     )
     with session_scope(make_sessionmaker(make_engine(url))) as session:
-        save_rubric(session, bundled)  # v2, as the library has it
-        v2, created = save_rubric(session, changed)  # what POST /rubrics does with a change
+        save_rubric(session, "default", bundled)  # v2, as the library has it
+        v2, created = save_rubric(session, "default", changed)  # what POST /rubrics does with a change
     assert (v2.version, created) == (3, True)
 
     done = run(rubric=f"{RUBRIC}@3")

@@ -23,7 +23,7 @@ def stored_report(url: str) -> tuple[str, str]:
     rendered = build_report(two_judges(10), options, {"source": "links.csv"})
     with session_scope(make_sessionmaker(make_engine(url))) as session:
         key = create_key(session, "lead", ["grades"])
-        return store_report(session, "adhoc", "", rendered).id, key
+        return store_report(session, "default", "adhoc", "", rendered).id, key
 
 
 def test_signed_link_opens_one_report_without_a_key_until_it_expires(migrated_db):

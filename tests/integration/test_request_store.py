@@ -26,7 +26,7 @@ def sessions(migrated_db):
 
 def claim(sessions, key="k1", body="h1", api_key=None, stale=timedelta(seconds=60)):
     with session_scope(sessions) as session:
-        return requests.claim(session, key, body, api_key, utcnow() - stale)
+        return requests.claim(session, "default", key, body, api_key, utcnow() - stale)
 
 
 def age(sessions, request_id: str, seconds: float) -> None:

@@ -16,6 +16,7 @@ def test_a_newer_bundled_version_wins_over_the_stored_one(migrated_db):
     with session_scope(sessions) as session:
         session.add(
             RubricRow(
+                project="default",
                 rubric_id=v1.id,
                 version=1,
                 kind=v1.kind,
@@ -24,5 +25,5 @@ def test_a_newer_bundled_version_wins_over_the_stored_one(migrated_db):
             )
         )
     with session_scope(sessions) as session:
-        assert get_rubric(session, "kinayat-explanation").template == "kinayat-explanation@2"
-        assert get_rubric(session, "kinayat-explanation@1").template == "kinayat-explanation@1"
+        assert get_rubric(session, "default", "kinayat-explanation").template == "kinayat-explanation@2"
+        assert get_rubric(session, "default", "kinayat-explanation@1").template == "kinayat-explanation@1"

@@ -412,8 +412,8 @@ def test_metrics_count_judge_calls_and_cache_hits(service, llm_server):
     service.post("/judge", json=rubric_body())
     service.post("/judge", json=rubric_body())
     text = service.client.get("/metrics").text
-    assert 'qadi_judge_calls_total{judge="gpt-judge",status="ok"}' in text
-    assert 'qadi_judge_cache_hits_total{judge="gpt-judge"}' in text
+    assert 'qadi_judge_calls_total{judge="gpt-judge",project="default",status="ok"}' in text
+    assert 'qadi_judge_cache_hits_total{judge="gpt-judge",project="default"}' in text
     assert "qadi_judge_call_duration_seconds_bucket" in text
     assert 'qadi_http_requests_total{method="POST",route="/judge",status="200"}' in text
 

@@ -167,7 +167,7 @@ def test_criteria_probabilities_and_expected_score_are_stored(llm_server, migrat
         judges=["gpt-judge"],
     )
     sessions = open_database(migrated_db)
-    batch = BatchGrader(Grader(parse_config(data)), SqlJudgmentStore(sessions), BatchOptions())
+    batch = BatchGrader(Grader(parse_config(data)), SqlJudgmentStore(sessions, "default"), BatchOptions())
     result = asyncio.run(batch.grade_one(request)).results[0]
     assert set(result.probabilities.criteria) == set(ids)
     assert all(

@@ -3,7 +3,10 @@
 (DESIGN.md: throughput >= 60% of the direct calls, <= 6 ms of service CPU per request).
 
 Run: .venv/bin/python tests/perf/bench_service.py [--requests 2000] [--concurrency 32]
-(PostgreSQL when QADI_TEST_POSTGRES_URL is set, else a temporary SQLite file)
+[--project NAME] (PostgreSQL when QADI_TEST_POSTGRES_URL is set, else a temporary SQLite
+file). With --project the service grades as that project (made here; QADI_PROJECT with auth
+off), the path whose cache keys and answer hashes carry the project; without it, the default
+project's, whose keys are those of before projects.
 """
 
 from __future__ import annotations
@@ -108,6 +111,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--project", default=None, help="grade as this project")
     args = parser.parse_args()
     llm, server = start_llm_server()
     try:
@@ -130,9 +134,17 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
             url = migrated_database(workdir)
+            env = {}
+            if args.project:
+                from service.db.engine import make_engine, make_sessionmaker, session_scope
+                from service.projects import ensure_project
+
+                with session_scope(make_sessionmaker(make_engine(url))) as session:
+                    ensure_project(session, args.project)
+                env["QADI_PROJECT"] = args.project
             judges = workdir / "judges.yaml"
             judges.write_text(yaml.safe_dump(config))
-            service = Service(url, judges, free_port(), workdir)
+            service = Service(url, judges, free_port(), workdir, env)
             service.start()
             try:
                 wait_for_http(f"http://127.0.0.1:{service.port}/healthz")
@@ -148,7 +160,10 @@ def main() -> None:
     finally:
         llm.terminate()
     n = args.requests
-    print(f"requests={n} concurrency={args.concurrency} backend latency=0 ({url.split(':')[0]})")
+    print(
+        f"requests={n} concurrency={args.concurrency} backend latency=0 ({url.split(':')[0]}) "
+        f"project={args.project or 'default'}"
+    )
     print(
         f"litellm.acompletion:   {n / direct_seconds:7.1f} calls/s  p50 "
         f"{1000 * statistics.median(direct_latency):6.1f} ms  p99 "

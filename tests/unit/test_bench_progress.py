@@ -19,3 +19,20 @@ def test_bench_progress_shows_done_of_total_and_eta():
     console.print(progress.make_tasks_table(progress.tasks))
     line = console.export_text()
     assert "gpt-4o · midi-mcq" in line and "120/480" in line and "ETA" in line
+
+
+def test_grading_progress_starts_with_an_unknown_cost_not_zero():
+    """`qadi regrade` and `qadi probe` start their bar before any call is priced: "$0.0000"
+    there said a run costs nothing, when an unpriced model's calls never cost zero."""
+    from judges import BatchStats
+    from service.cli.progress import grading_task, progress_bar
+
+    progress = progress_bar()
+    console = Console(record=True, width=160, force_terminal=False)
+    task = grading_task(progress, "regrade", 10)
+    console.print(progress.make_tasks_table(progress.tasks))
+    started = console.export_text()
+    assert "errors 0  cost –" in started and "$0" not in started
+    progress.update(task, advance=1, cost=BatchStats(unpriced=1).cost_text)
+    console.print(progress.make_tasks_table(progress.tasks))
+    assert "unknown (1 call(s) of unpriced models)" in console.export_text()

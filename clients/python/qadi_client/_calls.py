@@ -31,10 +31,18 @@ class Call:
     headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def post(cls, path: str, idempotency_key: str | None = None, **kwargs: Any) -> Call:
+    def post(cls, path: str, **kwargs: Any) -> Call:
+        """A write the service does not deduplicate: no Idempotency-Key, so a connection
+        closed under it is an error for the caller, never a silent second report or run."""
+        return cls("POST", path, **kwargs)
+
+    @classmethod
+    def deduplicated(cls, path: str, idempotency_key: str | None = None, **kwargs: Any) -> Call:
+        """A write the service answers once per Idempotency-Key (POST /judge, /judge/batch):
+        the key is made here, reused by every retry, and makes a resend safe."""
         key = idempotency_key or uuid.uuid4().hex
-        return cls("POST", path, headers={"Idempotency-Key": key, **kwargs.pop("headers", {})},
-                   **kwargs)
+        headers = {"Idempotency-Key": key, **kwargs.pop("headers", {})}
+        return cls("POST", path, headers=headers, **kwargs)
 
     def request_args(self) -> dict[str, Any]:
         return {
@@ -54,11 +62,11 @@ def judge_body(item: JudgeRequest | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def judge(fields: Mapping[str, Any], idempotency_key: str | None) -> Call:
-    return Call.post("/judge", idempotency_key, json=judge_body(fields))
+    return Call.deduplicated("/judge", idempotency_key, json=judge_body(fields))
 
 
 def judge_batch(items: Iterable[JudgeRequest | Mapping[str, Any]], key: str | None) -> Call:
-    return Call.post("/judge/batch", key, json={"items": [judge_body(i) for i in items]})
+    return Call.deduplicated("/judge/batch", key, json={"items": [judge_body(i) for i in items]})
 
 
 def judgments_page(

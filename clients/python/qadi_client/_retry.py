@@ -39,7 +39,9 @@ class RetryPolicy:
     def resend(self, request: httpx.Request, error: httpx.TransportError, attempt: int) -> bool:
         """Send `request` again after its connection closed under it? Only when the service
         cannot act on it twice: a read (GET, HEAD), or a write carrying an Idempotency-Key,
-        which the service answers once and replays. The next attempt takes a new connection."""
+        which the service answers once and replays (the client sends one only to POST /judge
+        and /judge/batch, the writes the service deduplicates; a grades upload, report,
+        estimate or probe run is not resent). The next attempt takes a new connection."""
         if not isinstance(error, CLOSED_CONNECTION) or attempt >= self.max_retries:
             return False
         return request.method in ("GET", "HEAD") or "Idempotency-Key" in request.headers

@@ -219,6 +219,7 @@ class EstimateRequest(BaseModel):
 
 class GradeRequestOut(BaseModel):
     id: Annotated[str, Field(title="Id")]
+    project: Annotated[str, Field(title="Project")]
     status: Annotated[str, Field(title="Status")]
     outcome: Annotated[str | None, Field(title="Outcome")]
     attempt: Annotated[int, Field(title="Attempt")]
@@ -521,6 +522,7 @@ class SkippedJudge(BaseModel):
 
 class SmeQueueItem(BaseModel):
     id: Annotated[int, Field(title="Id")]
+    project: Annotated[str, Field(title="Project")]
     item_id: Annotated[str, Field(title="Item Id")]
     request_id: Annotated[str, Field(title="Request Id")]
     rubric_ref: Annotated[str, Field(title="Rubric Ref")]
@@ -937,6 +939,7 @@ class JudgmentOut(BaseModel):
     template_hash: Annotated[str, Field(title="Template Hash")]
     rubric_ref: Annotated[str, Field(title="Rubric Ref")]
     rubric_hash: Annotated[str, Field(title="Rubric Hash")]
+    project: Annotated[str, Field(title="Project")]
     request_id: Annotated[str | None, Field(title="Request Id")]
     item_id: Annotated[str, Field(title="Item Id")]
     candidate_model: Annotated[str, Field(title="Candidate Model")]

@@ -68,8 +68,9 @@ class QadiClient(_Client):
     """Blocking client. `with QadiClient(url, api_key=...) as qadi: qadi.judge(...)`.
 
     Retries 429 and 503 up to `max_retries` times, waiting as the server's Retry-After says,
-    and a call whose keep-alive connection was closed under it; every retry of one call
-    carries that call's Idempotency-Key, so the server grades once."""
+    and a read or a judge call whose keep-alive connection was closed under it; every retry
+    of a judge call carries that call's Idempotency-Key, so the server grades once. Other
+    writes are not resent after a closed connection (the service does not deduplicate them)."""
 
     _http_class = httpx.Client
 

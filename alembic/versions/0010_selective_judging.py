@@ -1,15 +1,16 @@
 """selective judging: confidences, the thresholds POST /judge applies, the SME queue
 
-Revision ID: 0009_selective_judging
-Revises: 0008_inclusion_prob
+Revision ID: 0010_selective_judging
+Revises: 0009_projects
 Create Date: 2026-11-26 23:00:00
 
 - judgments.confidence: the judge's probability of its verdict (token probabilities);
 - human_grades.confidence: the same for judge grades imported from files;
-- trust_thresholds: per stored calibration report, judge or cascade, stratum and (α, δ), the
-  threshold above which a verdict is trusted, and what the guarantee is bound to;
-- sme_queue: items escalated to the SMEs at request time (or audited), with their inclusion
-  probability.
+- trust_thresholds: per stored calibration report (and its project), judge or cascade,
+  stratum and (α, δ), the threshold above which a verdict is trusted, and what the guarantee
+  is bound to;
+- sme_queue: a project's items escalated to the SMEs at request time (or audited), with
+  their inclusion probability.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0009_selective_judging"
-down_revision = "0008_inclusion_prob"
+revision = "0010_selective_judging"
+down_revision = "0009_projects"
 branch_labels = None
 depends_on = None
 
@@ -34,6 +35,7 @@ def upgrade() -> None:
     op.create_table(
         "trust_thresholds",
         sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+        _project("trust_thresholds"),
         sa.Column(
             "report_id",
             sa.String(32),
@@ -54,11 +56,12 @@ def upgrade() -> None:
     op.create_index(
         "ix_trust_thresholds_lookup",
         "trust_thresholds",
-        ["rubric_id", "evaluator", "stratum", "created_at"],
+        ["project", "rubric_id", "evaluator", "stratum", "created_at"],
     )
     op.create_table(
         "sme_queue",
         sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+        _project("sme_queue"),
         sa.Column(
             "request_id", sa.String(32), sa.ForeignKey("grade_requests.id"), nullable=False
         ),
@@ -74,7 +77,17 @@ def upgrade() -> None:
     )
     op.create_index("ix_sme_queue_response_id", "sme_queue", ["response_id"])
     op.create_index("ix_sme_queue_item_id", "sme_queue", ["item_id"])
-    op.create_index("ix_sme_queue_created_at", "sme_queue", ["created_at"])
+    op.create_index("ix_sme_queue_project_created", "sme_queue", ["project", "created_at", "id"])
+
+
+def _project(table: str) -> sa.Column:
+    """A team's row (migration 0009_projects): its project, never defaulted."""
+    return sa.Column(
+        "project",
+        sa.String(64),
+        sa.ForeignKey("projects.name", name=f"fk_{table}_project"),
+        nullable=False,
+    )
 
 
 def downgrade() -> None:
