@@ -194,17 +194,23 @@ class CallOutcome:
         return read_completion(self.payload, allow_truncated=True).text
 
 
+OUTAGE_LEVEL = 0.05  # the cooldown's test: a failure rate above `rate` at this level
+
+
 class Cooldown:
     """A judge whose calls fail at a high rate rests for `seconds`: its calls fail at once
     instead of queueing on a provider that is down (what LiteLLM's Router did).
 
     The rate is over the final outcomes (after qadi's retries) of the calls that ended in the
-    last `window` seconds: the judge rests once at least `min_fails` of them failed and the
-    failures are at least `rate` of them, LiteLLM's own rule (more than half the calls of the
-    last minute). A rate, not a run of failures: three failures in a row, counted in
-    completion order across 32 concurrent calls, happen at 20% transient faults the retries
-    absorb, and rested a healthy judge for 30 s (issue 31.2). A call the provider refused
-    for its rate limit (429) is not recorded: the provider is up, and said when to return.
+    last `window` seconds. The judge rests once at least `min_fails` of them failed and
+    either every one of them failed (an outage) or an exact binomial test says their failure
+    rate is above `rate` (LiteLLM's threshold, half the calls of the last minute) at level
+    OUTAGE_LEVEL. A test, not the raw share: at 20% transient faults three of the first six
+    calls fail one time in ten, and a share of one half would rest a healthy judge; the test
+    needs, of six calls, all six. A rate, not a run of failures: three failures in a row,
+    counted in completion order across 32 concurrent calls, happen at 20% transient faults
+    the retries absorb (issue 31.2). A call the provider refused for its rate limit (429) or
+    as a bad request (a refusal) is not recorded: the provider is up.
     """
 
     def __init__(
@@ -230,10 +236,22 @@ class Cooldown:
         while now - ended[0][0] > self.window:
             fails -= ended.popleft()[1]
         self.fails[judge] = fails
-        if self.seconds and fails >= self.min_fails and fails >= self.rate * len(ended):
+        if self.seconds and self._down(fails, len(ended)):
             self.until[judge] = now + self.seconds
             ended.clear()  # after the rest the judge starts with a clean window
             self.fails[judge] = 0
+
+    def _down(self, fails: int, calls: int) -> bool:
+        """Whether `fails` of the window's `calls` mean the provider is down."""
+        if fails < self.min_fails:
+            return False
+        if fails == calls:
+            return True
+        if fails < self.rate * calls:  # the test below cannot reject: skip its cost
+            return False
+        from scipy.stats import binom
+
+        return float(binom.sf(fails - 1, calls, self.rate)) < OUTAGE_LEVEL
 
 
 class Pacer:
