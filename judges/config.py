@@ -179,7 +179,8 @@ class QadiOptions(BaseModel):
     retry_after: float = Field(default=0.0, ge=0)
     # the cooldown (judges/client.py `Cooldown`): a judge rests `cooldown_time` s once at
     # least `allowed_fails` of its calls that ended in the last `failure_window` s failed
-    # (after retries) and they are at least `failure_rate` of those calls
+    # (after retries) and all of them failed, or a binomial test puts their rate above
+    # `failure_rate`
     allowed_fails: int = Field(default=3, ge=1)
     cooldown_time: float = Field(default=30.0, ge=0)
     failure_rate: float = Field(default=0.5, gt=0, le=1)
