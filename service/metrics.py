@@ -19,6 +19,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from judges.models import JudgeResult
 from judges.trust import TrustOutcome
 
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+if os.environ.get(MULTIPROC_ENV):  # prometheus_client writes there once a metric exists
+    os.makedirs(os.environ[MULTIPROC_ENV], exist_ok=True)
+
 HTTP_REQUESTS = Counter(
     "qadi_http_requests_total", "HTTP requests by route and status", ["method", "route", "status"]
 )
@@ -64,8 +68,6 @@ STORAGE_UNAVAILABLE = Counter(
     "qadi_storage_unavailable_total", "Requests answered 503 because the database was unavailable"
 )
 
-
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def exposition() -> bytes:
