@@ -97,17 +97,19 @@ def raw_degeneracy(
 
 
 def chance_reason(block: dict[str, Any], level: str) -> str | None:
-    """No agreement beyond chance shown: the chance-corrected metric's interval (or, without
-    one, its value) does not exceed 0."""
+    """No agreement beyond chance shown: the chance-corrected metric's interval does not
+    exceed 0, or there is no interval to test it with (a point value above 0 is not a test;
+    κ's jackknife interval needs at most 500 units or resamples, r's needs |r| < 1)."""
     metric = CHANCE_METRIC[level]
     value = block.get(metric)
     interval = (block.get("ci") or {}).get(metric)
     name = "Cohen's κ" if metric == "cohen_kappa" else "Pearson r"
     if value is None:
         return f"no agreement beyond chance shown: {name} is undefined here"
-    if interval is not None and interval[0] > 0:
+    if interval is None:
+        why = (block.get("no_interval") or {}).get(metric) or "run with --bootstrap > 0"
+        return f"no agreement beyond chance shown: {name} = {fmt(value)} has no interval ({why})"
+    if interval[0] > 0:
         return None
-    if interval is None and value > 0:
-        return None
-    shown = f"{fmt(value)} [{fmt(interval[0])}, {fmt(interval[1])}]" if interval else fmt(value)
+    shown = f"{fmt(value)} [{fmt(interval[0])}, {fmt(interval[1])}]"
     return f"no agreement beyond chance shown: {name} with the humans {shown}"

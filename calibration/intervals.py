@@ -38,6 +38,7 @@ import numpy as np
 from scipy import special
 
 from calibration.bootstrap import bca_interval, bootstrap_se, percentile_interval
+from calibration.ppi import classical_mean
 from calibration.registry import Metric, Prepared
 
 BCA_MAX_UNITS = 500
@@ -49,6 +50,16 @@ METHODS: dict[str, str] = {
     "≤ 500 items)",
     "t": "value ± Student t(n − 1) × linearised standard error of the ratio (ddof 1)",
     "t_cr1": "value ± Student t(G − 1) × cluster-robust CR1 standard error (G clusters)",
+    "t_hajek": "labels weighted by their design (1/inclusion probability, Hájek ratio); "
+    "value ± Student t(ν) × HC2 standard error, ν the Bell-McCaffrey df",
+    "t_hajek_cr2": "labels weighted by their design (Hájek ratio); value ± Student t(ν) × "
+    "CR2 cluster-robust standard error, ν the Bell-McCaffrey df",
+    "bootstrap_t_z": "Pearson r: studentized bootstrap on Fisher's z = atanh(r) with each "
+    "resample's delta-method SE, joined with z ± t(n − 1)·SE, back through tanh (≤ 500 items)",
+    "t_z": "Pearson r: tanh(z ± t(n − 1)·SE), z = atanh(r), SE the delta-method "
+    "(nonparametric) SE of z",
+    "jackknife_z": "κ, α: tanh(z ± t(U − 1)·SE), z = atanh(value), SE the leave-one-unit-out "
+    "jackknife SE of z over the U units (items, or clusters)",
     "bca": "bias-corrected and accelerated bootstrap over items (jackknife acceleration)",
     "bca_cluster": "bias-corrected and accelerated bootstrap over clusters",
     "percentile": "percentile bootstrap over items",
@@ -64,6 +75,7 @@ class Interval:
     se: float | None
     method: str | None
     missing: str | None = None  # why there is no interval although the value exists
+    df: float | None = None  # a design-weighted metric's Bell-McCaffrey df (else units − 1)
 
 
 def units_of(present: np.ndarray, clusters: np.ndarray | None) -> int:
@@ -94,10 +106,10 @@ def ratio_se(
 
 
 def t_interval(
-    value: float, se: float, units: int, confidence: float, bounds=None
+    value: float, se: float, df: float, confidence: float, bounds=None
 ) -> list[float]:
-    """value ± t(units − 1) · se, clipped to the metric's range when it has one."""
-    half = float(special.stdtrit(units - 1, (1 + confidence) / 2)) * se  # scipy's t.ppf, fast
+    """value ± t(df) · se, clipped to the metric's range when it has one."""
+    half = float(special.stdtrit(df, (1 + confidence) / 2)) * se  # scipy's t.ppf, fast
     low, high = value - half, value + half
     if bounds is not None:
         low, high = max(low, bounds[0]), min(high, bounds[1])
@@ -137,13 +149,47 @@ def ratio_interval(
         return Interval(None, None, None, f"{units} unit(s): no variance to estimate")
     factor = ratio.factor(prepared.inputs)
     se *= factor
-    t_ci = t_interval(value, se, units, confidence, metric.bounds)
+    t_ci = t_interval(value, se, units - 1, confidence, metric.bounds)
     if moments is not None and se > 0:
         pivots = studentized(moments, value / factor, units)
         ci = bootstrap_t_interval(pivots, value, se, confidence, metric.bounds)
         if ci is not None:  # never narrower than t: the bootstrap-t extends the skewed side
             return Interval([min(ci[0], t_ci[0]), max(ci[1], t_ci[1])], se, "bootstrap_t")
     return Interval(t_ci, se, "t" if clusters is None else "t_cr1")
+
+
+def hajek_interval(
+    metric: Metric,
+    prepared: Prepared,
+    weights: np.ndarray,
+    clusters: np.ndarray | None,
+    confidence: float,
+) -> tuple[float | None, Interval]:
+    """The design-weighted value of a ratio metric, Σ d·a / Σ d·b (Hájek), and its t
+    interval: the weighted mean of a/b with weights d·b, its HC2 (CR2 with clusters)
+    variance and Bell-McCaffrey df — `qadi estimate`'s human-only mean (calibration/ppi.py),
+    so a report and an estimate over the same labels agree. `weights`: d per item."""
+    ratio = metric.ratio
+    a, b = prepared.feature(ratio.numerator), prepared.feature(ratio.denominator)
+    present = (b > 0) & prepared.inputs.ok
+    items = np.flatnonzero(present)
+    units = units_of(present, clusters)
+    mass = weights[items] * b[items]
+    factor = ratio.factor(prepared.inputs)
+    if items.size == 0 or mass.sum() <= 0:
+        return None, Interval(None, None, None)
+    fit = classical_mean(a[items] / b[items], items, mass)
+    value = factor * fit.estimate
+    if clusters is not None and units < MIN_CLUSTERS:
+        return value, Interval(None, None, None, too_few_clusters(units))
+    if units < 2:
+        return value, Interval(None, None, None, f"{units} unit(s): no variance to estimate")
+    se, df = factor * float(np.sqrt(fit.variance(clusters))), fit.df(clusters)
+    if df <= 0:
+        return value, Interval(None, se, None, "the design weights leave no degrees of freedom")
+    method = "t_hajek" if clusters is None else "t_hajek_cr2"
+    ci = t_interval(value, se, df, confidence, metric.bounds)
+    return value, Interval(ci, se, method, df=df)
 
 
 def studentized(moments: np.ndarray, ratio: float, units: int) -> np.ndarray:
@@ -177,6 +223,68 @@ def bootstrap_t_interval(
     if not (np.isfinite(low) and np.isfinite(high)):
         return None
     return [float(low), float(high)]
+
+
+def _on_z(value: float) -> bool:
+    """Fisher's z = atanh(value) is finite: a correlation-like value strictly inside ±1."""
+    return bool(np.isfinite(value) and abs(value) < 1)
+
+
+def fisher_z_interval(
+    metric: Metric,
+    value: float,
+    prepared: Prepared,
+    confidence: float,
+    resampled: np.ndarray | None,
+) -> Interval | None:
+    """Pearson's r on Fisher's z with the delta-method SE (calibration/correlation.py):
+    the studentized bootstrap on z from the resampled moment sums (`bootstrap_t_z`), joined
+    with z ± t(n − 1)·SE, or that t interval alone without resamples (`t_z`); back through
+    tanh. None when z or the SE is not finite (|r| = 1), for the bootstrap to decide."""
+    moments = metric.moments
+    point = moments.columns(prepared.inputs).sum(axis=0)[None, :]
+    r, se_r = (float(v[0]) for v in moments.value_se(point))
+    units = int(prepared.inputs.ok.sum())
+    if not _on_z(r) or not np.isfinite(se_r) or se_r <= 0 or units < 3:
+        return None
+    z, se = float(np.arctanh(r)), se_r / (1 - r * r)
+    low, high = t_interval(z, se, units - 1, confidence)
+    method = "t_z"
+    if resampled is not None:
+        rs, ses = moments.value_se(resampled)
+        keep = np.isfinite(rs) & (np.abs(rs) < 1) & np.isfinite(ses)
+        zs = np.arctanh(rs[keep])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pivots = (zs - z) / (ses[keep] / (1 - rs[keep] ** 2))
+        side = np.sign(zs - z)
+        with np.errstate(invalid="ignore"):
+            pivots = np.where(ses[keep] > 0, pivots, np.where(side == 0, 0.0, side * np.inf))
+        ci = bootstrap_t_interval(pivots, z, se, confidence)
+        if ci is not None:
+            low, high, method = min(low, ci[0]), max(high, ci[1]), "bootstrap_t_z"
+    # SE of r from the z interval's half-width: what the drift test would read
+    return Interval([float(np.tanh(low)), float(np.tanh(high))], se_r, method)
+
+
+def jackknife_z_interval(
+    value: float, jackknife: np.ndarray | None, units: int, confidence: float
+) -> Interval | None:
+    """κ and α: tanh(z ± t(U − 1)·SE_jack(z)), z = atanh(value), SE_jack the
+    leave-one-unit-out jackknife SE of z over the U units holding the judge's items (Efron &
+    Tibshirani 1993, §11.2; Fisher's transformation makes the statistic near-normal). None
+    when the jackknife is missing or leaves ±1 (for the bootstrap to decide)."""
+    if jackknife is None or units < 3 or jackknife.size != units or not _on_z(value):
+        return None
+    if not all(_on_z(v) for v in jackknife):
+        return None
+    zs = np.arctanh(jackknife)
+    se_z = float(np.sqrt((units - 1) / units * np.sum((zs - zs.mean()) ** 2)))
+    if se_z <= 0:
+        return None
+    z = float(np.arctanh(value))
+    low, high = t_interval(z, se_z, units - 1, confidence)
+    return Interval([float(np.tanh(low)), float(np.tanh(high))], se_z * (1 - value**2),
+                    "jackknife_z")  # fmt: skip
 
 
 def bootstrap_interval(
