@@ -278,6 +278,10 @@ def summarise(
 Block = tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray | None]
 
 
+def _clusters(block: Block) -> np.ndarray | None:
+    return block[2] if len(block) > 2 else None
+
+
 def alt_test_family(
     blocks: dict[str, Block],
     names: list[str],
@@ -310,7 +314,7 @@ def alt_test_family(
             epsilon,
             q,
             method_name(scoring, clustered[key]),
-            raw_degeneracy(blocks[key][0], blocks[key][1], names, context),
+            raw_degeneracy(blocks[key][0], blocks[key][1], names, context, _clusters(blocks[key])),
         )
         for key, (tested, skipped) in per_block.items()
     }

@@ -24,8 +24,9 @@ import pytest
 from calibration.alt_test import MIN_ITEMS_FLOOR, Q, alt_test
 from calibration.calibrate import CalibrationOptions, calibrate
 from calibration.interchange import LabelRow
+from calibration.scoring import AlignContext
 from calibration.trust import cell_p
-from tests.stats.conftest import Reps, check_rate
+from tests.stats.conftest import Reps, check_rate, record
 from tests.stats.simulate import boundary_accuracy, labelled
 
 NAMES = ["h0", "h1", "h2"]
@@ -167,3 +168,89 @@ def test_degenerate_judges_are_never_marked_replace():
                "at_most", setting)  # fmt: skip
     check_rate("a good judge (96%) is marked replace", replaced["good"], reps, 0.5, "at_least",
                setting)
+
+
+def copying(rng, n: int, levels: int, share: float, accuracies=(0.75, 0.75, 0.75)):
+    """(judge, humans): annotators with the given accuracies (errors uniform over the other
+    labels); the judge equals annotator h0 on `share` of the items, else guesses."""
+    truth = rng.integers(0, levels, n)
+
+    def rate(accuracy):
+        other = (truth + rng.integers(1, levels, n)) % levels
+        return np.where(rng.random(n) < accuracy, truth, other).astype(float)
+
+    humans = np.column_stack([rate(a) for a in accuracies])
+    guess = rng.integers(0, levels, n).astype(float)
+    return np.where(rng.random(n) < share, humans[:, 0], guess), humans, rate
+
+
+def verdict(judge, humans, levels: int) -> tuple[bool, bool]:
+    """(marked replace by the trust rule, flagged as a copy) for one block."""
+    context = AlignContext(labels=[str(k) for k in range(levels)])
+    result = alt_test(judge, humans, NAMES, "accuracy", 0.2, min_items=20, context=context)
+    p = cell_p(result)
+    replace = result.passed and result.degenerate is None and p is not None and p <= Q
+    return replace, (result.degenerate or "").startswith("reproduces")
+
+
+@pytest.mark.parametrize("levels, n", [(3, 200), (4, 150)])
+@pytest.mark.parametrize("share", [0.7, 0.8, 0.9])
+def test_partial_copies_of_one_annotator_are_not_marked_replace(share: float, levels: int, n: int):
+    """3 annotators 75% accurate; the judge copies h0 on 70-90% of the items and guesses on
+    the rest (accuracy 0.6-0.7). The leave-one-out alt-test passes it almost always (h0
+    sits in the reference of the other two tests); the tetrad test of excess agreement
+    (calibration/degenerate.py) stops it. COPY_SHARE = 0.95 alone let every one through."""
+    reps = Reps(fast=100, long=2000).n
+    rng = np.random.default_rng(int(640 + 100 * share + levels))
+    replaced = flagged = 0
+    for _ in range(reps):
+        judge, humans, _ = copying(rng, n, levels, share)
+        replace, copy = verdict(judge, humans, levels)
+        replaced += replace
+        flagged += copy
+    setting = f"{n} items, {levels} labels, annotators 75%, judge = h0 on {share:.0%}"
+    check_rate("partial copy marked replace", replaced, reps, 0.05, "at_most", setting)
+    record("partial copy flagged as a copy", flagged / reps, setting)
+
+
+@pytest.mark.parametrize(
+    "levels, n, accuracies, judge_accuracy",
+    [
+        (3, 200, (0.75, 0.75, 0.75), 0.6),
+        (3, 200, (0.75, 0.75, 0.75), 0.9),
+        (3, 200, (0.9, 0.75, 0.6), 0.85),
+        (2, 200, (0.75, 0.75, 0.75), 0.95),
+        (4, 100, (0.95, 0.8, 0.7), 0.8),
+    ],
+)
+def test_honest_judges_are_flagged_as_copies_at_most_five_percent(
+    levels, n, accuracies, judge_accuracy
+):
+    """Judges that err independently of every annotator (any accuracy, annotators equal or
+    not): the copy test's false flags stay at its level, so an honest good judge keeps its
+    "replace" in at least 95% of the blocks it would otherwise get it."""
+    reps = Reps(fast=150, long=3000).n
+    rng = np.random.default_rng(int(660 + 100 * judge_accuracy + levels))
+    flagged = 0
+    for _ in range(reps):
+        _, humans, rate = copying(rng, n, levels, 0.0, accuracies)
+        flagged += verdict(rate(judge_accuracy), humans, levels)[1]
+    setting = f"{n} items, {levels} labels, annotators {accuracies}, judge {judge_accuracy:.0%}"
+    check_rate("honest judge flagged as a copy", flagged, reps, 0.05, "at_most", setting)
+
+
+def test_copies_with_two_labels_need_more_items():
+    """With two labels each rating carries one bit, and a partial copy is hard to tell from
+    accuracy: the copy test's power at 200 items, recorded for docs/statistics.md."""
+    reps = Reps(fast=60, long=2000).n
+    rng = np.random.default_rng(690)
+    flagged = replaced = 0
+    for _ in range(reps):
+        judge, humans, _ = copying(rng, 200, 2, 0.8)
+        replace, copy = verdict(judge, humans, 2)
+        replaced += replace
+        flagged += copy
+    setting = "200 items, 2 labels, annotators 75%, judge = h0 on 80%"
+    record("partial copy flagged as a copy", flagged / reps, setting)
+    record("partial copy marked replace", replaced / reps, setting)
+    assert flagged > 0
