@@ -53,6 +53,7 @@ NEAR_CONSTANT_GAP = 0.05
 COPY_SHARE = 0.95
 COPY_GAP = 0.05
 COPY_ALPHA = 0.05
+COPY_MARGIN = 0.25  # share of an annotator's idiosyncrasy a judge must reproduce
 COPY_MIN_ITEMS = 10
 COPY_GROUPS = 200
 TOLERANCE = 1e-9
@@ -128,8 +129,15 @@ def copy_test(
     labels: int | None,
     clusters: np.ndarray | None = None,
 ) -> list[tuple[str, float, float, float]]:
-    """Per annotator a with ≥ 2 others: (name, one-sided p, judge's chance-corrected
-    agreement with a, the agreement its agreement with the others implies)."""
+    """Per annotator a with ≥ 2 others: (name, one-sided p, the judge's chance-corrected
+    agreement e_Ja with a, the agreement its agreement with the others implies).
+
+    Tested: e_Ja − implied > `COPY_MARGIN` · ψ_a, with implied = mean over pairs (b, c) of the
+    other annotators of e_Jb·e_ac / e_bc, and ψ_a = e_aa − mean of e_ab·e_ac / e_bc the part
+    of a's own variation the truth does not explain (its idiosyncrasy). A judge copying a on
+    a share s of the items adds s·ψ_a; a margin of a quarter of ψ_a keeps honest judges under
+    a model that only nearly holds (scores clipped at the scale's ends, errors not quite
+    symmetric) from being called copies once there are items enough to see the misfit."""
     raters = np.column_stack([judge, humans])
     units = np.arange(len(judge)) if clusters is None else clusters
     weights, groups = _jackknife_rows(units[~np.isnan(judge)])
@@ -139,26 +147,33 @@ def copy_test(
     m = humans.shape[1]
     e: dict[tuple[int, int], np.ndarray] = {}
     for u in range(m + 1):
-        for v in range(u + 1, m + 1):
+        for v in range(u, m + 1):
             values, shared = _pair_sums(raters[:, u], raters[:, v], weights, labels)
             if shared >= COPY_MIN_ITEMS:
                 e[(u, v)] = e[(v, u)] = values
     out = []
     for a in range(1, m + 1):
         others = [b for b in range(1, m + 1) if b != a]
-        pairs = [(b, c) for b in others for c in others
-                 if b != c and {(0, a), (b, c), (0, b), (a, c)} <= e.keys()]  # fmt: skip
+        pairs = [
+            (b, c)
+            for b in others
+            for c in others
+            if b != c and {(0, a), (a, a), (b, c), (0, b), (a, b), (a, c)} <= e.keys()
+        ]
         if not pairs:
             continue
-        tetrads = np.mean([e[(0, a)] * e[(b, c)] - e[(0, b)] * e[(a, c)] for b, c in pairs], 0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            implied = np.mean([e[(0, b)][0] * e[(a, c)][0] / e[(b, c)][0] for b, c in pairs])
-        spread = tetrads[1:] - tetrads[1:].mean()
-        se = float(np.sqrt((groups - 1) / groups * np.sum(spread**2)))
-        if not np.isfinite(tetrads[0]) or not np.isfinite(se) or se <= 0:
+            implied = np.mean([e[(0, b)] * e[(a, c)] / e[(b, c)] for b, c in pairs], axis=0)
+            common = np.mean([e[(a, b)] * e[(a, c)] / e[(b, c)] for b, c in pairs], axis=0)
+            excess = e[(0, a)] - implied - COPY_MARGIN * (e[(a, a)] - common)
+            spread = excess[1:] - excess[1:].mean()
+            se = float(np.sqrt((groups - 1) / groups * np.sum(spread**2)))
+        if not implied[0] > 0:
+            continue  # a judge at or below chance: nothing to copy (the chance check's case)
+        if not np.isfinite(excess[0]) or not np.isfinite(se) or se <= 0:
             continue
-        p = float(stats.t.sf(tetrads[0] / se, groups - 1))
-        out.append((names[a - 1], p, float(e[(0, a)][0]), float(implied)))
+        p = float(stats.t.sf(excess[0] / se, groups - 1))
+        out.append((names[a - 1], p, float(e[(0, a)][0]), float(implied[0])))
     return out
 
 

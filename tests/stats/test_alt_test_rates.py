@@ -254,3 +254,30 @@ def test_copies_with_two_labels_need_more_items():
     record("partial copy flagged as a copy", flagged / reps, setting)
     record("partial copy marked replace", replaced / reps, setting)
     assert flagged > 0
+
+
+def test_copies_on_a_1_to_5_scale_and_honest_judges_there():
+    """Scores: the covariance replaces the chance-corrected agreement. Annotators with noise
+    0.5, 0.7 and 1.0 (rounded, clipped to 1–5, so the one-factor model only nearly holds):
+    honest judges of any bias and noise are flagged at most at the level, a judge copying
+    the most accurate annotator on 90% of 500 items is caught."""
+    from calibration.degenerate import copy_reason
+    from tests.stats.simulate import scores
+
+    reps = Reps(fast=60, long=1000).n
+    rng = np.random.default_rng(695)
+    honest = {(0.3, 0.9): 0, (0.0, 0.5): 0, (-0.5, 1.2): 0}
+    caught = 0
+    for _ in range(reps):
+        truth = rng.integers(1, 6, 500).astype(float)
+        humans = np.column_stack([scores(rng, truth, 0.0, s) for s in (0.5, 0.7, 1.0)])
+        for bias, noise in honest:
+            judge = scores(rng, truth, bias, noise)
+            honest[(bias, noise)] += copy_reason(judge, humans, NAMES, None) is not None
+        copy = np.where(rng.random(500) < 0.9, humans[:, 0], scores(rng, truth, 0.3, 1.2))
+        caught += copy_reason(copy, humans, NAMES, None) is not None
+    for (bias, noise), flagged in honest.items():
+        check_rate("honest judge flagged as a copy (1-5 scale)", flagged, reps, 0.05, "at_most",
+                   f"500 items, judge bias {bias:+g}, noise {noise}")  # fmt: skip
+    check_rate("copy of the best annotator on 90% caught (1-5 scale)", caught, reps, 0.8,
+               "at_least", "500 items, annotators' noise 0.5/0.7/1.0")  # fmt: skip
