@@ -43,6 +43,14 @@ class _Grade(BaseModel):
     inclusion_prob: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
     attributes: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("inclusion_prob", mode="before")
+    @classmethod
+    def _probability_not_boolean(cls, value: Any) -> Any:
+        """pydantic reads `true` as 1.0: a yes/no is not a probability."""
+        if isinstance(value, bool):
+            raise ValueError("a boolean is not a probability (give a number in (0, 1])")
+        return value
+
 
 class GradeRow(_Grade):
     score: float
