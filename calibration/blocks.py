@@ -125,7 +125,7 @@ def block_metrics(
     labelled_units = _labelled_units(prepared, units)
     wanted = any(m.jackknife_z for m in metrics) or (
         options.bootstrap > 0 and any(m.ratio is None for m in metrics)
-    )  # κ and α use the jackknife even without resamples
+    )  # τ-b, ρ, κ and α use the jackknife even without resamples
     needs_jackknife = wanted and 0 < labelled_units.size <= BCA_MAX_UNITS
     jack = jackknife(group, units, labelled_units) if needs_jackknife else {}
     return {
@@ -240,8 +240,8 @@ def _block(
 def _other_interval(
     metric: Metric, value, prepared, samples, jack, units: int, clusters, confidence
 ) -> Interval:
-    """Pearson r on Fisher's z (items), κ and α by the jackknife on Fisher's z (units, at
-    least `MIN_CLUSTERS` clusters), and otherwise — or where those cannot be formed — BCa
+    """Pearson r on Fisher's z (items), τ-b, ρ, κ and α by the jackknife on Fisher's z
+    (units, at least `MIN_CLUSTERS` clusters), and otherwise — or where those cannot be formed — BCa
     or percentile bootstrap (`calibration.intervals`)."""
     found = None
     if metric.moments is not None and clusters is None:

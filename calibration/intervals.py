@@ -1,7 +1,10 @@
 """Which interval each metric gets, and how: Student t on a linearised standard error for
-means and shares, BCa or percentile bootstrap for everything else.
+means and shares (design-weighted where the labels carry a design), Fisher's z for the
+correlations and agreement coefficients, BCa or percentile bootstrap where those cannot be
+formed.
 
-The rule (docs/statistics.md, "Metric intervals"):
+The rule (docs/statistics.md, "Metric intervals"), decided per judge and block from the
+block's labelled units (calibration/blocks.py drops items no human scored):
 
 - A metric that is a ratio of item sums (MAD, signed error, exact match, judge higher/lower,
   within ±1: `Metric.ratio`) has the linearised (delta-method) standard error of a ratio
@@ -11,23 +14,27 @@ The rule (docs/statistics.md, "Metric intervals"):
   1988, "Theoretical comparison of bootstrap confidence intervals", Ann. Statist. 16(3))
   over at most `BCA_MAX_UNITS` resampled items — second-order accurate, and asymmetric
   where the metric is skewed (MAD at n = 10: a symmetric t interval covers 0.93) — joined
-  with the t interval (never narrower than it: at n = 10 the bootstrap-t alone undercovers a
-  symmetric metric slightly, 0.94); value ± t(units − 1) · SE above 500 items, with
-  `--cluster`, or without resamples. The
-  percentile bootstrap of a mean uses the ddof-0 spread and z-like tails, which is why it
-  covered 0.84–0.94 at n = 10.
-- Any other metric (τ-b, ρ, r, κ, α) gets the BCa bootstrap interval (Efron 1987, "Better
-  Bootstrap Confidence Intervals", JASA 82(397); Efron & Tibshirani 1993, §14.3) when the
-  block has at most `BCA_MAX_UNITS` independent units (items, or clusters), with the
-  acceleration from a leave-one-unit-out jackknife; above that, the percentile interval,
-  whose coverage error shrinks as 1/√n and whose jackknife would cost a pass per unit.
+  with the t interval (never narrower than it); value ± t(units − 1) · SE above 500 items,
+  with `--cluster`, or without resamples. With design weights (`inclusion_prob`) it is the
+  Hájek ratio with the HC2/CR2 variance and Bell–McCaffrey df of `qadi estimate`
+  (`hajek_interval`).
+- Pearson's r: the studentized bootstrap on Fisher's z with each resample's delta-method SE
+  (calibration/correlation.py), joined with z ± t(n − 1)·SE (`fisher_z_interval`); BCa
+  covered 0.93 at n = 10–50.
+- τ-b, ρ, κ and α: tanh(z ± t(U − 1)·SE_jack) on z = atanh(value), SE_jack the
+  leave-one-unit-out jackknife SE (`jackknife_z_interval`; no resamples needed); BCa covered
+  κ 0.89, α 0.92 and τ-b, ρ 0.944 at n = 10.
+- Where those cannot be formed (a jackknife value at ±1, more than `BCA_MAX_UNITS` units,
+  fewer than `MIN_CLUSTERS` clusters for the jackknife): the BCa bootstrap (Efron 1987,
+  "Better Bootstrap Confidence Intervals", JASA 82(397); Efron & Tibshirani 1993, §14.3)
+  up to `BCA_MAX_UNITS` units, the percentile interval above.
 - With `--cluster`, fewer than `MIN_CLUSTERS` clusters give no interval (the reason is in
   the block's `no_interval`): CR1 with t(G − 1) and the cluster bootstrap both undercover badly
   there.
 
 Every interval names its method in the report JSON (`ci_method`), and each block stores the
-standard error of each metric (`se`) and its independent `units`, so two reports can be
-compared by a two-sample test (`calibration.drift`).
+standard error of each metric (`se`) and its independent `units` (and a weighted metric its
+`df`), so two reports can be compared by a two-sample test (`calibration.drift`).
 """
 
 from __future__ import annotations
@@ -58,8 +65,8 @@ METHODS: dict[str, str] = {
     "resample's delta-method SE, joined with z ± t(n − 1)·SE, back through tanh (≤ 500 items)",
     "t_z": "Pearson r: tanh(z ± t(n − 1)·SE), z = atanh(r), SE the delta-method "
     "(nonparametric) SE of z",
-    "jackknife_z": "κ, α: tanh(z ± t(U − 1)·SE), z = atanh(value), SE the leave-one-unit-out "
-    "jackknife SE of z over the U units (items, or clusters)",
+    "jackknife_z": "τ-b, ρ, κ, α: tanh(z ± t(U − 1)·SE), z = atanh(value), SE the "
+    "leave-one-unit-out jackknife SE of z over the U units (items, or clusters)",
     "bca": "bias-corrected and accelerated bootstrap over items (jackknife acceleration)",
     "bca_cluster": "bias-corrected and accelerated bootstrap over clusters",
     "percentile": "percentile bootstrap over items",
@@ -269,7 +276,7 @@ def fisher_z_interval(
 def jackknife_z_interval(
     value: float, jackknife: np.ndarray | None, units: int, confidence: float
 ) -> Interval | None:
-    """κ and α: tanh(z ± t(U − 1)·SE_jack(z)), z = atanh(value), SE_jack the
+    """τ-b, ρ, κ and α: tanh(z ± t(U − 1)·SE_jack(z)), z = atanh(value), SE_jack the
     leave-one-unit-out jackknife SE of z over the U units holding the judge's items (Efron &
     Tibshirani 1993, §11.2; Fisher's transformation makes the statistic near-normal). None
     when the jackknife is missing or leaves ±1 (for the bootstrap to decide)."""

@@ -200,12 +200,14 @@ METRIC_UNITS: tuple[Metric, ...] = (
         ("rank_table",),
         _rank_metric(kendall_tau_b),
         undefined=_correlation_reason,
+        jackknife_z=True,
     ),
     _numeric(
         "spearman_rho",
         ("rank_table",),
         _rank_metric(spearman_rho),
         undefined=_correlation_reason,
+        jackknife_z=True,
     ),
     _numeric(
         "pearson_r",

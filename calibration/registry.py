@@ -102,7 +102,7 @@ class Metric:
     ratio: Ratio | None = None
     bounds: tuple[float, float] | None = None
     moments: Moments | None = None  # Pearson r: studentized bootstrap on Fisher's z
-    jackknife_z: bool = False  # κ, α: t interval on Fisher's z with the jackknife SE
+    jackknife_z: bool = False  # τ-b, ρ, κ, α: t interval on Fisher's z, jackknife SE
 
     def __post_init__(self) -> None:
         if self.ratio is not None:

@@ -98,7 +98,9 @@ def bias_flags(cells: dict[Any, Side | None], scale_range: float | None) -> dict
         key: one_sample(cell, scale_range) if cell is not None else CellTest(None)
         for key, cell in cells.items()
     }
-    q = _adjusted({key: test.p for key, test in found.items()}, BIAS_PROCEDURE)
+    keys = list(found)  # an untested cell counts as p = 1 (calibration/multiplicity.py)
+    adjusted = adjust([found[key].p for key in keys], BIAS_PROCEDURE)
+    q = {key: v for key, v in zip(keys, adjusted, strict=True) if found[key].p is not None}
     out: dict[Any, Flag] = {}
     for key, test in found.items():
         flagged = q.get(key) is not None and q[key] <= Q

@@ -122,14 +122,17 @@ def correlation_truth() -> dict[str, float]:
 
 def test_correlation_and_kappa_intervals_cover_at_small_n():
     """n = 10, 20, 50 items. Pearson r: studentized bootstrap on Fisher's z (`bootstrap_t_z`);
-    Cohen's κ: jackknife on Fisher's z (`jackknife_z`); Spearman ρ and Kendall τ-b: BCa. The
-    BCa interval they replace covered r 0.93 at every n here and κ 0.89 at n = 10. Each n is
-    checked; r is also checked over the three n pooled, where a 0.93 shortfall is visible."""
+    Cohen's κ, Spearman ρ and Kendall τ-b: jackknife on Fisher's z (`jackknife_z`). The BCa
+    interval they replace covered r 0.93 at every n here, κ 0.89 and ρ, τ-b 0.944 at n = 10.
+    Each n is checked; r is also checked over the three n pooled, where a 0.93 shortfall is
+    visible."""
     reps = Reps(fast=500, long=4000).n
     truth = correlation_truth()
     options = CalibrationOptions(scale_min=1, scale_max=5, bootstrap=600)
     methods = {"pearson_r": "bootstrap_t_z", "cohen_kappa": "jackknife_z",
-               "spearman_rho": "bca", "kendall_tau": "bca"}  # fmt: skip
+               "spearman_rho": "jackknife_z", "kendall_tau": "jackknife_z"}  # fmt: skip
+    # where a resample leaves the bootstrap-t an infinite end, r keeps its t interval on z
+    allowed = {**{m: {name} for m, name in methods.items()}, "pearson_r": {"bootstrap_t_z", "t_z"}}
     pooled = pooled_defined = 0
     for n in (10, 20, 50):
         rng = np.random.default_rng(320 + n)
@@ -146,7 +149,7 @@ def test_correlation_and_kappa_intervals_cover_at_small_n():
                 interval = block["ci"][metric]
                 hits[metric] += interval is not None and interval[0] <= value <= interval[1]
                 if block["ci_method"][metric] is not None:
-                    assert block["ci_method"][metric] == methods[metric]
+                    assert block["ci_method"][metric] in allowed[metric]
         pooled += hits["pearson_r"]
         pooled_defined += defined["pearson_r"]
         for metric in truth:
@@ -185,4 +188,4 @@ def test_unlabelled_padding_does_not_change_the_interval_a_block_gets():
         check_rate(f"95% interval covers {metric} with unlabelled padding", hits[metric],
                    defined[metric], 0.95, "at_least", "15 labelled of 615 judged items")  # fmt: skip
     assert methods == {"mad": {"bootstrap_t"}, "pearson_r": {"bootstrap_t_z"},
-                       "kendall_tau": {"bca"}}  # fmt: skip
+                       "kendall_tau": {"jackknife_z"}}  # fmt: skip

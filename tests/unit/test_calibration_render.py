@@ -249,7 +249,7 @@ def test_queued_labels_weight_the_means_and_the_reports_warn_about_the_rest():
     block = report["judges"]["J"]["overall"]
     assert block["signed_error"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.0)  # unweighted: 0.8
     assert block["ci_method"]["signed_error"] == "t_hajek"
-    assert block["ci_method"]["kendall_tau"] == "bca"
+    assert block["ci_method"]["kendall_tau"] == "jackknife_z"
     assert "signed_error" in report["design"]["weighted_metrics"]
     assert "describe the labelled items" in report["design"]["unweighted"]
     assert "Labelling design" in to_markdown(report)
