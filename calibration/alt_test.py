@@ -34,8 +34,9 @@ Two extensions keep its error rate where their test does not:
   annotators 70–98% accurate, ε 0.05–0.2) and loses almost no power.
 
 `MIN_ITEMS_FLOOR` is the smallest `min_items` accepted: below it the authors' own test marks
-a judge at the edge of the null "passed" more often than its level (the simulation that
-chose it: tests/stats/test_alt_test_rates.py; docs/statistics.md, "Alt-test and the trust map").
+a judge at the edge of the null "passed" more often than its level (the grid that chose it:
+tests/perf/alt_min_items_floor.py; its checks at the floor: tests/stats/test_alt_test_rates.py;
+docs/statistics.md, "Alt-test and the trust map").
 
 Ratings arrive as an items x humans matrix and a judge vector (NaN = missing); labels are
 integer codes, so `accuracy` compares codes.

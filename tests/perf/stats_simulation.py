@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SIGN = {"at_least": "≥", "at_most": "≤", "abs_at_most": "|·| ≤", "measured": ""}
+SIGN = {"at_least": "≥", "at_most": "≤", "abs_at_most": "abs. ≤", "measured": ""}
 
 
 def run(expression: str | None) -> tuple[list[dict], int, float]:

@@ -6,13 +6,13 @@ d̄ = P(human as good) − P(judge as good) equals ε exactly against each annot
 than the annotators by the test's own margin; `simulate.boundary_accuracy`). A "false replace"
 is the authors' test passing (ω ≥ 0.5 with ≥ 3 annotators), or the trust map's verdict.
 
-How the floor was chosen (docs/statistics.md, "Alt-test and the trust map"): the authors'
-test was run on a grid — 3 to 5 annotators, 2 to 5 labels, annotators 70–98% accurate, 1–5
-scores with noise 0.2–0.8, ε 0.05–0.2 — at n = 5 … 30 items per annotator; from n = 20 on,
-its false-pass rate stays at or below 5% (within Monte-Carlo error) for annotators up to 95%
-accurate and ε ≥ 0.1, while at n = 5 it reached 0.30. Near-perfect annotators with a small ε
-keep the authors' test above its level at any n below a hundred (mostly-tied indicators, an
-all-tie sample has p = 0): the trust map's verdict, with the variance floored at ε(1 − ε) and
+How the floor was chosen (docs/statistics.md, "Alt-test and the trust map"): the grid of
+tests/perf/alt_min_items_floor.py — 3 or 5 annotators, 2, 3 or 5 labels or 1–5 scores,
+annotators 70–98% accurate (rounding noise 0.2–0.8), ε 0.05–0.2, n = 5 … 30 items per
+annotator — printed a largest false-pass rate of 0.052 at n = 20 over the annotators up to
+95% accurate and ε ≥ 0.1, and 0.43 at n = 5. Near-perfect annotators with a small ε keep the
+authors' test above its level at any n below a hundred (mostly-tied indicators, an all-tie
+sample has p = 0): the trust map's verdict, with the variance floored at ε(1 − ε) and
 Holm over the report, holds there too — the cases below check both.
 """
 
