@@ -283,3 +283,30 @@ def test_copy_test_reads_the_tetrads_of_chance_corrected_agreement():
         assert found[name][1] == pytest.approx(e(raters[0], raters[a]))
         assert found[name][2] == pytest.approx(implied)
     assert found["h0"][0] < 0.01 < min(found["h1"][0], found["h2"][0])
+
+
+def test_the_chance_check_is_a_test_even_without_resamples():
+    """With --bootstrap 0, κ keeps an interval (the jackknife on Fisher's z), and a κ with no
+    interval at all is not taken as agreement beyond chance on its point value."""
+    from calibration.calibrate import CalibrationOptions, calibrate
+    from calibration.degenerate import chance_reason
+    from calibration.interchange import GradeRow
+
+    rng = np.random.default_rng(8)
+    rows = []
+    for i in range(40):
+        truth = float(rng.integers(1, 6))
+        for h in range(3):
+            rows.append(GradeRow(item_id=f"i{i}", rater=f"h{h}", rater_kind="human",
+                                 score=float(np.clip(truth + rng.integers(-1, 2), 1, 5))))  # fmt: skip
+        rows.append(GradeRow(item_id=f"i{i}", rater="J", rater_kind="judge", score=truth))
+    report = calibrate(rows, CalibrationOptions(scale_min=1, scale_max=5, bootstrap=0))
+    block = report["judges"]["J"]["overall"]
+    assert block["ci_method"]["cohen_kappa"] == "jackknife_z"
+    assert block["ci"]["cohen_kappa"][0] > 0
+    assert chance_reason(block, "ordinal") is None
+    bare = {"cohen_kappa": 0.4, "ci": {"cohen_kappa": None}}
+    assert chance_reason(bare, "ordinal") == (
+        "no agreement beyond chance shown: Cohen's κ = 0.400 has no interval "
+        "(run with --bootstrap > 0)"
+    )
