@@ -34,8 +34,9 @@ Two extensions keep its error rate where their test does not:
   annotators 70–98% accurate, ε 0.05–0.2) and loses almost no power.
 
 `MIN_ITEMS_FLOOR` is the smallest `min_items` accepted: below it the authors' own test marks
-a judge at the edge of the null "passed" more often than its level (the simulation that
-chose it: tests/stats/test_alt_test_rates.py; docs/statistics.md, "Alt-test and the trust map").
+a judge at the edge of the null "passed" more often than its level (the grid that chose it:
+tests/perf/alt_min_items_floor.py; its checks at the floor: tests/stats/test_alt_test_rates.py;
+docs/statistics.md, "Alt-test and the trust map").
 
 Ratings arrive as an items x humans matrix and a judge vector (NaN = missing); labels are
 integer codes, so `accuracy` compares codes.
@@ -278,6 +279,10 @@ def summarise(
 Block = tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray | None]
 
 
+def _clusters(block: Block) -> np.ndarray | None:
+    return block[2] if len(block) > 2 else None
+
+
 def alt_test_family(
     blocks: dict[str, Block],
     names: list[str],
@@ -310,7 +315,7 @@ def alt_test_family(
             epsilon,
             q,
             method_name(scoring, clustered[key]),
-            raw_degeneracy(blocks[key][0], blocks[key][1], names, context),
+            raw_degeneracy(blocks[key][0], blocks[key][1], names, context, _clusters(blocks[key])),
         )
         for key, (tested, skipped) in per_block.items()
     }

@@ -70,10 +70,14 @@ def bootstrap_se(samples: np.ndarray) -> float | None:
     return float(finite.std(ddof=1)) if finite.size >= 2 else None
 
 
-def jackknife_weights(units: np.ndarray) -> Iterator[np.ndarray]:
-    """Yield (chunk, n_items) weights of the leave-one-unit-out jackknife: row u is 1 for
-    every item but those of unit u (`units`: a unit code 0..U−1 per item)."""
-    n_units = int(units.max()) + 1 if units.size else 0
-    for start in range(0, n_units, CHUNK):
-        left_out = np.arange(start, min(start + CHUNK, n_units))
-        yield (units[None, :] != left_out[:, None]).astype(np.float64)
+def jackknife_weights(
+    units: np.ndarray, left_out: np.ndarray | None = None
+) -> Iterator[np.ndarray]:
+    """Yield (chunk, n_items) weights of the leave-one-unit-out jackknife: row k is 1 for
+    every item but those of unit `left_out[k]` (`units`: a unit code 0..U−1 per item;
+    `left_out`: the units to leave out in turn, all of them by default)."""
+    if left_out is None:
+        left_out = np.arange(int(units.max()) + 1 if units.size else 0)
+    for start in range(0, len(left_out), CHUNK):
+        chunk = left_out[start : start + CHUNK]
+        yield (units[None, :] != chunk[:, None]).astype(np.float64)

@@ -12,15 +12,24 @@ from typing import Any
 
 import numpy as np
 
+from calibration import design
 from calibration.agreement import alpha, alpha_features, check_labels
 from calibration.alt_test import MIN_ANNOTATORS, alt_test_family
 from calibration.blocks import block_metrics, clusters_of, number, resamples, unit_codes
 from calibration.bootstrap import jackknife_weights
+from calibration.cell_tests import METHODS as CELL_TESTS
 from calibration.checks import check_attributes, check_scale
 from calibration.criteria import criterion_blocks
 from calibration.interchange import Row, as_labels
-from calibration.intervals import BCA_MAX_UNITS, METHODS, bootstrap_interval, units_of
-from calibration.metrics import METRIC_UNITS, human_alpha_reason
+from calibration.intervals import (
+    BCA_MAX_UNITS,
+    METHODS,
+    MIN_CLUSTERS,
+    bootstrap_interval,
+    jackknife_z_interval,
+    units_of,
+)
+from calibration.metrics import METRIC_UNITS, human_alpha_reason, reference_scores
 from calibration.options import CalibrationOptions
 from calibration.report import (
     CalibrationReport,
@@ -56,13 +65,18 @@ def build_calibration(
         check_labels(len(values))
     rng = np.random.default_rng(options.seed)
     humans = _humans(table, level, values, options, rng)
-    blocks = {"overall": table}
+    ref = reference_scores(table.human_scores, options.reference, table.humans)
+    weights = design.table_weights(table, ref)
+    masks = {"overall": np.ones(table.n_items, dtype=bool)}
     for attribute in options.by:
         for value in table.attribute_values(attribute):
-            blocks[f"{attribute}={value}"] = table.subset(table.mask(attribute, value))
+            masks[f"{attribute}={value}"] = table.mask(attribute, value)
     computed = {
-        name: block_metrics(sub, METRIC_UNITS, level, values, options, rng)
-        for name, sub in blocks.items()
+        name: block_metrics(
+            table.subset(mask), METRIC_UNITS, level, values, options, rng,
+            {judge: w.subset(mask) for judge, w in weights.items()},
+        )  # fmt: skip
+        for name, mask in masks.items()
     }
     criteria = criterion_blocks(rows, options, rng)
     # judges with no model behind them, as the caller knows them (service: by their route)
@@ -71,7 +85,7 @@ def build_calibration(
         judge: JudgeReport(
             overall=MetricBlock(**computed["overall"][judge]),
             strata={
-                name: MetricBlock(**computed[name][judge]) for name in blocks if name != "overall"
+                name: MetricBlock(**computed[name][judge]) for name in masks if name != "overall"
             },
             alt_test=_judge_alt_test(table, j, options),
             criteria=criteria.get(judge, {}),
@@ -92,12 +106,19 @@ def build_calibration(
             options.selective,
             (inputs or {}).get("judge_versions"),
         )
-    trust = trust_map(judges, options.epsilon, level, options.alt_min_items)
+    trust = trust_map(
+        judges,
+        options.epsilon,
+        level,
+        options.alt_min_items,
+        None if level == "nominal" else options.scale_range,
+    )
     for row in trust.rows:
         row.stand_in = row.judge in stand_ins
     return CalibrationReport(
         trust=trust,
         methods=report_methods(),
+        design=design_block(table, ref, bool(weights)),
         scale={"min": options.scale_min, "max": options.scale_max, "level": level}
         | ({"labels": table.labels} if table.labels is not None else {}),
         reference=options.reference,
@@ -182,7 +203,32 @@ def report_methods() -> dict[str, dict[str, str]]:
             "p_verdict": "the same test with Var(d) floored at ε(1 − ε) (trust verdict)",
         },
         "trust": PROCEDURES,
+        "cell_tests": CELL_TESTS,
     }
+
+
+WEIGHTED = ("mad", "mad_pp", "signed_error", "signed_error_pp", "exact_match", "judge_higher",
+            "judge_lower", "within_one")  # fmt: skip
+UNWEIGHTED = (
+    "kendall_tau, spearman_rho, pearson_r, cohen_kappa, krippendorff_alpha, human_alpha, the "
+    "per-criterion blocks, the alt-test (ω, ρ, the verdicts) and the chance check"
+)
+
+
+def design_block(table: GradeTable, ref: np.ndarray, weighted: bool) -> dict[str, Any]:
+    """How the labels were chosen and what that means for each number (the JSON's `design`):
+    with a design, the means and shares are weighted to the judged items and everything
+    else still describes the labelled items only, which the report says, never silently."""
+    out = design.summary(table, ref)
+    if not weighted:
+        return out
+    out["weighted_metrics"] = list(WEIGHTED)
+    out["unweighted"] = (
+        f"{UNWEIGHTED} are computed on the labelled items as they are: they describe the "
+        "labelled items, not the judged population the weighted means and shares stand for"
+    )
+    out["warnings"] = [out["unweighted"], *out["warnings"]]
+    return out
 
 
 def _values(table: GradeTable) -> np.ndarray:
@@ -193,7 +239,9 @@ def _values(table: GradeTable) -> np.ndarray:
 
 
 def _humans(table, level, values, options, rng) -> HumanBlock:
-    """Krippendorff's α among the humans, with the interval rule of the metric blocks."""
+    """Krippendorff's α among the humans, with the interval rule of the metric blocks, over
+    the items humans scored (judge-only items would only dilute the resamples)."""
+    table = table.subset((~np.isnan(table.human_scores)).any(axis=1))
     feats = alpha_features(table.human_scores, level, values)
     point = number(alpha(np.ones((1, table.n_items)), feats)[0])
     samples = [alpha(w, feats) for w in resamples(table, options, rng)]
@@ -211,17 +259,21 @@ def _humans(table, level, values, options, rng) -> HumanBlock:
     units = units_of(pairable, clusters)
     codes = unit_codes(table, options)
     jack = None
-    if samples and units <= BCA_MAX_UNITS:
-        jack = np.concatenate([alpha(w, feats) for w in jackknife_weights(codes)])
-        jack = jack[np.unique(codes[pairable])]
-    interval = bootstrap_interval(
-        np.concatenate(samples) if samples else None,
-        point,
-        jack,
-        units,
-        clusters is not None,
-        options.confidence,
-    )
+    if 0 < units <= BCA_MAX_UNITS:
+        left_out = np.unique(codes[pairable])
+        jack = np.concatenate([alpha(w, feats) for w in jackknife_weights(codes, left_out)])
+    interval = None
+    if clusters is None or units >= MIN_CLUSTERS:
+        interval = jackknife_z_interval(point, jack, units, options.confidence)
+    if interval is None:
+        interval = bootstrap_interval(
+            np.concatenate(samples) if samples else None,
+            point,
+            jack,
+            units,
+            clusters is not None,
+            options.confidence,
+        )
     return HumanBlock(
         n_raters=len(table.humans),
         human_alpha=point,

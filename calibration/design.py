@@ -64,6 +64,27 @@ class Weights:
     empty: dict[str, np.ndarray] = field(default_factory=dict)  # stratum -> its unlabelled items
     rule: str = "uniform"
 
+    def subset(self, mask: np.ndarray) -> Weights:
+        """The same design seen from a block of the table (a `--by` stratum)."""
+        if self.weights is None:
+            return self
+        empty = {key: members[mask] for key, members in self.empty.items()}
+        return Weights(self.weights[mask], empty, self.rule)
+
+    def problem(self, labelled: np.ndarray, judged: np.ndarray) -> str | None:
+        """Why the labels of a block (`labelled`, `judged`: masks or indices into the
+        table) cannot be weighted, or None: a label of unknown design, or judged items of
+        a queue stratum that has no label to stand for them."""
+        if self.weights is None:
+            return None
+        unknown = int(np.isnan(self.weights[labelled]).sum())
+        if unknown:
+            return f"{unknown} {MISSING}"
+        empty = [key for key, members in self.empty.items() if members[judged].any()]
+        if empty:
+            return f"{EMPTY} {', '.join(empty)}: its items cannot be represented"
+        return None
+
 
 def stratum_key(attribute: str | None, value: str | None) -> str:
     """The `inclusion_stratum` value the queue writes: 'ATTR=VALUE' or 'all'."""
@@ -120,10 +141,23 @@ def judge_weights(table: GradeTable, judged: np.ndarray, labelled: np.ndarray) -
     return Weights(weights, {}, "1/inclusion_prob as recorded")
 
 
+def table_weights(table: GradeTable, ref: np.ndarray) -> dict[str, Weights]:
+    """Every judge's design weights over the whole table (before it is cut into blocks,
+    since π_s counts the judge's judged items of each queue stratum); {} when no label
+    carries a design (uniform)."""
+    out = {}
+    for j, judge in enumerate(table.judges):
+        judged = ~np.isnan(table.judge_scores[:, j])
+        out[judge] = judge_weights(table, judged, judged & ~np.isnan(ref))
+    return out if any(w.weights is not None for w in out.values()) else {}
+
+
 def summary(table: GradeTable, ref: np.ndarray) -> dict[str, Any]:
     """The design over the table (items any judge graded): the JSON's `design` block, with
     every way the recorded probabilities fall short said in `warnings`."""
-    judged = ~np.isnan(table.judge_scores).all(axis=1) if table.judges else np.zeros(0, bool)
+    judged = np.zeros(table.n_items, bool)
+    if table.judges:
+        judged = ~np.isnan(table.judge_scores).all(axis=1)
     labelled = judged & ~np.isnan(ref)
     found = judge_weights(table, judged, labelled)
     with_prob = int((labelled & ~np.isnan(table.inclusion_prob)).sum())
@@ -146,6 +180,15 @@ def summary(table: GradeTable, ref: np.ndarray) -> dict[str, Any]:
             out["warnings"].append(
                 f"{int(loose.sum())} labelled item(s) carry an inclusion_prob but no "
                 f"{STRATUM_COLUMN}: weighted by their queue stratum's labelled share"
+            )
+        bare = labelled & np.isnan(table.inclusion_prob)
+        bare &= np.array([k is None for k in _keys(table)], dtype=bool)
+        if bare.any():
+            out["warnings"].append(
+                f"mixed design: {int(bare.sum())} labelled item(s) in queue strata carry no "
+                "inclusion_prob: they are taken to be a uniform random sample of their "
+                "stratum (as the queue's rounds assume); labels picked any other way (by hand, "
+                "by score) bias every weighted value"
             )
         return out
     keys = {k for k in _keys(table)[labelled] if k is not None}

@@ -8,7 +8,12 @@ degrees of freedom from each report's units − 1 (Welch 1947, "The generalizati
 'Student's' problem when several different population variances are involved", Biometrika
 34). It assumes the two windows are independent samples (disjoint judgments; an item graded in
 both makes the test conservative) and each metric roughly normal over its units (the t
-intervals' assumption).
+intervals' assumption). A design-weighted metric (labels from `qadi sme queue`) brings its own
+Bell-McCaffrey df (`df` in the block). Small cells (`calibration.cell_tests`): a side with
+fewer than `MIN_UNITS` units is untested (`untested` says why, p None, never a drift); when
+both sides have standard error 0 (every unit equal, e.g. 3/3 exact matches, then 0/3) the cell
+gets Fisher's exact test instead of a p of 0; when one side has, Welch's test with the other
+side's variance. Each cell names its `test`.
 
 The two-sided p-values of all cells of the night are adjusted with Benjamini–Hochberg
 (`calibration.multiplicity`), and a cell drifts when its q-value is ≤ `DRIFT_Q`. On a night
@@ -28,8 +33,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from scipy import special, stats
+from scipy import stats
 
+from calibration.cell_tests import METHODS as CELL_METHODS
+from calibration.cell_tests import MIN_UNITS, CellTest, Side, two_sample
 from calibration.multiplicity import DESCRIPTIONS, adjust
 
 DRIFT_METRICS = ("mad", "signed_error")
@@ -37,8 +44,10 @@ LABEL_DRIFT_METRICS = ("exact_match",)
 DRIFT_Q = 0.05
 DRIFT_PROCEDURE = "bh"
 METHOD = (
-    "Welch two-sample t-test per judge × stratum × metric on each report's standard error; "
-    f"{DESCRIPTIONS[DRIFT_PROCEDURE]} over every cell of the night at q = {DRIFT_Q}"
+    "Welch two-sample t-test per judge × stratum × metric on each report's standard error "
+    "(Fisher's exact test when both reports' units were all equal; untested below "
+    f"{MIN_UNITS} units a side); {DESCRIPTIONS[DRIFT_PROCEDURE]} over every cell of the night "
+    f"at q = {DRIFT_Q}"
 )
 
 
@@ -66,17 +75,14 @@ def standard_error(
     return (interval[1] - interval[0]) / (2 * z), int(block.get("n") or 0), "interval"
 
 
-def welch_p(
-    difference: float, se_now: float, units_now: int, se_then: float, units_then: int
-) -> tuple[float | None, float | None]:
-    """(two-sided p, Welch–Satterthwaite df) of a difference; None with fewer than 2 units."""
-    if min(units_now, units_then) < 2:
-        return None, None
-    variance = se_now**2 + se_then**2
-    if variance == 0:
-        return (1.0 if difference == 0 else 0.0), None
-    df = variance**2 / (se_now**4 / (units_now - 1) + se_then**4 / (units_then - 1))
-    return float(2 * special.stdtr(df, -abs(difference) / variance**0.5)), float(df)
+def side(block: dict[str, Any], metric: str, confidence: float) -> tuple[Side | None, str]:
+    """One report's view of a cell for the test (None without an SE), and the SE's source.
+    A design-weighted metric carries its own df (Bell-McCaffrey); others have units − 1."""
+    se, units, source = standard_error(block, metric, confidence)
+    if se is None or units is None:
+        return None, source
+    df = (block.get("df") or {}).get(metric)
+    return Side(float(block[metric]), se, units, df), source
 
 
 def _confidence(report: dict[str, Any]) -> float:
@@ -87,25 +93,28 @@ def _cell(judge, stratum, metric, now, then, current, previous) -> dict[str, Any
     value, before = now.get(metric), then.get(metric)
     if value is None or before is None:
         return None
-    se_now, units_now, _ = standard_error(now, metric, _confidence(current))
-    se_then, units_then, source = standard_error(then, metric, _confidence(previous))
-    p, df = None, None
-    if se_now is not None and se_then is not None:
-        p, df = welch_p(value - before, se_now, units_now, se_then, units_then)
+    new, _ = side(now, metric, _confidence(current))
+    old, source = side(then, metric, _confidence(previous))
+    if new is None or old is None:
+        found = CellTest(None, untested="no standard error in one of the reports")
+    else:
+        found = two_sample(new, old)
     return {
         "judge": judge,
         "stratum": stratum,
         "metric": metric,
         "value": value,
         "ci": (now.get("ci") or {}).get(metric),
-        "se": se_now,
+        "se": None if new is None else new.se,
         "previous": before,
         "previous_ci": (then.get("ci") or {}).get(metric),
-        "previous_se": se_then,
+        "previous_se": None if old is None else old.se,
         "previous_se_source": source,
         "difference": value - before,
-        "df": df,
-        "p_value": p,
+        "df": found.df,
+        "p_value": found.p,
+        "test": found.method,
+        "untested": found.untested,
     }
 
 
@@ -141,6 +150,7 @@ def drift(current: dict[str, Any], previous: dict[str, Any] | None) -> dict[str,
         "q": DRIFT_Q,
         "tested": sum(c["p_value"] is not None for c in tested),
         "untested": sum(c["p_value"] is None for c in tested),
+        "tests": {m: CELL_METHODS[m] for m in ("welch", "welch_one_side", "fisher_exact")},
         "cells": tested,
         "changes": [c for c in tested if c["drift"]],
     }

@@ -217,21 +217,6 @@ def _folds(labelled: np.ndarray, clusters: np.ndarray | None) -> np.ndarray:
     return np.unique(codes, return_inverse=True)[1] % CROSSFIT_FOLDS
 
 
-def _design_problem(
-    weights: design.Weights, labelled: np.ndarray, judged: np.ndarray
-) -> str | None:
-    """Why the labels of this block cannot be weighted, or None."""
-    if weights.weights is None:
-        return None
-    unknown = int(np.isnan(weights.weights[labelled]).sum())
-    if unknown:
-        return f"{unknown} {design.MISSING}"
-    empty = [key for key, members in weights.empty.items() if members[judged].any()]
-    if empty:
-        return f"{design.EMPTY} {', '.join(empty)}: its items cannot be represented"
-    return None
-
-
 def _fit(
     scores: np.ndarray,
     ref: np.ndarray,
@@ -244,7 +229,7 @@ def _fit(
     unlabelled = np.flatnonzero(judged & np.isnan(ref))
     y, f, f_unl = ref[labelled], scores[labelled], scores[unlabelled]
     every = np.flatnonzero(judged)
-    problem = _design_problem(weights, labelled, every)
+    problem = weights.problem(labelled, every)
     d = None if weights.weights is None or problem else weights.weights[labelled]
     enough = len(labelled) >= 2 and problem is None
     return Fit(

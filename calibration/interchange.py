@@ -52,6 +52,14 @@ class _Grade(BaseModel):
             raise ValueError("confidence: only a judge's grade carries a confidence")
         return self
 
+    @field_validator("inclusion_prob", "confidence", mode="before")
+    @classmethod
+    def _probability_not_boolean(cls, value: Any) -> Any:
+        """pydantic reads `true` as 1.0: a yes/no is not a probability."""
+        if isinstance(value, bool):
+            raise ValueError("a boolean is not a probability (give a number)")
+        return value
+
 
 class GradeRow(_Grade):
     score: float

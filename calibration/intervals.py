@@ -1,7 +1,10 @@
 """Which interval each metric gets, and how: Student t on a linearised standard error for
-means and shares, BCa or percentile bootstrap for everything else.
+means and shares (design-weighted where the labels carry a design), Fisher's z for the
+correlations and agreement coefficients, BCa or percentile bootstrap where those cannot be
+formed.
 
-The rule (docs/statistics.md, "Metric intervals"):
+The rule (docs/statistics.md, "Metric intervals"), decided per judge and block from the
+block's labelled units (calibration/blocks.py drops items no human scored):
 
 - A metric that is a ratio of item sums (MAD, signed error, exact match, judge higher/lower,
   within ±1: `Metric.ratio`) has the linearised (delta-method) standard error of a ratio
@@ -11,23 +14,27 @@ The rule (docs/statistics.md, "Metric intervals"):
   1988, "Theoretical comparison of bootstrap confidence intervals", Ann. Statist. 16(3))
   over at most `BCA_MAX_UNITS` resampled items — second-order accurate, and asymmetric
   where the metric is skewed (MAD at n = 10: a symmetric t interval covers 0.93) — joined
-  with the t interval (never narrower than it: at n = 10 the bootstrap-t alone undercovers a
-  symmetric metric slightly, 0.94); value ± t(units − 1) · SE above 500 items, with
-  `--cluster`, or without resamples. The
-  percentile bootstrap of a mean uses the ddof-0 spread and z-like tails, which is why it
-  covered 0.84–0.94 at n = 10.
-- Any other metric (τ-b, ρ, r, κ, α) gets the BCa bootstrap interval (Efron 1987, "Better
-  Bootstrap Confidence Intervals", JASA 82(397); Efron & Tibshirani 1993, §14.3) when the
-  block has at most `BCA_MAX_UNITS` independent units (items, or clusters), with the
-  acceleration from a leave-one-unit-out jackknife; above that, the percentile interval,
-  whose coverage error shrinks as 1/√n and whose jackknife would cost a pass per unit.
+  with the t interval (never narrower than it); value ± t(units − 1) · SE above 500 items,
+  with `--cluster`, or without resamples. With design weights (`inclusion_prob`) it is the
+  Hájek ratio with the HC2/CR2 variance and Bell–McCaffrey df of `qadi estimate`
+  (`hajek_interval`).
+- Pearson's r: the studentized bootstrap on Fisher's z with each resample's delta-method SE
+  (calibration/correlation.py), joined with z ± t(n − 1)·SE (`fisher_z_interval`); BCa
+  covered 0.93 at n = 10–50.
+- τ-b, ρ, κ and α: tanh(z ± t(U − 1)·SE_jack) on z = atanh(value), SE_jack the
+  leave-one-unit-out jackknife SE (`jackknife_z_interval`; no resamples needed); BCa covered
+  κ 0.89, α 0.92 and τ-b, ρ 0.944 at n = 10.
+- Where those cannot be formed (a jackknife value at ±1, more than `BCA_MAX_UNITS` units,
+  fewer than `MIN_CLUSTERS` clusters for the jackknife): the BCa bootstrap (Efron 1987,
+  "Better Bootstrap Confidence Intervals", JASA 82(397); Efron & Tibshirani 1993, §14.3)
+  up to `BCA_MAX_UNITS` units, the percentile interval above.
 - With `--cluster`, fewer than `MIN_CLUSTERS` clusters give no interval (the reason is in
   the block's `no_interval`): CR1 with t(G − 1) and the cluster bootstrap both undercover badly
   there.
 
 Every interval names its method in the report JSON (`ci_method`), and each block stores the
-standard error of each metric (`se`) and its independent `units`, so two reports can be
-compared by a two-sample test (`calibration.drift`).
+standard error of each metric (`se`) and its independent `units` (and a weighted metric its
+`df`), so two reports can be compared by a two-sample test (`calibration.drift`).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import numpy as np
 from scipy import special
 
 from calibration.bootstrap import bca_interval, bootstrap_se, percentile_interval
+from calibration.ppi import classical_mean
 from calibration.registry import Metric, Prepared
 
 BCA_MAX_UNITS = 500
@@ -49,6 +57,16 @@ METHODS: dict[str, str] = {
     "≤ 500 items)",
     "t": "value ± Student t(n − 1) × linearised standard error of the ratio (ddof 1)",
     "t_cr1": "value ± Student t(G − 1) × cluster-robust CR1 standard error (G clusters)",
+    "t_hajek": "labels weighted by their design (1/inclusion probability, Hájek ratio); "
+    "value ± Student t(ν) × HC2 standard error, ν the Bell-McCaffrey df",
+    "t_hajek_cr2": "labels weighted by their design (Hájek ratio); value ± Student t(ν) × "
+    "CR2 cluster-robust standard error, ν the Bell-McCaffrey df",
+    "bootstrap_t_z": "Pearson r: studentized bootstrap on Fisher's z = atanh(r) with each "
+    "resample's delta-method SE, joined with z ± t(n − 1)·SE, back through tanh (≤ 500 items)",
+    "t_z": "Pearson r: tanh(z ± t(n − 1)·SE), z = atanh(r), SE the delta-method "
+    "(nonparametric) SE of z",
+    "jackknife_z": "τ-b, ρ, κ, α: tanh(z ± t(U − 1)·SE), z = atanh(value), SE the "
+    "leave-one-unit-out jackknife SE of z over the U units (items, or clusters)",
     "bca": "bias-corrected and accelerated bootstrap over items (jackknife acceleration)",
     "bca_cluster": "bias-corrected and accelerated bootstrap over clusters",
     "percentile": "percentile bootstrap over items",
@@ -64,6 +82,7 @@ class Interval:
     se: float | None
     method: str | None
     missing: str | None = None  # why there is no interval although the value exists
+    df: float | None = None  # a design-weighted metric's Bell-McCaffrey df (else units − 1)
 
 
 def units_of(present: np.ndarray, clusters: np.ndarray | None) -> int:
@@ -94,10 +113,10 @@ def ratio_se(
 
 
 def t_interval(
-    value: float, se: float, units: int, confidence: float, bounds=None
+    value: float, se: float, df: float, confidence: float, bounds=None
 ) -> list[float]:
-    """value ± t(units − 1) · se, clipped to the metric's range when it has one."""
-    half = float(special.stdtrit(units - 1, (1 + confidence) / 2)) * se  # scipy's t.ppf, fast
+    """value ± t(df) · se, clipped to the metric's range when it has one."""
+    half = float(special.stdtrit(df, (1 + confidence) / 2)) * se  # scipy's t.ppf, fast
     low, high = value - half, value + half
     if bounds is not None:
         low, high = max(low, bounds[0]), min(high, bounds[1])
@@ -137,13 +156,47 @@ def ratio_interval(
         return Interval(None, None, None, f"{units} unit(s): no variance to estimate")
     factor = ratio.factor(prepared.inputs)
     se *= factor
-    t_ci = t_interval(value, se, units, confidence, metric.bounds)
+    t_ci = t_interval(value, se, units - 1, confidence, metric.bounds)
     if moments is not None and se > 0:
         pivots = studentized(moments, value / factor, units)
         ci = bootstrap_t_interval(pivots, value, se, confidence, metric.bounds)
         if ci is not None:  # never narrower than t: the bootstrap-t extends the skewed side
             return Interval([min(ci[0], t_ci[0]), max(ci[1], t_ci[1])], se, "bootstrap_t")
     return Interval(t_ci, se, "t" if clusters is None else "t_cr1")
+
+
+def hajek_interval(
+    metric: Metric,
+    prepared: Prepared,
+    weights: np.ndarray,
+    clusters: np.ndarray | None,
+    confidence: float,
+) -> tuple[float | None, Interval]:
+    """The design-weighted value of a ratio metric, Σ d·a / Σ d·b (Hájek), and its t
+    interval: the weighted mean of a/b with weights d·b, its HC2 (CR2 with clusters)
+    variance and Bell-McCaffrey df — `qadi estimate`'s human-only mean (calibration/ppi.py),
+    so a report and an estimate over the same labels agree. `weights`: d per item."""
+    ratio = metric.ratio
+    a, b = prepared.feature(ratio.numerator), prepared.feature(ratio.denominator)
+    present = (b > 0) & prepared.inputs.ok
+    items = np.flatnonzero(present)
+    units = units_of(present, clusters)
+    mass = weights[items] * b[items]
+    factor = ratio.factor(prepared.inputs)
+    if items.size == 0 or mass.sum() <= 0:
+        return None, Interval(None, None, None)
+    fit = classical_mean(a[items] / b[items], items, mass)
+    value = factor * fit.estimate
+    if clusters is not None and units < MIN_CLUSTERS:
+        return value, Interval(None, None, None, too_few_clusters(units))
+    if units < 2:
+        return value, Interval(None, None, None, f"{units} unit(s): no variance to estimate")
+    se, df = factor * float(np.sqrt(fit.variance(clusters))), fit.df(clusters)
+    if df <= 0:
+        return value, Interval(None, se, None, "the design weights leave no degrees of freedom")
+    method = "t_hajek" if clusters is None else "t_hajek_cr2"
+    ci = t_interval(value, se, df, confidence, metric.bounds)
+    return value, Interval(ci, se, method, df=df)
 
 
 def studentized(moments: np.ndarray, ratio: float, units: int) -> np.ndarray:
@@ -177,6 +230,68 @@ def bootstrap_t_interval(
     if not (np.isfinite(low) and np.isfinite(high)):
         return None
     return [float(low), float(high)]
+
+
+def _on_z(value: float) -> bool:
+    """Fisher's z = atanh(value) is finite: a correlation-like value strictly inside ±1."""
+    return bool(np.isfinite(value) and abs(value) < 1)
+
+
+def fisher_z_interval(
+    metric: Metric,
+    value: float,
+    prepared: Prepared,
+    confidence: float,
+    resampled: np.ndarray | None,
+) -> Interval | None:
+    """Pearson's r on Fisher's z with the delta-method SE (calibration/correlation.py):
+    the studentized bootstrap on z from the resampled moment sums (`bootstrap_t_z`), joined
+    with z ± t(n − 1)·SE, or that t interval alone without resamples (`t_z`); back through
+    tanh. None when z or the SE is not finite (|r| = 1), for the bootstrap to decide."""
+    moments = metric.moments
+    point = moments.columns(prepared.inputs).sum(axis=0)[None, :]
+    r, se_r = (float(v[0]) for v in moments.value_se(point))
+    units = int(prepared.inputs.ok.sum())
+    if not _on_z(r) or not np.isfinite(se_r) or se_r <= 0 or units < 3:
+        return None
+    z, se = float(np.arctanh(r)), se_r / (1 - r * r)
+    low, high = t_interval(z, se, units - 1, confidence)
+    method = "t_z"
+    if resampled is not None:
+        rs, ses = moments.value_se(resampled)
+        keep = np.isfinite(rs) & (np.abs(rs) < 1) & np.isfinite(ses)
+        zs = np.arctanh(rs[keep])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pivots = (zs - z) / (ses[keep] / (1 - rs[keep] ** 2))
+        side = np.sign(zs - z)
+        with np.errstate(invalid="ignore"):
+            pivots = np.where(ses[keep] > 0, pivots, np.where(side == 0, 0.0, side * np.inf))
+        ci = bootstrap_t_interval(pivots, z, se, confidence)
+        if ci is not None:
+            low, high, method = min(low, ci[0]), max(high, ci[1]), "bootstrap_t_z"
+    # SE of r from the z interval's half-width: what the drift test would read
+    return Interval([float(np.tanh(low)), float(np.tanh(high))], se_r, method)
+
+
+def jackknife_z_interval(
+    value: float, jackknife: np.ndarray | None, units: int, confidence: float
+) -> Interval | None:
+    """τ-b, ρ, κ and α: tanh(z ± t(U − 1)·SE_jack(z)), z = atanh(value), SE_jack the
+    leave-one-unit-out jackknife SE of z over the U units holding the judge's items (Efron &
+    Tibshirani 1993, §11.2; Fisher's transformation makes the statistic near-normal). None
+    when the jackknife is missing or leaves ±1 (for the bootstrap to decide)."""
+    if jackknife is None or units < 3 or jackknife.size != units or not _on_z(value):
+        return None
+    if not all(_on_z(v) for v in jackknife):
+        return None
+    zs = np.arctanh(jackknife)
+    se_z = float(np.sqrt((units - 1) / units * np.sum((zs - zs.mean()) ** 2)))
+    if se_z <= 0:
+        return None
+    z = float(np.arctanh(value))
+    low, high = t_interval(z, se_z, units - 1, confidence)
+    return Interval([float(np.tanh(low)), float(np.tanh(high))], se_z * (1 - value**2),
+                    "jackknife_z")  # fmt: skip
 
 
 def bootstrap_interval(

@@ -27,7 +27,8 @@ from calibration.agreement import (
     mean_cohen_kappa,
     spearman_rho,
 )
-from calibration.registry import Feature, JudgeInputs, Metric, Ratio
+from calibration.correlation import moment_columns, pearson_with_se
+from calibration.registry import Feature, JudgeInputs, Metric, Moments, Ratio
 
 NUMERIC = frozenset({"ordinal", "interval"})
 LABELS = frozenset({"nominal", "ordinal"})
@@ -199,18 +200,21 @@ METRIC_UNITS: tuple[Metric, ...] = (
         ("rank_table",),
         _rank_metric(kendall_tau_b),
         undefined=_correlation_reason,
+        jackknife_z=True,
     ),
     _numeric(
         "spearman_rho",
         ("rank_table",),
         _rank_metric(spearman_rho),
         undefined=_correlation_reason,
+        jackknife_z=True,
     ),
     _numeric(
         "pearson_r",
         ("count", "x", "y", "xx", "yy", "xy"),
         _pearson,
         undefined=_correlation_reason,
+        moments=Moments(moment_columns, pearson_with_se),
     ),
     Metric(
         "cohen_kappa",
@@ -221,17 +225,20 @@ METRIC_UNITS: tuple[Metric, ...] = (
         levels=LABELS,
         inapplicable="Cohen's kappa compares labels; an interval scale has none",
         undefined=lambda _: "chance agreement is 1 for every human (a single label in use)",
+        jackknife_z=True,
     ),
     Metric(
         "krippendorff_alpha",
         lambda s, d: alpha_from_sums(s["judge_alpha"], d.level, len(d.values)),
         ("judge_alpha",),
+        jackknife_z=True,
     ),
     Metric(
         "human_alpha",
         lambda s, d: alpha_from_sums(s["human_alpha"], d.level, len(d.values)),
         ("human_alpha",),
         undefined=lambda d: human_alpha_reason(d.human[d.ok]),
+        jackknife_z=True,
     ),
 )
 METRICS = tuple(m.name for m in METRIC_UNITS)

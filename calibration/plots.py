@@ -44,8 +44,9 @@ def _panels(count: int):
 
 
 def metric_by_stratum(report: dict[str, Any], judges: list[str], metric: str, label: str) -> bytes:
-    """Small multiples: per judge, the point and 95% CI of `metric` overall and per stratum
-    (one colour; strata on the x axis, so ten strata do not need ten colours)."""
+    """Small multiples: per judge, the point and interval (at the report's confidence) of
+    `metric` overall and per stratum (one colour; strata on the x axis, so ten strata do not
+    need ten colours)."""
     strata = ["overall", *sorted({s for j in judges for s in report["judges"][j]["strata"]})]
     fig, axes = _panels(len(judges))
     for ax, judge in zip(axes, judges, strict=False):
@@ -62,14 +63,16 @@ def metric_by_stratum(report: dict[str, Any], judges: list[str], metric: str, la
         ax.set_xticks(range(len(strata)), strata, rotation=35, ha="right", fontsize=7)
         ax.set_title(judge, fontsize=9)
     axes[0].set_ylabel(label)
-    fig.suptitle(f"{label} per judge, overall and per stratum (95% CI)", fontsize=10)
+    level = 100 * float((report.get("options") or {}).get("confidence") or 0.95)
+    fig.suptitle(f"{label} per judge, overall and per stratum ({level:g}% CI)", fontsize=10)
     fig.tight_layout()
     return _png(fig)
 
 
 def trend(history: list[dict[str, Any]], judges: list[str]) -> bytes:
     """Small multiples: per judge, MAD and signed error over the nightly reports, each a
-    line with its 95% CI band, so a judge degrading over weeks shows as a rising line."""
+    line with each report's interval as a band, so a judge degrading over weeks shows as a
+    rising line."""
     from calibration.history import series
 
     fig, axes = _panels(len(judges))
@@ -85,7 +88,8 @@ def trend(history: list[dict[str, Any]], judges: list[str]) -> bytes:
         ax.set_xticks(range(len(ticks)), ticks, rotation=35, ha="right", fontsize=7)
         ax.set_title(judge, fontsize=9)
     axes[0].legend(fontsize=7)
-    fig.suptitle("MAD and signed error per nightly report (95% CI bands)", fontsize=10)
+    fig.suptitle("MAD and signed error per nightly report (each report's CI as a band)",
+                 fontsize=10)  # fmt: skip
     fig.tight_layout()
     return _png(fig)
 

@@ -73,11 +73,22 @@ class Ratio:
 
 
 @dataclass(frozen=True)
+class Moments:
+    """A correlation whose standard error is a function of weighted sums of per-item
+    columns, so each resample gets its own SE (the studentized bootstrap on Fisher's z):
+    `columns` per item, `value_se` maps rows of their sums to (value, SE)."""
+
+    columns: Callable[[JudgeInputs], np.ndarray]
+    value_se: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
 class Metric:
     """One metric: `value` maps the weighted sums of the features in `needs` to one value
     per weight row (or `per_resample` computes it from one row of weights); `levels` it
     applies to, `inapplicable` / `undefined` say why it is null. A `ratio` metric needs
-    neither `value` nor `needs`: both follow from it. `bounds` clip its interval."""
+    neither `value` nor `needs`: both follow from it. `bounds` clip its interval;
+    `moments` and `jackknife_z` choose its interval (calibration/intervals.py)."""
 
     name: str
     value: Callable[[dict[str, np.ndarray], JudgeInputs], np.ndarray] | None = None
@@ -90,6 +101,8 @@ class Metric:
     per_resample: Callable[[np.ndarray, JudgeInputs], float] | None = None
     ratio: Ratio | None = None
     bounds: tuple[float, float] | None = None
+    moments: Moments | None = None  # Pearson r: studentized bootstrap on Fisher's z
+    jackknife_z: bool = False  # τ-b, ρ, κ, α: t interval on Fisher's z, jackknife SE
 
     def __post_init__(self) -> None:
         if self.ratio is not None:

@@ -42,11 +42,16 @@ class MetricBlock(_DropsEmpty, _MetricValues):  # type: ignore[misc, valid-type]
     clusters with `--cluster`) the t intervals and the drift test count degrees of freedom
     from (units − 1)."""
 
-    _optional = ("undefined", "no_interval")
+    _optional = ("undefined", "no_interval", "df")
     ci: dict[str, list[float] | None]
     se: dict[str, float | None] = Field(default_factory=dict)
     ci_method: dict[str, str | None] = Field(default_factory=dict)
     units: int | None = None
+    df: dict[str, float] = Field(
+        default_factory=dict,
+        description="degrees of freedom of a design-weighted metric's SE (Bell-McCaffrey); "
+        "units − 1 otherwise",
+    )
     no_interval: dict[str, str] = Field(
         default_factory=dict, description="why a defined metric has no interval"
     )
@@ -111,6 +116,12 @@ class TrustRow(BaseModel):
     bias: Literal["lenient", "harsh"] | None
     bias_p: float | None = Field(default=None, description="two-sided p of signed error = 0")
     bias_q: float | None = Field(default=None, description="bias_p adjusted over the report")
+    bias_test: str | None = Field(
+        default=None, description="the test behind bias_p (calibration/cell_tests.py METHODS)"
+    )
+    bias_untested: str | None = Field(
+        default=None, description="why the signed error could not be tested (no flag)"
+    )
     rank: int
     tested: int
     small_n: bool = Field(description="fewest items of a tested annotator below SMALL_N")
@@ -136,6 +147,11 @@ class CalibrationReport(BaseModel):
     trust: TrustMap
     methods: dict[str, dict[str, str]] = Field(
         default_factory=dict, description="what each named method in the report means"
+    )
+    design: dict[str, Any] = Field(
+        default_factory=dict,
+        description="how the labels were chosen (inclusion_prob), which values are weighted "
+        "by it and the warnings a reader must see",
     )
     scale: dict[str, Any]
     reference: str

@@ -166,8 +166,8 @@ def _annotators(report: dict[str, Any]) -> list[dict[str, Any]]:
                         str(t["n"]),
                         fmt(t["p_value"], 4),
                         "yes" if t["rejected"] else "no",
-                        fmt(t.get("p_verdict"), 4),
                         fmt(t["advantage"], 3),
+                        fmt(t.get("p_verdict"), 4),
                     ]
                     for t in result["annotators"]
                 ],
@@ -227,8 +227,9 @@ def _drift(report: dict[str, Any]) -> dict[str, Any] | None:
         "previous": found["previous_report"],
         "any": bool(changes),
         "rule": (
-            f"Welch's test per judge × stratum × metric, Benjamini–Hochberg over {tested} "
-            f"cells, q ≤ {found.get('q')}"
+            f"Welch's test per judge × stratum × metric (Fisher's exact test where both "
+            f"reports' units were all equal, untested below 5 units), Benjamini–Hochberg over "
+            f"{tested} cells, q ≤ {found.get('q')}"
             if tested is not None
             else "the value left the previous 95% interval"  # a report stored before the test
         ),
@@ -304,6 +305,8 @@ def view(report: dict[str, Any]) -> dict[str, Any]:
         described = f"Scale {scale['min']:g}–{scale['max']:g} ({scale['level']})"
     return {
         "heading": _heading(report),
+        "confidence": f"{100 * float(options.get('confidence') or 0.95):g}%",
+        "design": (report.get("design") or {}).get("warnings") or [],
         "drift": _drift(report),
         "history": len(report.get("history") or []),
         "trend_table": _trend_table(report),

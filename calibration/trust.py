@@ -19,7 +19,8 @@ a false "replace" is what a lead pays for (the humans are stopped), so the famil
 is the one to control.
 
 Bias: a cell is lenient / harsh when the signed error differs from 0 by the t-test on its
-standard error (units − 1 degrees of freedom) after Benjamini–Hochberg over every (judge,
+standard error (units − 1 degrees of freedom; `calibration.cell_tests`, which also says what
+a block too small or without spread gets) after Benjamini–Hochberg over every (judge,
 stratum) cell of the report at q: a flag points at where to look, so the false discovery rate
 is the one to control, and with every judge unbiased BH's FDR is the chance of any flag.
 """
@@ -27,11 +28,10 @@ is the one to control, and with every judge unbiased BH's FDR is the chance of a
 from __future__ import annotations
 
 import math
-from typing import Any
-
-from scipy import special
+from typing import Any, NamedTuple
 
 from calibration.alt_test import MIN_ANNOTATORS, AltTestResult, Q
+from calibration.cell_tests import MIN_UNITS, CellTest, Side, one_sample
 from calibration.degenerate import chance_reason
 from calibration.multiplicity import DESCRIPTIONS, adjust
 from calibration.report import JudgeReport, MetricBlock, TrustMap, TrustRow, Verdict
@@ -48,8 +48,11 @@ PROCEDURES = {
         "alt-test passes; and the judge is not degenerate"
     ),
     "bias": (
-        "two-sided t-test of signed error = 0 (units − 1 df); "
-        f"{DESCRIPTIONS[BIAS_PROCEDURE]} over the report's judge × stratum cells"
+        "two-sided t-test of signed error = 0 (units − 1 df, or the design-weighted block's "
+        "Bell-McCaffrey df); a block whose units all had the same signed error gets the "
+        f"bounded-scale exact bound instead, one with fewer than {MIN_UNITS} units is untested "
+        f"(`bias_untested`); {DESCRIPTIONS[BIAS_PROCEDURE]} over the report's judge × stratum "
+        "cells"
     ),
 }
 
@@ -71,28 +74,38 @@ def cell_p(result: AltTestResult) -> float | None:
     return partial_conjunction([t.p_verdict for t in result.annotators])
 
 
-def bias_p(value: float | None, se: float | None, units: int | None) -> float | None:
-    """Two-sided p of signed error = 0 from its SE on units − 1 df; None without an SE."""
-    if value is None or se is None or units is None or units < 2:
+def bias_side(block: MetricBlock) -> Side | None:
+    """The signed error of one block as the bias test reads it, or None without a value."""
+    value = block.signed_error  # type: ignore[attr-defined]
+    if value is None or block.units is None:
         return None
-    if se == 0:
-        return 1.0 if value == 0 else 0.0
-    return float(2 * special.stdtr(units - 1, -abs(value) / se))  # two-sided t tail
+    return Side(value, block.se.get("signed_error"), block.units, block.df.get("signed_error"))
 
 
-Flag = tuple[str | None, float | None, float | None]
+class Flag(NamedTuple):
+    flag: str | None
+    p: float | None
+    q: float | None
+    test: str | None
+    untested: str | None
 
 
-def bias_flags(cells: dict[Any, tuple[float | None, float | None, int | None]]) -> dict[Any, Flag]:
-    """(flag, p, q) per cell from (signed error, its SE, units): Benjamini–Hochberg over all
-    the cells given (a report's judge × stratum), lenient / harsh when q ≤ `Q`."""
-    p = {key: bias_p(*cell) for key, cell in cells.items()}
-    q = _adjusted(p, BIAS_PROCEDURE)
+def bias_flags(cells: dict[Any, Side | None], scale_range: float | None) -> dict[Any, Flag]:
+    """Per cell (a report's judge × stratum): the test of signed error = 0
+    (`calibration.cell_tests.one_sample`), Benjamini–Hochberg over all the cells given,
+    lenient / harsh when q ≤ `Q`. A cell whose variance cannot be estimated is untested."""
+    found = {
+        key: one_sample(cell, scale_range) if cell is not None else CellTest(None)
+        for key, cell in cells.items()
+    }
+    keys = list(found)  # an untested cell counts as p = 1 (calibration/multiplicity.py)
+    adjusted = adjust([found[key].p for key in keys], BIAS_PROCEDURE)
+    q = {key: v for key, v in zip(keys, adjusted, strict=True) if found[key].p is not None}
     out: dict[Any, Flag] = {}
-    for key, (value, _, _) in cells.items():
+    for key, test in found.items():
         flagged = q.get(key) is not None and q[key] <= Q
-        flag = ("lenient" if value > 0 else "harsh") if flagged else None
-        out[key] = (flag, p[key], q.get(key))
+        flag = ("lenient" if cells[key].value > 0 else "harsh") if flagged else None
+        out[key] = Flag(flag, test.p, q.get(key), test.method, test.untested)
     return out
 
 
@@ -162,16 +175,18 @@ def decide(
 
 
 def trust_map(
-    judges: dict[str, JudgeReport], epsilon: float, level: str, min_items: int
+    judges: dict[str, JudgeReport],
+    epsilon: float,
+    level: str,
+    min_items: int,
+    scale_range: float | None = None,
 ) -> TrustMap:
+    """`scale_range`: max − min of the scale, which bounds the bias test of a block without
+    spread (None on labels, which have no signed error)."""
     cells = _cells(judges)
     replace_p = {(s, n): cell_p(r) for s, entries in cells for n, r, _ in entries}
     biases = bias_flags(
-        {
-            (s, n): (b.signed_error, b.se.get("signed_error"), b.units)  # type: ignore[attr-defined]
-            for s, entries in cells
-            for n, _, b in entries
-        }
+        {(s, n): bias_side(b) for s, entries in cells for n, _, b in entries}, scale_range
     )
     replace_q = _adjusted(replace_p, REPLACE_PROCEDURE)
     family = len(replace_q)
@@ -194,9 +209,11 @@ def trust_map(
                     advantage_probability=result.advantage_probability,
                     p_replace=replace_p[key],
                     q_replace=replace_q.get(key),
-                    bias=biases[key][0],
-                    bias_p=biases[key][1],
-                    bias_q=biases[key][2],
+                    bias=biases[key].flag,
+                    bias_p=biases[key].p,
+                    bias_q=biases[key].q,
+                    bias_test=biases[key].test,
+                    bias_untested=biases[key].untested,
                     rank=rank,
                     tested=result.tested,
                     small_n=min((a.n for a in result.annotators), default=0) < SMALL_N,

@@ -79,6 +79,9 @@ class ReportRequest(BaseModel):
     bootstrap: int = Field(default=2000, ge=0, le=20000)
     seed: int = 0
     cluster: str | None = None
+    confidence: float = Field(
+        default=0.95, gt=0, lt=1, description="confidence level of every interval"
+    )
     alt_test: bool = Field(default=False, description="require the alt-test (422 if untestable)")
     epsilon: float = Field(default=0.2, ge=0, lt=1, description="alt-test cost-benefit allowance")
     alt_scoring: ScoringName | None = Field(  # type: ignore[valid-type]
@@ -177,6 +180,7 @@ def _report_inputs(
                     "bootstrap",
                     "seed",
                     "cluster",
+                    "confidence",
                     "alt_test",
                     "epsilon",
                     "alt_scoring",

@@ -136,6 +136,8 @@ def print_summary(report: dict, target=console) -> None:
     target.print(table)
     best = report["trust"]["best"].get("overall")
     target.print(f"best overall: {best or 'no judge replaces an SME here'}")
+    for warning in (report.get("design") or {}).get("warnings") or []:
+        target.print(f"[bold yellow]labelling design:[/] {warning}", highlight=False)
 
 
 def print_trust_map(report: dict, target=out) -> None:
@@ -219,6 +221,9 @@ def calibrate(
     bootstrap: int = typer.Option(2000, min=0, help="bootstrap resamples"),
     seed: int = typer.Option(0, help="bootstrap seed"),
     cluster: str | None = typer.Option(None, help="resample clusters of this attribute"),
+    confidence: float = typer.Option(
+        0.95, help="confidence level of every interval, between 0 and 1 (exclusive)"
+    ),
     alt_test: bool = typer.Option(
         False, "--alt-test", help="require the alt-test: error unless 3 annotators are testable"
     ),
@@ -276,6 +281,7 @@ def calibrate(
         "bootstrap": bootstrap,
         "seed": seed,
         "cluster": cluster,
+        "confidence": confidence,
         "alt_test": alt_test,
         "epsilon": epsilon,
         "alt_scoring": alt_scoring,

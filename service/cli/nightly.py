@@ -199,6 +199,7 @@ def load_report(reference: str, name: str, project: str | None) -> dict:
 
 
 def _cell_row(cell: dict) -> list[str]:
+    untested = f"untested: {cell['untested']}" if cell.get("untested") else ""
     return [
         cell["judge"],
         cell["stratum"],
@@ -208,7 +209,7 @@ def _cell_row(cell: dict) -> list[str]:
         f"{cell['difference']:+.3f}",
         fmt(cell["p_value"], 4),
         fmt(cell["q_value"], 4),
-        "DRIFT" if cell["drift"] else "",
+        "DRIFT" if cell["drift"] else untested,
     ]
 
 
@@ -221,8 +222,9 @@ def diff(
     project: str | None = project_option(),
 ) -> None:
     """Test every judge × stratum × metric the two reports share for a change (Welch's test
-    on both reports' standard errors, Benjamini–Hochberg over all cells at q = 0.05) and
-    print the changes with their p- and q-values.
+    on both reports' standard errors, Fisher's exact test where both were constant, cells
+    under 5 units untested; Benjamini–Hochberg over all cells at q = 0.05) and print the
+    changes with their p- and q-values.
 
     Exit code 3 when any cell drifted (the rule of `qadi report nightly`), 0 otherwise.
     """
@@ -243,7 +245,8 @@ def diff(
         if shown:
             out.print(table)
         out.print(
-            f"{found['tested']} cell(s) tested, {found['untested']} without a standard "
-            f"error; {len(found['changes'])} drifted (Benjamini–Hochberg, q ≤ {found['q']})"
+            f"{found['tested']} cell(s) tested, {found['untested']} untested (too few units "
+            f"or no standard error); {len(found['changes'])} drifted (Benjamini–Hochberg, "
+            f"q ≤ {found['q']})"
         )
     exit_on_drift(found)

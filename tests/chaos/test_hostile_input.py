@@ -370,6 +370,16 @@ def test_a_boolean_score_is_refused_not_read_as_one_or_zero(service, score):
     assert service.get("/grades", scope="grades").json()["items"] == []
 
 
+def test_a_boolean_inclusion_prob_is_refused_not_read_as_one(service):
+    row = {"item_id": "i1", "rater": "r", "rater_kind": "human", "score": 3,
+           "inclusion_prob": True}  # fmt: skip
+    refused = service.post("/grades", scope="grades", json={"grades": [row]})
+    assert refused.status_code == 422
+    [problem] = refused.json()["detail"]
+    assert "row 1: inclusion_prob: a boolean is not a probability" in problem["msg"]
+    assert service.get("/grades", scope="grades").json()["items"] == []
+
+
 def test_a_csv_row_with_more_cells_than_its_header_is_refused_naming_the_row(service):
     text = "item_id,rater,rater_kind,score\ni1,r,human,3\ni2,r,human,4,iraqi,extra\n"
     refused = service.post(

@@ -275,7 +275,10 @@ def test_queue_then_estimate_weights_the_labels_by_their_design(tmp_path):
     assert design["weights"].startswith("1/π with π = labelled share of each stratum of segment")
     shares = {k: v["labelled"] / v["items"] for k, v in design["strata"].items()}
     assert {k: v["inclusion_prob"] for k, v in design["strata"].items()} == pytest.approx(shares)
-    assert design["warnings"] == []  # every queued item labelled: recorded = present
+    # every queued item labelled (recorded = present); the 12 earlier labels carry no
+    # inclusion_prob: the one warning is that the design is mixed
+    assert [w.split(":")[0] for w in design["warnings"]] == ["mixed design"]
+    assert "12 labelled item(s) in queue strata carry no inclusion_prob" in design["warnings"][0]
     block = report["judges"]["J"]["overall"]
     assert "weighted by 1/inclusion_prob" in block["method"]
     # the human-only mean is the stratified mean: 0.2 · mean(thin labels) + 0.8 · mean(thick)

@@ -4,7 +4,8 @@ Runs `pytest tests/stats` with QADI_STATS_LONG=1 (more repetitions than CI's fas
 and prints each rate the tests checked: what was measured, over how many repetitions, the
 target and the binomial p of "the target holds". docs/statistics.md quotes this table.
 
-Run: .venv/bin/python tests/perf/stats_simulation.py [-k EXPR] [--out table.md]
+Run: .venv/bin/python tests/perf/stats_simulation.py [-k EXPR] [--by-module] [--out table.md]
+(`--by-module`: one table per test module, as docs/statistics.md groups them by method)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SIGN = {"at_least": "≥", "at_most": "≤", "abs_at_most": "|·| ≤", "measured": ""}
+SIGN = {"at_least": "≥", "at_most": "≤", "abs_at_most": "abs. ≤", "measured": ""}
 
 
 def run(expression: str | None) -> tuple[list[dict], int, float]:
@@ -51,13 +52,23 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def by_module(rows: list[dict]) -> str:
+    """One table per test module (rows keep their order within a module)."""
+    modules = list(dict.fromkeys(r.get("test", "") for r in rows))
+    return "\n\n".join(
+        f"### {module or 'unnamed'}\n\n" + markdown([r for r in rows if r.get("test", "") == module])
+        for module in modules
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", dest="expression", help="pytest -k expression")
     parser.add_argument("--out", type=Path, help="also write the table to this file")
+    parser.add_argument("--by-module", action="store_true", help="a table per test module")
     args = parser.parse_args()
     rows, code, seconds = run(args.expression)
-    text = markdown(rows)
+    text = by_module(rows) if args.by_module else markdown(rows)
     print(text)
     print(f"\n{len(rows)} rates checked in {seconds:.0f} s; pytest exit {code}")
     if args.out:

@@ -80,6 +80,7 @@ def _record(name, value, reps, target, direction, setting, p) -> None:
     if not path:
         return
     row = {
+        "test": _RUNNING["module"],
         "name": name,
         "setting": setting,
         "value": value,
@@ -90,6 +91,14 @@ def _record(name, value, reps, target, direction, setting, p) -> None:
     }
     with open(path, "a", encoding="utf-8") as out:
         out.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+_RUNNING = {"module": ""}  # the test module recording rates, for the long run's tables
+
+
+@pytest.fixture(autouse=True)
+def _running_module(request) -> None:
+    _RUNNING["module"] = request.node.path.name
 
 
 @pytest.fixture

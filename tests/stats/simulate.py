@@ -78,21 +78,29 @@ def population(
 RATIO_UNITS = ("n", "mad", "signed_error")
 
 
-def report_of(table: GradeTable, options, rng: np.random.Generator) -> dict:
+def report_of(
+    table: GradeTable,
+    options,
+    rng: np.random.Generator,
+    level: str = "ordinal",
+    names: tuple[str, ...] = RATIO_UNITS,
+    values: np.ndarray | None = None,
+) -> dict:
     """The judges' blocks of a report (overall and per stratum `s`), as `calibrate` writes
-    them, from qadi's own `block_metrics` (MAD and signed error: what drift and the bias
-    flags read), without the alt-test and the renderings a full report also pays for."""
+    them, from qadi's own `block_metrics` (by default MAD and signed error on 1–5: what drift
+    and the bias flags read), without the alt-test and the renderings a full report also
+    pays for."""
     from calibration.blocks import block_metrics
     from calibration.metrics import METRIC_UNITS
 
-    metrics = [m for m in METRIC_UNITS if m.name in RATIO_UNITS]
-    values = np.arange(1.0, 6.0)
-    blocks = {"overall": block_metrics(table, metrics, "ordinal", values, options, rng)}
+    metrics = [m for m in METRIC_UNITS if m.name in names]
+    values = np.arange(1.0, 6.0) if values is None else values
+    blocks = {"overall": block_metrics(table, metrics, level, values, options, rng)}
     for value in table.attribute_values("s"):
         sub = table.subset(table.mask("s", value))
-        blocks[f"s={value}"] = block_metrics(sub, metrics, "ordinal", values, options, rng)
+        blocks[f"s={value}"] = block_metrics(sub, metrics, level, values, options, rng)
     return {
-        "scale": {"level": "ordinal"},
+        "scale": {"level": level},
         "options": {"confidence": options.confidence},
         "judges": {
             judge: {

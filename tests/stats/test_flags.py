@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calibration.cell_tests import Side
 from calibration.options import CalibrationOptions
 from calibration.trust import bias_flags
 from tests.stats.conftest import Reps, check_rate, check_value
@@ -22,11 +23,11 @@ OPTIONS = CalibrationOptions(scale_min=1, scale_max=5, bootstrap=0)
 
 def flags(report) -> dict:
     cells = {
-        (judge, stratum): (block["signed_error"], block["se"]["signed_error"], block["units"])
+        (judge, stratum): Side(block["signed_error"], block["se"]["signed_error"], block["units"])
         for judge, data in report["judges"].items()
         for stratum, block in {"overall": data["overall"], **data["strata"]}.items()
     }
-    return bias_flags(cells)
+    return bias_flags(cells, 4.0)
 
 
 def test_unbiased_judges_are_flagged_at_most_at_the_level():
@@ -36,8 +37,8 @@ def test_unbiased_judges_are_flagged_at_most_at_the_level():
     any_flag = first_judge = 0
     for _ in range(reps):
         found = flags(report_of(graded(rng, 400, judges, strata=10), OPTIONS, rng))
-        any_flag += any(flag for flag, _, _ in found.values())
-        first_judge += any(flag for (judge, _), (flag, _, _) in found.items() if judge == "a")
+        any_flag += any(flag.flag for flag in found.values())
+        first_judge += any(flag.flag for (judge, _), flag in found.items() if judge == "a")
     setting = "3 unbiased judges, overall + 10 strata of 40 items"
     check_rate("an unbiased judge is flagged lenient/harsh", first_judge, reps, 0.05, "at_most",
                setting)  # fmt: skip
@@ -53,12 +54,12 @@ def test_among_biased_judges_false_flags_stay_a_small_share_and_bias_is_found():
     shares, found_lenient = [], 0
     for _ in range(reps):
         found = flags(report_of(graded(rng, 400, judges, strata=10), OPTIONS, rng))
-        flagged = [key for key, (flag, _, _) in found.items() if flag]
+        flagged = [key for key, flag in found.items() if flag.flag]
         false = [key for key in flagged if key[0] == "fair"]
-        wrong_way = [k for k in flagged if k[0] != "fair" and found[k][0] != {
+        wrong_way = [k for k in flagged if k[0] != "fair" and found[k].flag != {
             "lenient": "lenient", "harsh": "harsh"}[k[0]]]  # fmt: skip
         shares.append((len(false) + len(wrong_way)) / max(len(flagged), 1))
-        found_lenient += found[("lenient", "overall")][0] == "lenient"
+        found_lenient += found[("lenient", "overall")].flag == "lenient"
     check_rate("a judge 0.5 lenient is flagged overall", found_lenient, reps, 0.95, "at_least",
                "400 items")  # fmt: skip
     # the target 0.05 plus three Monte-Carlo standard errors of the realised mean share

@@ -20,7 +20,12 @@ from calibration.alt_test import (
     robust_p,
 )
 from calibration.calibrate import CalibrationOptions, calibrate
-from calibration.degenerate import constant_reason, copy_reason, near_constant_reason
+from calibration.degenerate import (
+    constant_reason,
+    copy_test,
+    identical_reason,
+    near_constant_reason,
+)
 from calibration.interchange import LabelRow
 from calibration.scoring import AlignContext, majority_weights
 from calibration.trust import partial_conjunction
@@ -233,11 +238,11 @@ def test_constant_and_copying_judges_are_named():
     )
     copy = humans[:, 1].copy()
     # the judge equals h1 on 12/12; h0 agrees with h1 on 6/12, h2 on 3/12
-    assert copy_reason(copy, humans, NAMES3) == (
+    assert identical_reason(copy, humans, NAMES3) == (
         "reproduces annotator h1: the same score on 100% of 12 shared items "
         "(next closest, h0: 50%)"
     )
-    assert copy_reason(humans[:, 0], humans[:, :1].repeat(3, 1), NAMES3) is None  # all agree
+    assert identical_reason(humans[:, 0], humans[:, :1].repeat(3, 1), NAMES3) is None  # all agree
     # 19 of 20 items A (95%) while the humans say A on 30 of 60 scores (50%): near-constant;
     # humans who also say A 95% of the time make the same judge unremarkable
     mostly = np.array([A] * 19 + [B])
@@ -253,3 +258,55 @@ def test_partial_conjunction_by_hand():
     assert partial_conjunction([0.01, 0.2, 0.002]) == pytest.approx(0.02)
     assert partial_conjunction([0.01, None, 0.03, 0.5]) == pytest.approx(0.09)
     assert partial_conjunction([0.6, 0.7, 0.9]) == 1.0
+
+
+def test_copy_test_reads_the_tetrads_of_chance_corrected_agreement():
+    """seen = P(J = h) − Σ_k p_J(k) p_h(k) on shared items; implied = mean over the ordered
+    pairs (b, c) of the other annotators of e_Jb·e_hc / e_bc — computed here by loops."""
+    rng = np.random.default_rng(4)
+    truth = rng.integers(0, 3, 200)
+    humans = np.column_stack([np.where(rng.random(200) < 0.8, truth, (truth + 1) % 3)
+                              for _ in range(3)]).astype(float)  # fmt: skip
+    judge = np.where(rng.random(200) < 0.7, humans[:, 0], truth).astype(float)
+
+    def e(x, y):
+        chance = sum(np.mean(x == k) * np.mean(y == k) for k in range(3))
+        return np.mean(x == y) - chance
+
+    raters = [judge, humans[:, 0], humans[:, 1], humans[:, 2]]
+    found = {name: (p, seen, implied) for name, p, seen, implied in
+             copy_test(judge, humans, NAMES3, labels=3)}  # fmt: skip
+    for a, name in enumerate(NAMES3, start=1):
+        b, c = (k for k in (1, 2, 3) if k != a)
+        implied = (e(raters[0], raters[b]) * e(raters[a], raters[c]) / e(raters[b], raters[c])
+                   + e(raters[0], raters[c]) * e(raters[a], raters[b]) / e(raters[c], raters[b])) / 2
+        assert found[name][1] == pytest.approx(e(raters[0], raters[a]))
+        assert found[name][2] == pytest.approx(implied)
+    assert found["h0"][0] < 0.01 < min(found["h1"][0], found["h2"][0])
+
+
+def test_the_chance_check_is_a_test_even_without_resamples():
+    """With --bootstrap 0, κ keeps an interval (the jackknife on Fisher's z), and a κ with no
+    interval at all is not taken as agreement beyond chance on its point value."""
+    from calibration.calibrate import CalibrationOptions, calibrate
+    from calibration.degenerate import chance_reason
+    from calibration.interchange import GradeRow
+
+    rng = np.random.default_rng(8)
+    rows = []
+    for i in range(40):
+        truth = float(rng.integers(1, 6))
+        for h in range(3):
+            rows.append(GradeRow(item_id=f"i{i}", rater=f"h{h}", rater_kind="human",
+                                 score=float(np.clip(truth + rng.integers(-1, 2), 1, 5))))  # fmt: skip
+        rows.append(GradeRow(item_id=f"i{i}", rater="J", rater_kind="judge", score=truth))
+    report = calibrate(rows, CalibrationOptions(scale_min=1, scale_max=5, bootstrap=0))
+    block = report["judges"]["J"]["overall"]
+    assert block["ci_method"]["cohen_kappa"] == "jackknife_z"
+    assert block["ci"]["cohen_kappa"][0] > 0
+    assert chance_reason(block, "ordinal") is None
+    bare = {"cohen_kappa": 0.4, "ci": {"cohen_kappa": None}}
+    assert chance_reason(bare, "ordinal") == (
+        "no agreement beyond chance shown: Cohen's κ = 0.400 has no interval "
+        "(run with --bootstrap > 0)"
+    )

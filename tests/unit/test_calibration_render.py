@@ -218,3 +218,50 @@ def test_history_points_and_series():
     assert series([point, later], "j", "signed_error") == {
         "at": ["2026-11-02T00:00:00"], "value": [-0.1], "low": [-0.1], "high": [-0.1]
     }  # fmt: skip
+
+
+def test_the_reports_print_their_confidence_level_not_95():
+    options = CalibrationOptions(scale_min=1, scale_max=5, bootstrap=50, confidence=0.9)
+    report = calibrate(two_judges(), options)
+    markdown, html = to_markdown(report), to_html(report)
+    assert "Values with 90% intervals" in markdown and "95%" not in markdown
+    assert "90% intervals in brackets" in html and "95%" not in html
+
+
+def test_queued_labels_weight_the_means_and_the_reports_warn_about_the_rest():
+    """60 judged items in two strata of 30; the humans labelled 20 of stratum a and 5 of b,
+    each with the stratum's labelled share as inclusion_prob: the report's signed error is
+    the stratified mean (½ the mean gap in a + ½ in b), the correlations are not weighted,
+    and every rendering says so."""
+    rows = []
+    for i in range(60):
+        stratum, truth = ("a", 2.0 + i % 2) if i < 30 else ("b", 4.0 - i % 2)
+        judged = truth + (1.0 if stratum == "a" else 0.0)  # +1 in a, exact in b
+        labelled = i < 20 or 30 <= i < 35
+        share = 20 / 30 if stratum == "a" else 5 / 30
+        rows.append(grade(f"i{i}", "J", "judge", judged, s=stratum,
+                          inclusion_stratum=f"s={stratum}"))  # fmt: skip
+        if labelled:
+            rows.append(GradeRow(item_id=f"i{i}", rater="sme", rater_kind="human", score=truth,
+                                 inclusion_prob=share,
+                                 attributes={"s": stratum, "inclusion_stratum": f"s={stratum}"}))
+    report = calibrate(rows, CalibrationOptions(scale_min=1, scale_max=5, bootstrap=50))
+    block = report["judges"]["J"]["overall"]
+    assert block["signed_error"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.0)  # unweighted: 0.8
+    assert block["ci_method"]["signed_error"] == "t_hajek"
+    assert block["ci_method"]["kendall_tau"] == "jackknife_z"
+    assert "signed_error" in report["design"]["weighted_metrics"]
+    assert "describe the labelled items" in report["design"]["unweighted"]
+    assert "Labelling design" in to_markdown(report)
+    assert 'id="design"' in to_html(report)
+
+
+def test_the_alt_test_table_columns_match_their_headers():
+    options = CalibrationOptions(scale_min=1, scale_max=5, bootstrap=50, alt_min_items=20)
+    report = calibrate(two_judges(), options)
+    markdown = to_markdown(report)
+    table = markdown.split("### z-exact")[1].split("###")[0]
+    header, _, first = [line for line in table.splitlines() if line.startswith("|")][:3]
+    cells = dict(zip(header.split("|"), first.split("|"), strict=True))
+    test = report["judges"]["z-exact"]["alt_test"]["overall"]["annotators"][0]
+    assert float(cells[" advantage "]) == pytest.approx(test["advantage"], abs=5e-4)

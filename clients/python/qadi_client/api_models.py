@@ -985,6 +985,15 @@ class ReportRequest(BaseModel):
     bootstrap: Annotated[int, Field(ge=0, le=20000, title="Bootstrap")] = 2000
     seed: Annotated[int, Field(title="Seed")] = 0
     cluster: Annotated[str | None, Field(title="Cluster")] = None
+    confidence: Annotated[
+        float,
+        Field(
+            description="confidence level of every interval",
+            gt=0.0,
+            lt=1.0,
+            title="Confidence",
+        ),
+    ] = 0.95
     alt_test: Annotated[
         bool,
         Field(description="require the alt-test (422 if untestable)", title="Alt Test"),
