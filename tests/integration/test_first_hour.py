@@ -140,7 +140,7 @@ def test_qadi_judge_prints_a_summary_and_json_on_request(migrated_db, llm_server
     summary = run_cli(*args, env=env)
     assert summary.returncode == 0, summary.stderr
     first = summary.stdout.splitlines()[0]
-    assert first == "kinayat-explanation@2 · qwen-2.5 (alibaba) · ok · mean 4.00 over 1 judge(s)"
+    assert first == "kinayat-explanation@3 · qwen-2.5 (alibaba) · ok · mean 4.00 over 1 judge(s)"
     assert re.search(r"claude-judge .* ok .* 4 ", summary.stdout)
     full = json.loads(run_cli(*args, "--json", env=env).stdout)
     assert full["results"][0]["cached"] is True and full["aggregate"]["mean"] == 4.0
