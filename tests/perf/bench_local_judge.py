@@ -8,7 +8,8 @@ figure's order instead, to compare), one SQLite database and one results file fo
 1. `qadi regrade --concurrency C` for each C (default 1 and 8), each run on its own items, so
    no run is served by qadi's cache or by the full prompts another run left in vLLM's prefix
    cache (the items pair each sample gold explanation with another sample's candidate: the
-   same texts, distinct requests). One warm-up call first, so the schema's grammar is compiled
+   same texts, distinct requests; each candidate text ends with a tag of this invocation, so
+   an earlier invocation on the same server left none of them in the cache either). One warm-up call first, so the schema's grammar is compiled
    before any run (xgrammar compiles it once per server, ~10 s).
    Per run: calls/s and tokens/s (prompt and generated tokens from vLLM's own counters,
    /metrics, over qadi's wall time), vLLM's prefix-cache hit rate over the run
@@ -105,8 +106,14 @@ def cpu_times() -> tuple[int, int]:
     return sum(fields) - idle, sum(fields)
 
 
+# tags every candidate text of this invocation: a server that graded the same pairs in an
+# earlier invocation holds their whole prompts in its prefix cache
+NONCE = f"{time.time_ns() & 0xFFFFFFFF:08x}"
+
+
 def items(offsets: range, count: int) -> list[dict]:
-    """`count` requests pairing sample gold i with sample candidate i + offset."""
+    """`count` requests pairing sample gold i with sample candidate i + offset (tagged with
+    this invocation's NONCE after the text)."""
     sample = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines()]
     found = []
     for offset in offsets:
@@ -117,7 +124,7 @@ def items(offsets: range, count: int) -> list[dict]:
                     "item_id": f"{gold['item_id']}~{other['item_id']}",
                     "prompt": gold["prompt"],
                     "reference": gold["reference"],
-                    "response": other["response"],
+                    "response": f"{other['response']} [{NONCE}]",
                     "candidate_model": other["candidate_model"],
                 }
             )

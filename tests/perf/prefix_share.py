@@ -1,7 +1,8 @@
 """How much of each judge prompt a prefix cache can reuse: the shared-prefix share per template.
 
 vLLM's automatic prefix caching reuses the KV cache of a request's longest prefix that an
-earlier request already computed, in whole blocks of 16 tokens (`--block-size`). A template
+earlier request already computed, in whole KV blocks (`--block-size`: 16 tokens by default on
+a GPU, 128 on the CPU; .ci/vllm.sh serves the CPU judge with 32). A template
 that renders what many requests share (instructions, the rubric, the scale) before the item
 (question, reference, answer) lets every request after the first skip most of its prefill.
 
@@ -12,7 +13,8 @@ earlier request, as a share of its length. Two measures:
 - `chars`: qadi's messages alone, concatenated (what the template decides);
 - `tokens`: the prompt as the local judge sees it, the messages through SmolLM2's chat
   template and tokenizer (`--model-dir`, default the prepared model of .ci/vllm.sh), and the
-  share counted in whole 16-token blocks as vLLM's cache reuses them. SmolLM2's template adds a
+  share counted in whole blocks (`--block`, default 32, the local judge's) as vLLM's cache
+  reuses them. SmolLM2's template adds a
   default system prompt to a conversation without one, which every request shares.
 
 Items: the 24 explanations of service/sample/explanations.jsonl for the rating templates
@@ -22,7 +24,7 @@ for Fann or Flop, and the sample's SME answers (service/sample/answers.jsonl) fo
 criteria templates, each request with the rubric its answer names (requests of different
 rubrics share less, as on a real judge).
 
-Run: .venv/bin/python tests/perf/prefix_share.py [--model-dir DIR]
+Run: .venv/bin/python tests/perf/prefix_share.py [--model-dir DIR] [--block 32]
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ MODEL_DIR = (
     Path(os.environ.get("QADI_VLLM_HOME") or Path.home() / ".cache" / "qadi-vllm")
     / "smollm2-135m-instruct-bf16"
 )
-BLOCK = 16  # vLLM's default KV cache block size: the unit its prefix cache reuses
+BLOCK = 32  # the local judge's KV block size (.ci/vllm.sh): the unit its prefix cache reuses
 
 # template -> the rubric it renders (a rating template with the library rubric of its paper)
 RATING = {
@@ -152,6 +154,7 @@ def shares(sequences: list, block: int = 1) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", type=Path, default=MODEL_DIR)
+    parser.add_argument("--block", type=int, default=BLOCK, help="KV block size in tokens")
     args = parser.parse_args()
     tokens = ChatTokens(args.model_dir) if (args.model_dir / "tokenizer.json").exists() else None
     if tokens is None:
@@ -159,7 +162,7 @@ def main() -> None:
     templates = [*RATING, "fann-or-flop-explanation@1", *CRITERIA]
     print(
         f"{'template':32} {'n':>3} {'chars':>7} {'mean share (chars)':>19} "
-        f"{'tokens':>7} {'mean share (16-token blocks)':>29}  order"
+        f"{'tokens':>7} {f'mean share ({args.block}-token blocks)':>29}  order"
     )
     for ref in templates:
         template = BUNDLED.resolve(ref)
@@ -169,7 +172,7 @@ def main() -> None:
         row = f"{ref:32} {len(calls):3} {statistics.mean(map(len, texts)):7.0f} {char_share:19.1%}"
         if tokens is not None:
             ids = [tokens(call.messages) for call in calls]
-            row += f" {statistics.mean(map(len, ids)):7.0f} {statistics.mean(shares(ids, BLOCK)):29.1%}"
+            row += f" {statistics.mean(map(len, ids)):7.0f} {statistics.mean(shares(ids, args.block)):29.1%}"
         order = ORDER.get(ref, "shared parts first")
         print(f"{row}  {order}")
 
