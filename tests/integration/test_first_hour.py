@@ -157,8 +157,9 @@ def test_help_paragraphs_are_not_broken_where_the_source_lines_end(monkeypatch):
 
 
 def make_dry_run(target: str, venv) -> str:
-    done = subprocess.run(["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True,
-                          text=True, check=True)
+    # --no-print-directory: under `make test` (.ci/run) a nested make names its directory
+    done = subprocess.run(["make", "-n", "--no-print-directory", target, f"VENV={venv}"],
+                          cwd=ROOT, capture_output=True, text=True, check=True)
     return done.stdout
 
 
