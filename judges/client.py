@@ -19,7 +19,9 @@ set before the import so a start-up never waits on a network this machine may no
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import json
 import logging
 import os
 import re
@@ -35,6 +37,7 @@ import litellm  # noqa: E402
 
 from judges import credentials, standin_provider, standins  # noqa: E402
 from judges.config import (  # noqa: E402
+    MODES,
     ROUTER_ONLY_PARAMS,
     JudgeEntry,
     JudgesConfig,
@@ -184,6 +187,7 @@ class CallOutcome:
     cost_usd: float | None = None
     attempts: int = 1  # calls made, retries included (0: none, e.g. cooling down)
     refused: bool = False  # the server refused the request itself (not retried)
+    server_said: str | None = None  # a refusal's own words, without the provider's prefixes
 
     @property
     def text(self) -> str | None:
@@ -209,8 +213,11 @@ class Cooldown:
     calls fail one time in ten, and a share of one half would rest a healthy judge; the test
     needs, of six calls, all six. A rate, not a run of failures: three failures in a row,
     counted in completion order across 32 concurrent calls, happen at 20% transient faults
-    the retries absorb (issue 31.2). A call the provider refused for its rate limit (429) or
-    as a bad request (a refusal) is not recorded: the provider is up.
+    the retries absorb (issue 31.2). A call the provider refused for its rate limit (429) is
+    not recorded: the provider is up, and said when to return. Nor is a call that failed for
+    the request's own fault: a server refusing the request (`refusal`) or a missing key. The
+    provider is healthy, the same request fails the same way every time, and resting the
+    judge would replace the message that names the fix with "cooling down".
     """
 
     def __init__(
@@ -328,9 +335,12 @@ class JudgeClient:
         judge: str,
         messages: list[dict[str, str]],
         response_format: dict[str, Any] | None,
+        logprobs: bool = True,
         **overrides: Any,
     ) -> CallOutcome:
-        """One chat completion; `overrides` (e.g. max_tokens) replace sampling parameters."""
+        """One chat completion; `overrides` (e.g. max_tokens) replace sampling parameters;
+        `logprobs` False leaves the judge's token probabilities unasked (`qadi judges check`
+        finds so whether they are what a server refuses)."""
         entry = self.config.judge(judge)
         await self.pacer.wait(judge)
         started = time.perf_counter()
@@ -345,7 +355,8 @@ class JudgeClient:
             )
         if judge in self._unset:  # a missing key is not a provider failure: nothing to retry
             return CallOutcome("backend_error", 0.0, attempts=0, error=self._unset[judge])
-        kwargs: dict[str, Any] = {**entry.sampling, **self._logprobs[judge], **overrides}
+        asked = self._logprobs[judge] if logprobs else {}
+        kwargs: dict[str, Any] = {**entry.sampling, **asked, **overrides}
         if response_format is not None:
             kwargs["response_format"] = response_format
         options = self.config.qadi
@@ -359,19 +370,20 @@ class JudgeClient:
                     entry.model, "api_key" in entry.litellm_params, exc
                 )
                 if missing is not None:  # no key: the same call would fail the same way
-                    return self._failure(judge, "backend_error", exc, started, attempt, missing)
-                refused = refusal(judge, exc, kwargs)
+                    return self._failure(judge, exc, started, attempt, missing, health=False)
+                refused = refusal(exc, kwargs)
                 if refused is not None:  # the same request would be refused again
-                    failure = self._failure(judge, "backend_error", exc, started, attempt, refused)
-                    failure.refused = True
+                    failure = self._failure(
+                        judge, exc, started, attempt, refused.line(judge), health=False
+                    )
+                    failure.refused, failure.server_said = True, refused.said
                     return failure
                 wait = _retry_wait(exc, attempt, options) if _transient(exc) else None
                 if wait is not None:
                     attempt += 1
                     await asyncio.sleep(wait)
                     continue
-                status = "timeout" if isinstance(exc, litellm.Timeout) else "backend_error"
-                return self._failure(judge, status, exc, started, attempt)
+                return self._failure(judge, exc, started, attempt)
         self.cooldown.record(judge, ok=True)
         return CallOutcome(
             "ok",
@@ -408,20 +420,22 @@ class JudgeClient:
     def _failure(
         self,
         judge: str,
-        status,
         exc: Exception,
         started: float,
         retries: int,
         message: str | None = None,
+        health: bool = True,
     ) -> CallOutcome:
-        if not _rate_limited(exc):  # a 429 is the provider's pacing, not its failure
+        """The failed call's outcome; `health` False for a failure that says nothing about
+        the provider's health (see `Cooldown`), which the cooldown does not count."""
+        if health and not _rate_limited(exc):  # a 429 is the provider's pacing, not its failure
             self.cooldown.record(judge, ok=False)
         if message is None:
             first_line = str(exc).splitlines()[0] if str(exc) else ""
             after = f" (after {retries} retr{'y' if retries == 1 else 'ies'})" if retries else ""
             message = f"{type(exc).__name__}: {first_line}{after}"
         return CallOutcome(
-            status,
+            "timeout" if isinstance(exc, litellm.Timeout) else "backend_error",
             (time.perf_counter() - started) * 1000,
             error=self.redact(message),
             attempts=retries + 1,
@@ -433,54 +447,108 @@ REFUSAL_STATUSES = frozenset({400, 404, 405, 413, 415, 422})
 # llama-cpp-python answers a request its pydantic models reject with HTTP 500 and the
 # validation error as the message (its RouteErrorHandler wraps every exception so)
 _VALIDATION_ERROR = re.compile(r"\b\d+ validation errors?\b")
-_PROVIDER_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Exception\s*-\s*)?")
+# What LiteLLM and the OpenAI SDK put before a server's words, as often as they nest:
+# "litellm.BadRequestError: ", "InternalServerError: ", "OpenAIException - ",
+# "Hosted_vllmException - ", "Error code: 400 - "
+_PROVIDER_PREFIX = re.compile(
+    r"^(?:litellm\.\w+:|\w+(?:Error|Exception)(?::|\s+-)|Error code: \d+\s+-)\s*"
+)
+# what LiteLLM's router appends after the provider's message
+_ROUTER_TAIL = re.compile(r"\s*(?:Received Model Group=|LiteLLM Retried:).*$", re.DOTALL)
 MAX_SERVER_MESSAGE = 400
 
 
-def refusal(judge: str, exc: Exception, sent: dict[str, Any]) -> str | None:
-    """When a server refused the request as such (4xx, or a request validation error
-    however it is wrapped): one line naming the judge, the server's own message and the fix
-    (which option of the judges file to change); None for any other failure."""
+@dataclass(frozen=True)
+class Refusal:
+    """A server's refusal of the request as such: its HTTP status, its own words and the
+    setting of the judge to change."""
+
+    status: int
+    said: str
+    fix: str
+
+    def line(self, judge: str) -> str:
+        """One line naming the judge, the server's message and the fix."""
+        return (
+            f"judge '{judge}': the server refused the request (HTTP {self.status}): "
+            f"{self.said} -- fix: {self.fix.format(judge=judge)}"
+        )
+
+
+def refusal(exc: Exception, sent: dict[str, Any]) -> Refusal | None:
+    """The refusal, when a server refused the request as such (4xx, or a request validation
+    error however it is wrapped); None for any other failure."""
     status = getattr(exc, "status_code", None)
     if not isinstance(status, int):
         return None
     said = server_message(exc)
     if status not in REFUSAL_STATUSES and not (status >= 500 and _VALIDATION_ERROR.search(said)):
         return None
-    return (
-        f"judge '{judge}': the server refused the request (HTTP {status}): {said} "
-        f"-- fix: {refusal_fix(judge, said, sent)}"
-    )
+    return Refusal(status, said, refusal_fix(said, sent))
 
 
 def server_message(exc: Exception) -> str:
-    """The server's own words, without LiteLLM's prefixes, on one line."""
-    text = str(getattr(exc, "message", None) or exc)
-    text = _PROVIDER_PREFIX.sub("", text.strip())
+    """The server's own words on one line: without LiteLLM's and the SDK's prefixes, and
+    the `message` of a JSON error body (`{"error": {"message": ...}}`, `{"error": "..."}`,
+    `{"detail": ...}`) rather than the body."""
+    text = str(getattr(exc, "message", None) or exc).strip()
+    while (stripped := _PROVIDER_PREFIX.sub("", text, count=1)) != text:
+        text = stripped
+    text = _ROUTER_TAIL.sub("", _body_message(text))
     text = " ".join(text.split())
     return text if len(text) <= MAX_SERVER_MESSAGE else text[:MAX_SERVER_MESSAGE] + "…"
 
 
-def refusal_fix(judge: str, said: str, sent: dict[str, Any]) -> str:
+def _body_message(text: str) -> str:
+    """The message of an error body sent as JSON (or as the SDK's Python repr of it)."""
+    if not text.startswith("{"):
+        return text
+    body: Any = None
+    for read in (json.loads, ast.literal_eval):
+        try:
+            body = read(text)
+            break
+        except (ValueError, SyntaxError):
+            continue
+    if not isinstance(body, dict):
+        return text
+    error = body.get("error", body)
+    if isinstance(error, dict):
+        error = error.get("message") or error.get("detail")
+    error = error or body.get("detail") or body.get("message")
+    return error if isinstance(error, str) else text
+
+
+_MAX_ALLOWED = re.compile(r"max(?:imum)? allowed:? (\d+)", re.IGNORECASE)
+
+
+def refusal_fix(said: str, sent: dict[str, Any]) -> str:
     """Which setting of the judge to change, by what the request carried and what the
-    server named."""
+    server named; `{judge}` stands for the judge's name."""
     lowered = said.lower()
     fmt = sent.get("response_format")
     kind = fmt.get("type") if isinstance(fmt, dict) else None
     if sent.get("logprobs") and "logprob" in lowered:
-        return f"set `logprobs: false` on judge '{judge}' in the judges file"
-    about_format = any(word in lowered for word in ("response_format", "schema", "json"))
-    if kind == "json_schema" and about_format:
+        most = _MAX_ALLOWED.search(said)
+        if most and int(most.group(1)) > 0:
+            return (
+                f"set `logprobs: {most.group(1)}` (or fewer, or `false`) on judge '{{judge}}' in "
+                "the judges file"
+            )
+        return "set `logprobs: false` on judge '{judge}' in the judges file"
+    if kind in ("json_schema", "json_object") and any(
+        word in lowered for word in ("response_format", "schema", "json")
+    ):
+        sent_mode = kind
+        named = [m for m in MODES if m != sent_mode and m != "none" and m in lowered]
+        after = [m for m in MODES[MODES.index(sent_mode) + 1 :] if m not in named]
+        first, *others = [*named, *after]
+        rest = f" (or {' or '.join(f'`{m}`' for m in others)})" if others else ""
         return (
-            f"set `structured_output: json_object` (or `none`) on judge '{judge}' in the "
-            "judges file; `qadi judges check` finds the mode this server takes"
-        )
-    if kind == "json_object" and about_format:
-        return (
-            f"set `structured_output: none` on judge '{judge}' in the judges file; "
+            f"set `structured_output: {first}`{rest} on judge '{{judge}}' in the judges file; "
             "`qadi judges check` finds the mode this server takes"
         )
-    return f"check judge '{judge}' (model, api_base, parameters); `qadi judges check` tests it"
+    return "check judge '{judge}' (model, api_base, parameters); `qadi judges check` tests it"
 
 
 def _transient(exc: Exception) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -41,6 +41,7 @@ GuardLevel = Literal["provider", "model", "off"]
 # llama-cpp-python and llama.cpp's server read), `none` (the schema in the prompt only, for
 # servers that take no response_format; the reply is parsed as strictly either way).
 StructuredOutput = Literal["json_schema", "json_object", "none"]
+MODES: tuple[str, ...] = get_args(StructuredOutput)  # in the order `qadi judges check` tries
 # routes whose servers always return token logprobs, so qadi asks for them by default
 LOGPROB_ROUTES = ("hosted_vllm/",)
 MAX_TOP_LOGPROBS = 20  # OpenAI's and vLLM's default ceiling

@@ -29,10 +29,13 @@ class LocalJudgeError(RuntimeError):
     and where its log is."""
 
 
-def _script(action: str, **run: Any) -> subprocess.CompletedProcess[str]:
+def _script(
+    action: str, extra: list[str] | None = None, **run: Any
+) -> subprocess.CompletedProcess[str]:
     if not SCRIPT.is_file():
         raise LocalJudgeError(f"the local judge needs qadi's source checkout ({SCRIPT} is missing)")
-    return subprocess.run(["bash", str(SCRIPT), action], text=True, check=False, **run)
+    command = ["bash", str(SCRIPT), action, *(extra or [])]
+    return subprocess.run(command, text=True, check=False, **run)
 
 
 def start() -> str:
@@ -57,6 +60,15 @@ def missing() -> str | None:
     except LocalJudgeError as exc:
         return str(exc)
     return None if done.returncode == 0 else (done.stdout.strip() or done.stderr.strip())
+
+
+def run_batch(requests: Path, results: Path) -> None:
+    """Grade an OpenAI Batch API file (`qadi regrade --batch`) offline through vLLM's
+    run_batch with the local judge's model and settings (no server); the results file is
+    what `qadi regrade --ingest` reads. Its log is RESULTS.log."""
+    done = _script("batch", capture_output=True, extra=[str(requests), str(results)])
+    if done.returncode != 0:
+        raise LocalJudgeError(f"the offline batch failed: {done.stderr.strip()[-2000:]}")
 
 
 def stop() -> None:

@@ -9,6 +9,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -61,9 +62,12 @@ class LLMServer:
     def faults(self, **faults) -> None:
         httpx.post(f"{self.base}/_control/faults", json=faults).raise_for_status()
 
-    def server(self, flavour: str) -> None:
-        """Follow the request rules of `flavour` (vllm, openai, llama-cpp-python, plain)."""
-        httpx.post(f"{self.base}/_control/server", json={"flavour": flavour}).raise_for_status()
+    def server(self, flavour: str, **rules: Any) -> None:
+        """Follow the request rules of `flavour` (vllm, openai, llama-cpp-python,
+        llama-server, ollama, ollama-0.4, lm-studio, plain; tests/llm_test_server.py
+        ServerRules), with `rules` such as vLLM's max_logprobs."""
+        body = {"flavour": flavour, **rules}
+        httpx.post(f"{self.base}/_control/server", json=body).raise_for_status()
 
     def calls(self) -> int:
         return httpx.get(f"{self.base}/_control/calls").json()["count"]

@@ -7,7 +7,8 @@ with `api_base`). Everything between qadi and this socket is the real code path.
 Control endpoints (under /_control) let a test script the next replies, add rules that
 answer by a substring of the prompt, inject faults, count the calls received, and choose
 which server's request rules it follows (`/_control/server`: vLLM, OpenAI,
-llama-cpp-python, or one that takes no response_format). Asked for `logprobs`, it returns
+llama-cpp-python, llama.cpp's llama-server, Ollama, LM Studio, or one that takes no
+response_format; see `ServerRules`). Asked for `logprobs`, it returns
 them in OpenAI's format (`top_logprobs` per token; a reply's `top_logprobs` scripts them).
 Without a script or rule it answers from the request's JSON schema: every rubric criterion
 met, every scale dimension at the scale's middle, or "3" for a free-text judge.
@@ -71,13 +72,41 @@ class Faults(BaseModel):
 
 
 class ServerRules(BaseModel):
-    """Which server's rules the double follows: `any` takes every request (the default);
-    `vllm` and `openai` take json_schema, `openai` refuses json_object with a `schema`
-    field (400); `llama-cpp-python` refuses json_schema as that server does (a request
-    validation error it wraps into HTTP 500); `plain` takes no response_format and no
-    logprobs (400)."""
+    """Which server's request rules the double follows (`refused_by_server`,
+    `ignored_by_server`): `any` takes every request (the default); the others as each server
+    treats what qadi sends (a response_format of each structured-output mode, logprobs):
 
-    flavour: Literal["any", "vllm", "openai", "llama-cpp-python", "plain"] = "any"
+    - `vllm` (0.32's OpenAI server, checked against it): json_schema and json_object (its
+      `schema` field ignored: JSON, not the schema, enforced); 400 for a json_schema with no
+      `json_schema`, an unknown type, `top_logprobs` without `logprobs`, and more alternatives
+      than `--max-logprobs` (`max_logprobs`, default 20).
+    - `openai`: json_schema; 400 for json_object with a `schema` field.
+    - `llama-cpp-python`: json_object (with `schema`); json_schema refused as a request
+      validation error it wraps into HTTP 500.
+    - `llama-server` (llama.cpp's, builds since September 2024): json_schema and json_object
+      (with `schema`), both enforced; 400 for another type and for `top_logprobs` without
+      `logprobs`.
+    - `ollama` (its OpenAI-compatible /v1, 0.5 or later; logprobs since 0.12.11): takes
+      everything; json_object as JSON mode, json_schema enforced.
+    - `ollama-0.4` (the same endpoint before 0.5): json_schema and logprobs silently ignored:
+      a 200 whose reply follows no schema, and no logprobs.
+    - `lm-studio`: json_schema only, 400 `{"error": "'response_format.type' must be
+      'json_schema'"}` for any other type; logprobs silently ignored.
+    - `plain`: no response_format and no logprobs (400).
+    """
+
+    flavour: Literal[
+        "any",
+        "vllm",
+        "openai",
+        "llama-cpp-python",
+        "llama-server",
+        "ollama",
+        "ollama-0.4",
+        "lm-studio",
+        "plain",
+    ] = "any"
+    max_logprobs: int = 20  # vLLM's --max-logprobs
 
 
 class State:
@@ -224,22 +253,113 @@ def refused_by_server(body: dict[str, Any]) -> JSONResponse | None:
     flavour = state.server.flavour
     fmt = body.get("response_format")
     kind = fmt.get("type") if isinstance(fmt, dict) else None
-    if flavour == "llama-cpp-python" and kind not in (None, "text", "json_object"):
+    refuse = _RULES.get(flavour)
+    return refuse(body, fmt, kind) if refuse is not None else None
+
+
+def _vllm(body: dict[str, Any], fmt: Any, kind: str | None) -> JSONResponse | None:
+    """vLLM 0.32's answers, as its server sent them to the same requests."""
+
+    def bad(message: str, param: str | None) -> JSONResponse:
+        return _server_error(400, message, "BadRequestError", param)
+
+    if kind is not None and kind not in ("text", "json_object", "json_schema", "structural_tag"):
+        detail = (
+            "{'type': 'literal_error', 'loc': 'body.response_format.type', 'msg': \"Input "
+            f"should be 'text', 'json_object' or 'json_schema'\", 'input': '{kind}'}}"
+        )
+        return bad(f"1 validation error:\n  {detail}", None)
+    if kind == "json_schema" and fmt.get("json_schema") is None:
+        message = (
+            "When response_format type is 'json_schema', the 'json_schema' field must be "
+            "provided. (parameter=response_format)"
+        )
+        return bad(message, "response_format")
+    top = body.get("top_logprobs")
+    if top and not body.get("logprobs"):
+        message = (
+            "when using `top_logprobs`, `logprobs` must be set to true. (parameter=top_logprobs)"
+        )
+        return bad(message, "top_logprobs")
+    most = state.server.max_logprobs
+    if body.get("logprobs") and top and top > most:
+        message = (
+            f"Requested sample logprobs of {top}, which is greater than max allowed: {most} "
+            f"(parameter=logprobs, value={top})"
+        )
+        return bad(message, "logprobs")
+    return None
+
+
+def _openai(body: dict[str, Any], fmt: Any, kind: str | None) -> JSONResponse | None:
+    if kind == "json_object" and "schema" in fmt:
+        message = "Additional properties are not allowed ('schema' was unexpected)"
+        return _server_error(400, message, "invalid_request_error", "response_format")
+    return None
+
+
+def _llama_cpp_python(body: dict[str, Any], fmt: Any, kind: str | None) -> JSONResponse | None:
+    if kind not in (None, "text", "json_object"):
         detail = (
             "{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
             f"'msg': \"Input should be 'text' or 'json_object'\", 'input': '{kind}'}}"
         )
         return _server_error(500, f"1 validation error:\n  {detail}", "internal_server_error", None)
-    if flavour == "openai" and kind == "json_object" and "schema" in fmt:
-        message = "Additional properties are not allowed ('schema' was unexpected)"
-        return _server_error(400, message, "invalid_request_error", "response_format")
-    if flavour == "plain" and fmt is not None:
+    return None
+
+
+def _llama_server(body: dict[str, Any], fmt: Any, kind: str | None) -> JSONResponse | None:
+    """llama.cpp's server-common.cpp (oaicompat_chat_params_parse): std::invalid_argument,
+    sent as HTTP 400 in its own error shape."""
+
+    def bad(message: str) -> JSONResponse:
+        error = {"code": 400, "message": message, "type": "invalid_request_error"}
+        return JSONResponse({"error": error}, status_code=400)
+
+    if kind not in (None, "text", "json_object", "json_schema"):
+        return bad(f'response_format type must be one of "text" or "json_object", but got: {kind}')
+    if body.get("top_logprobs") is not None and not body.get("logprobs"):
+        return bad("top_logprobs requires logprobs to be set to true")
+    return None
+
+
+def _lm_studio(body: dict[str, Any], fmt: Any, kind: str | None) -> JSONResponse | None:
+    if kind is not None and kind != "json_schema":
+        return JSONResponse({"error": "'response_format.type' must be 'json_schema'"}, 400)
+    return None
+
+
+def _plain(body: dict[str, Any], fmt: Any, kind: str | None) -> JSONResponse | None:
+    if fmt is not None:
         message = "response_format is not supported by this model"
         return _server_error(400, message, "invalid_request_error", "response_format")
-    if flavour == "plain" and body.get("logprobs"):
+    if body.get("logprobs"):
         message = "logprobs are not supported by this model"
         return _server_error(400, message, "invalid_request_error", "logprobs")
     return None
+
+
+_RULES = {
+    "vllm": _vllm,
+    "openai": _openai,
+    "llama-cpp-python": _llama_cpp_python,
+    "llama-server": _llama_server,
+    "lm-studio": _lm_studio,
+    "plain": _plain,
+}
+
+
+def ignored_by_server(body: dict[str, Any]) -> dict[str, Any]:
+    """The request as a server that silently drops what it does not know reads it: old
+    Ollama drops a json_schema response_format and logprobs, LM Studio drops logprobs."""
+    flavour = state.server.flavour
+    fmt = body.get("response_format")
+    dropped = set()
+    if flavour in ("ollama-0.4", "lm-studio"):
+        dropped |= {"logprobs", "top_logprobs"}
+    if flavour == "ollama-0.4" and isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        dropped.add("response_format")
+    return {k: v for k, v in body.items() if k not in dropped}
 
 
 _TOKEN = re.compile(r"\s*(?:\w+|[^\w\s])|\s+")
@@ -282,6 +402,7 @@ async def answer(request: Request) -> JSONResponse:
     state.models[model] = state.models.get(model, 0) + 1
     state.requests.append(body)
     refusal = refused_by_server(body)
+    body = ignored_by_server(body)
     if refusal is not None:
         state.statuses[str(refusal.status_code)] = (
             state.statuses.get(str(refusal.status_code), 0) + 1
@@ -387,13 +508,21 @@ def _hash(text: str) -> int:
 def planted_texts(body: dict[str, Any]) -> tuple[str, str]:
     """(gold, answer) as the judge sees them: fenced sections, else the paper template's
     labelled lines, else Fann or Flop's JSON."""
-    user = next((m["content"] for m in reversed(body.get("messages") or []) if m["role"] == "user"), "")
+    user = next(
+        (m["content"] for m in reversed(body.get("messages") or []) if m["role"] == "user"), ""
+    )
     sections = {name: text for name, _, text in _SECTION.findall(user)}
     if sections:
-        gold = sections.get("gold_explanation") or sections.get("reference") or sections.get("prompt", "")
+        gold = (
+            sections.get("gold_explanation")
+            or sections.get("reference")
+            or sections.get("prompt", "")
+        )
         answer = sections.get("generated_explanation") or sections.get("answer", "")
         return gold, answer
-    labelled = re.search(r"Gold Explanation: (.*)\nGenerated Explanation: (.*?)\n\n", user, re.DOTALL)
+    labelled = re.search(
+        r"Gold Explanation: (.*)\nGenerated Explanation: (.*?)\n\n", user, re.DOTALL
+    )
     if labelled:
         return labelled.group(1), labelled.group(2)
     try:

@@ -141,7 +141,7 @@ def test_qadi_judge_prints_a_summary_and_json_on_request(migrated_db, llm_server
     summary = run_cli(*args, env=env)
     assert summary.returncode == 0, summary.stderr
     first = summary.stdout.splitlines()[0]
-    assert first == "kinayat-explanation@2 · qwen-2.5 (alibaba) · ok · mean 4.00 over 1 judge(s)"
+    assert first == "kinayat-explanation@3 · qwen-2.5 (alibaba) · ok · mean 4.00 over 1 judge(s)"
     assert re.search(r"claude-judge .* ok .* 4 ", summary.stdout)
     full = json.loads(run_cli(*args, "--json", env=env).stdout)
     assert full["results"][0]["cached"] is True and full["aggregate"]["mean"] == 4.0
@@ -158,8 +158,9 @@ def test_help_paragraphs_are_not_broken_where_the_source_lines_end(monkeypatch):
 
 
 def make_dry_run(target: str, venv) -> str:
-    done = subprocess.run(["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True,
-                          text=True, check=True)
+    # --no-print-directory: under `make test` (.ci/run) a nested make names its directory
+    done = subprocess.run(["make", "-n", "--no-print-directory", target, f"VENV={venv}"],
+                          cwd=ROOT, capture_output=True, text=True, check=True)
     return done.stdout
 
 

@@ -331,7 +331,7 @@ def test_regrade_grades_each_line_under_its_own_rubric_id(llm_server, migrated_d
         stored = dict(connection.execute(select(JudgmentRow.rubric_ref, JudgmentRow.score)).all())
     engine.dispose()
     assert stored == {"iraqi-linguistic-shaku-maku@2": pytest.approx(500 / 6),
-                      "kinayat-explanation@2": 4.0}
+                      "kinayat-explanation@3": 4.0}
     overridden = run_cli("regrade", str(answers), "--config", path, "--rubric",
                          "iraqi-linguistic-shaku-maku", "--dry-run", env=env)
     assert "--rubric iraqi-linguistic-shaku-maku grades 1 answer(s) whose line names another" in (

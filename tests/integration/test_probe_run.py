@@ -331,7 +331,7 @@ def test_a_report_takes_a_probe_run_of_its_rubric_and_judges_and_refuses_another
     [error] = refused.json()["detail"]
     assert error["loc"] == ["body", "probe_run"]
     assert "probed rubric kinayat-explanation-paper@1" in error["msg"]
-    assert "kinayat-explanation@2" in error["msg"]
+    assert "kinayat-explanation@3" in error["msg"]
     assert client.get("/calibration/reports/latest").json()["id"] == report["id"]  # none stored
     # a report of judges the run did not probe
     only_clean = client.post(
@@ -359,7 +359,7 @@ def test_a_report_takes_a_probe_run_of_its_rubric_and_judges_and_refuses_another
     nightly = json.loads(written.read_text())
     rows = {(r["stratum"], r["judge"]): r.get("probes") for r in nightly["trust"]["rows"]}
     assert rows[("overall", "verbose")] == [overall]
-    assert nightly["probe_run"]["rubric"] == "kinayat-explanation@2"
+    assert nightly["probe_run"]["rubric"] == "kinayat-explanation@3"
     wrong = run_cli(
         "report", "nightly", "--rubric", "kinayat-explanation", "--out-dir",
         str(tmp_path / "other"), "--probe-run", paper.json()["id"], env=env,

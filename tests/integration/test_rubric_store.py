@@ -10,7 +10,7 @@ from service.stores.rubrics import get_rubric
 
 def test_a_newer_bundled_version_wins_over_the_stored_one(migrated_db):
     bundled = library_rubric("kinayat-explanation")
-    assert bundled.version == 2  # the structured-rating judge; v1 was the paper's rule
+    assert bundled.version == 3  # the structured-rating judge, scale first; v1 was the paper's rule
     v1 = bundled.model_copy(update={"version": 1, "template": "kinayat-explanation@1"})
     sessions = make_sessionmaker(make_engine(migrated_db))
     with session_scope(sessions) as session:
@@ -25,5 +25,9 @@ def test_a_newer_bundled_version_wins_over_the_stored_one(migrated_db):
             )
         )
     with session_scope(sessions) as session:
-        assert get_rubric(session, "default", "kinayat-explanation").template == "kinayat-explanation@2"
-        assert get_rubric(session, "default", "kinayat-explanation@1").template == "kinayat-explanation@1"
+        assert get_rubric(session, "default", "kinayat-explanation").template == (
+            "kinayat-explanation@3"
+        )
+        assert get_rubric(session, "default", "kinayat-explanation@1").template == (
+            "kinayat-explanation@1"
+        )

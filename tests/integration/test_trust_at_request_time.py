@@ -133,7 +133,7 @@ def test_the_report_fixes_a_threshold_per_judge_and_cascade(calibrated):
     binding = rows["cheap>strong"]["binding"]
     assert [s["judge"] for s in binding["stages"]] == ["cheap", "strong"]
     assert binding["stages"][0]["model"] == "hosted_vllm/cheap-model"
-    assert binding["rubric_ref"] == "kinayat-explanation@2"
+    assert binding["rubric_ref"] == "kinayat-explanation@3"
 
 
 def test_a_cascade_trusts_its_cheap_stage_and_never_calls_the_strong_one(calibrated, llm_server):
@@ -150,7 +150,7 @@ def test_a_cascade_trusts_its_cheap_stage_and_never_calls_the_strong_one(calibra
     assert guarantee["report_id"] == report["id"]
     assert (guarantee["alpha"], guarantee["delta"], guarantee["n_calibration"]) == (0.2, 0.2, 48)
     assert guarantee["evaluator"] == "cheap>strong" and guarantee["stratum"] == "overall"
-    assert guarantee["rubric_ref"] == "kinayat-explanation@2"
+    assert guarantee["rubric_ref"] == "kinayat-explanation@3"
     # not audited at audit_rate 0: nothing queued
     quiet = service.post(
         "/judge", json=body(100, trust={**TRUST, "cascade": ["cheap", "strong"], "audit_rate": 0})

@@ -140,6 +140,6 @@ def test_library_has_the_required_rubrics():
     for rubric in sme:
         kinds = {c.kind for c in rubric.criteria}
         assert kinds == {"positive", "negative"}
-    assert library_rubric("kinayat-explanation@2").scale.max == 5
+    assert library_rubric("kinayat-explanation@3").scale.max == 5
     with pytest.raises(RubricError, match="no bundled rubric 'nope'"):
         library_rubric("nope")

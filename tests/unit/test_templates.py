@@ -139,6 +139,23 @@ def test_requests_with_one_rubric_share_the_prompt_up_to_the_item(rubric):
         assert user1.index(item) > closing.end()
 
 
+
+def test_the_service_kinayat_judge_shares_its_scale_and_puts_the_explanations_last():
+    rubric = library_rubric("kinayat-explanation")
+    assert rubric.template == "kinayat-explanation@3"
+    first = call(GradeRequest(rubric=rubric, reference="gold one", response="answer one",
+                              candidate_model="m")).messages[-1]["content"]
+    second = call(GradeRequest(rubric=rubric, reference="gold two", response="answer two",
+                               candidate_model="m")).messages[-1]["content"]
+    shared = len(os.path.commonprefix([first, second]))
+    closing = "Only output a numerical rating and nothing else.\n\nGold Explanation: <"
+    assert "- 1 = Very Poor: Completely incorrect" in first[:shared]
+    assert first.index(closing) + len(closing) <= shared < first.index("gold one")
+    # the same words as version 2 (Figure 12), in another order
+    v2 = load_template("kinayat-explanation@2").user
+    v3 = load_template("kinayat-explanation@3").user
+    assert sorted(v2.splitlines()) == sorted(v3.splitlines())
+
 # --- published templates stay verbatim -----------------------------------------------------
 
 

@@ -1,0 +1,76 @@
+"""Offline grading with the real judge: `qadi regrade --batch` writes the requests, vLLM's
+run_batch grades them in its own engine (`.ci/vllm.sh batch`, the server's model and
+settings, no HTTP), `qadi regrade --ingest` stores them in the same database and results file
+as live grading, and the same regrade over HTTP then calls nothing: vLLM's own request counter
+(its /metrics) does not move. Six items, so the engine's start (~50 s) is most of the cost."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+import yaml
+
+from service.cli.demo import SAMPLE
+from tests.conftest import run_cli
+from tests.realjudge.test_real_judge import check_rating_probabilities
+
+ITEMS = [json.loads(line) for line in (SAMPLE / "explanations.jsonl").read_text().splitlines()]
+pytestmark = pytest.mark.timeout(1800)
+
+
+def served_requests(url: str) -> float:
+    """vLLM's count of finished requests, every reason summed."""
+    text = httpx.get(url.removesuffix("/v1") + "/metrics", timeout=10).text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("vllm:request_success_total{")
+    )
+
+
+def test_offline_batch_results_share_the_store_and_results_file_with_http(
+    local_judge_url, tmp_path
+):
+    from service import local_judge
+
+    entry = local_judge.judge_entry(local_judge_url, name="smol-batch", logprobs=3)
+    config = tmp_path / "judges.yaml"
+    config.write_text(yaml.safe_dump({**local_judge.judges_config(local_judge_url),
+                                      "model_list": [entry]}))  # fmt: skip
+    env = {"QADI_DATABASE_URL": f"sqlite:///{tmp_path / 'qadi.db'}",
+           "QADI_JUDGES_CONFIG": str(config)}  # fmt: skip
+    assert run_cli("db", "upgrade", env=env).returncode == 0
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in ITEMS[:6]))
+    regrade = ("regrade", str(answers), "--rubric", "kinayat-explanation", "--judges", "smol-batch")
+    requests, results, out = (
+        tmp_path / "requests.jsonl",
+        tmp_path / "results.jsonl",
+        tmp_path / "out.jsonl",
+    )
+
+    written = run_cli(*regrade, "--batch", str(requests), env=env)
+    assert written.returncode == 0, written.stdout + written.stderr
+    assert len(requests.read_text().splitlines()) == 6
+    local_judge.run_batch(requests, results)
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [line["response"]["status_code"] for line in lines] == [200] * 6
+
+    ingested = run_cli(*regrade, "--ingest", str(results), "--out", str(out), env=env)
+    assert ingested.returncode in (0, 1), ingested.stdout + ingested.stderr
+    graded = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(g["item_id"] for g in graded) == sorted(i["item_id"] for i in ITEMS[:6])
+    for line in graded:
+        assert line["judge"] == "smol-batch"
+        check_rating_probabilities(line, 3)  # the engine's logprobs, read as a live call's
+    assert sum(line["status"] == "ok" for line in graded) >= 5
+
+    before = served_requests(local_judge_url)
+    again = run_cli(*regrade, "--concurrency", "8", "--out", str(out), env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "already stored (not called)" in again.stdout
+    assert "│ 6" in again.stdout.split("already stored (not called)")[1][:40]
+    assert served_requests(local_judge_url) == before  # no call reached the server
+    assert len(out.read_text().splitlines()) == 6  # nothing new appended
