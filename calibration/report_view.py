@@ -68,7 +68,7 @@ def _stand_in(report: dict[str, Any], judge: str) -> bool:
 
 
 def ranked_judges(report: dict[str, Any]) -> list[str]:
-    """Judges in the trust map's overall order (best first), as the README promises."""
+    """Judges in the trust map's overall order (best first), as the docs promise."""
     order = {r["judge"]: r["rank"] for r in report["trust"]["rows"] if r["stratum"] == "overall"}
     return sorted(report["judges"], key=lambda j: (order.get(j, len(order) + 1), j))
 

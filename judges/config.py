@@ -197,7 +197,7 @@ class QadiOptions(BaseModel):
     @classmethod
     def _yaml_off(cls, value: Any) -> Any:
         """YAML 1.1 reads an unquoted `off` (and `no`) as false: `guard: off`, as written in
-        the README, means off. An unquoted `on`/`yes` (true) names no level."""
+        the docs, means off. An unquoted `on`/`yes` (true) names no level."""
         if value is False:
             return "off"
         if value is True:

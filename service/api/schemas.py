@@ -53,7 +53,8 @@ class JudgeBody(BaseModel):
     template: Annotated[str, Field(max_length=160)] | dict[str, Any] | None = Field(
         default=None,
         description="grade with this prompt template instead of the rubric's: 'name@version' "
-        "or an inline template object (README: Write your own template)",
+        "or an inline template object (docs: how-to/rubrics-and-templates, 'Write your own "
+        "template')",
     )
     judges: list[Annotated[str, Field(max_length=128)]] | None = Field(default=None, max_length=32)
     metadata: dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=512)]] = (
@@ -62,7 +63,7 @@ class JudgeBody(BaseModel):
     trust: TrustPolicy | None = Field(
         default=None,
         description="ask whether the verdict may stand without an SME, under the calibrated "
-        "guarantee for this α and δ (README: Trust at request time); a verdict nobody "
+        "guarantee for this α and δ (docs: how-to/trust-at-request-time); a verdict nobody "
         "trusts is escalated to the SME queue",
     )
 

@@ -56,7 +56,7 @@ def cli_options(scale, level, by, **fields):
         fail(f"--{field.replace('_', '-')}: {message}" if field else message)
 
 
-# Selective judging (README: Trust at request time): the options `qadi calibrate` and
+# Selective judging (docs/how-to/trust-at-request-time.md): the options `qadi calibrate` and
 # `qadi report nightly` share, defaults of both commands.
 TRUST_ALPHA = typer.Option(
     0.1, "--trust-alpha", help="trust at request time: most disagreement with the SMEs allowed "

@@ -150,8 +150,9 @@ def queue(
     item's `inclusion_prob` and `inclusion_stratum`, which `qadi estimate` weights by (keep
     them when you append the filled file to the grades; see calibration/sme_queue.py).
 
-    With --escalated, the items trust at request time sent to the SMEs (README: Trust at
-    request time), each with its `inclusion_prob` (1 escalated, the audit rate audited)."""
+    With --escalated, the items trust at request time sent to the SMEs (docs: how-to,
+    "Trust verdicts at request time"), each with its `inclusion_prob` (1 escalated, the audit
+    rate audited)."""
     if escalated:
         if grades_file is not None or n is not None:
             fail("--escalated lists the database's queue: give no grades file and no --n")

@@ -61,7 +61,8 @@ def test_the_section_is_a_walk_from_make_run_to_a_report():
     blocks = quick_start_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
     script = "\n".join(blocks)
     assert blocks[0].lstrip().startswith("make run &"), blocks[0]
-    for step in ("/judge", "qadi regrade", "/grades", "qadi calibrate", "--html report.html"):
+    for step in ("/judge", "qadi regrade", "/grades", "qadi calibrate", "--html report.html",
+                 "/estimates"):
         assert step in script, f"the quick start lost its step {step!r}"
 
 
@@ -111,4 +112,8 @@ def test_the_quick_start_runs_as_written(tmp_path):
     assert set(rows) == {"stand-in-good", "stand-in-noisy", "stand-in-lenient"}, trust_map
     assert "✓" in rows["stand-in-good"] and "✗" not in rows["stand-in-good"]
     assert "✗" in rows["stand-in-noisy"] and "✗" in rows["stand-in-lenient"]
+    # the corrected scores: one table per candidate model, the lenient judge's mean corrected
+    lenient = re.search(r"\| stand-in-lenient \| ([\d.]+) \[[^|]*\| ([\d.]+) \[", transcript)
+    assert "## candidate_model=gpt-4o" in transcript and lenient, "no corrected scores"
+    assert float(lenient.group(1)) < float(lenient.group(2))  # PPI below its lenient mean
     print(f"quick start ran in {elapsed:.0f} s")

@@ -248,7 +248,7 @@ class Template(RootModel[str]):
     root: Annotated[
         str,
         Field(
-            description="grade with this prompt template instead of the rubric's: 'name@version' or an inline template object (README: Write your own template)",
+            description="grade with this prompt template instead of the rubric's: 'name@version' or an inline template object (docs: how-to/rubrics-and-templates, 'Write your own template')",
             max_length=160,
             title="Template",
         ),
@@ -796,7 +796,7 @@ class JudgeBody(BaseModel):
     template: Annotated[
         Template | dict[str, Any] | None,
         Field(
-            description="grade with this prompt template instead of the rubric's: 'name@version' or an inline template object (README: Write your own template)",
+            description="grade with this prompt template instead of the rubric's: 'name@version' or an inline template object (docs: how-to/rubrics-and-templates, 'Write your own template')",
             title="Template",
         ),
     ] = None
@@ -813,7 +813,7 @@ class JudgeBody(BaseModel):
     trust: Annotated[
         TrustPolicy | None,
         Field(
-            description="ask whether the verdict may stand without an SME, under the calibrated guarantee for this α and δ (README: Trust at request time); a verdict nobody trusts is escalated to the SME queue"
+            description="ask whether the verdict may stand without an SME, under the calibrated guarantee for this α and δ (docs: how-to/trust-at-request-time); a verdict nobody trusts is escalated to the SME queue"
         ),
     ] = None
 

@@ -1,5 +1,5 @@
-"""Every example of README.md's "Use qadi from your pipeline" runs here, as written, against a
-running qadi service whose judge is the LLM test double."""
+"""Every example of the docs' "Use qadi from your pipeline" page runs here, as written, against
+a running qadi service whose judge is the LLM test double."""
 
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ from tests.integration.test_inspect import mock_answer
 from tests.integration.test_lm_eval_import import sample, write_run
 from tests.integration.test_service_api import IRAQI, verdict
 
+PAGE = ROOT / "docs" / "how-to" / "use-from-your-pipeline.md"
+
 
 def section_blocks() -> dict[str, list[str]]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Use qadi from your pipeline", 1)[1].split("\n## ", 1)[0]
+    page = PAGE.read_text()
     blocks: dict[str, list[str]] = {}
-    for language, code in re.findall(r"```(\w+)\n(.*?)```", section, re.S):
+    for language, code in re.findall(r"```(\w+)\n(.*?)```", page, re.S):
         blocks.setdefault(language, []).append(code)
     return blocks
 
@@ -68,7 +69,7 @@ def test_install_example_names_the_distribution_and_its_extra():
 
 
 def import_command(line: str, path) -> list[str]:
-    """The README's `qadi grades import ...` line with its example path replaced by `path`."""
+    """The page's `qadi grades import ...` line with its example path replaced by `path`."""
     words = shlex.split(line.split("#", 1)[0])
     assert words[:3] == ["qadi", "grades", "import"]
     return [*words[1:-1], str(path)]
