@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.tasks import Source
-from calibration.lines import csv_reader, jsonl_records
+from calibration.formats.lines import csv_reader, jsonl_records
 
 SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 

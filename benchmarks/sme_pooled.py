@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from calibration.bootstrap import percentile_interval
-from calibration.interchange import GradeRow
+from calibration.formats.interchange import GradeRow
 
 CATEGORIES = ("cultural", "linguistic")
 DIALECT_CAVEAT = (

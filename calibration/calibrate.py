@@ -20,7 +20,7 @@ from calibration.bootstrap import jackknife_weights
 from calibration.cell_tests import METHODS as CELL_TESTS
 from calibration.checks import check_attributes, check_scale
 from calibration.criteria import criterion_blocks
-from calibration.interchange import Row, as_labels
+from calibration.formats.interchange import Row, as_labels
 from calibration.intervals import (
     BCA_MAX_UNITS,
     METHODS,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from calibration.interchange import Row
+from calibration.formats.interchange import Row
 from calibration.options import CalibrationOptions
 
 SHOWN = 10  # rows named in a message; the count says how many more

@@ -12,7 +12,7 @@ import numpy as np
 
 from calibration.alt_test import alt_test
 from calibration.blocks import block_metrics, clusters_of
-from calibration.interchange import Row
+from calibration.formats.interchange import Row
 from calibration.metrics import METRIC_UNITS
 from calibration.options import CalibrationOptions
 from calibration.report import CriterionBlock

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calibration import design
 from calibration.budget import BudgetModel, label_budget
-from calibration.interchange import GradeRow
+from calibration.formats.interchange import GradeRow
 from calibration.metrics import reference_scores
 from calibration.ppi import CROSSFIT_FOLDS, MeanEstimate, classical_mean, ppi_mean, t_interval
 from calibration.table import GradeTable, build_table

@@ -41,7 +41,7 @@ from scipy import special
 
 from calibration.budget import BudgetModel
 from calibration.design import STRATUM_COLUMN, stratum_key
-from calibration.interchange import GradeRow
+from calibration.formats.interchange import GradeRow
 from calibration.metrics import reference_scores
 from calibration.table import GradeTable, build_table
 

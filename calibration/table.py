@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibration.interchange import LabelRow, Row
+from calibration.formats.interchange import LabelRow, Row
 
 
 @dataclass

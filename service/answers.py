@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from calibration.lines import csv_reader, jsonl_records
+from calibration.formats.lines import csv_reader, jsonl_records
 from judges import AnswerRecord
 
 KNOWN = (

@@ -13,9 +13,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from calibration.calibrate import CalibrationOptions, calibrate
+from calibration.formats.interchange import GradeRow
 from calibration.history import history_point
-from calibration.interchange import GradeRow
-from calibration.render import item_pairs, to_html, to_markdown
+from calibration.render.report import item_pairs, to_html, to_markdown
 from judges.standins import is_stand_in
 from rubrics import PenaltyWeightedRubric, Rubric
 from service.db.filters import not_a_probe, rubric_matches

@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from calibration.estimate import EstimateOptions, estimate
-from calibration.estimate_render import to_html, to_markdown
-from calibration.interchange import GradeRow
+from calibration.formats.interchange import GradeRow
 from calibration.on_scale import clip_estimate
+from calibration.render.estimate import to_html, to_markdown
 
 
 def options_error(exc: ValidationError) -> str:

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from calibration.interchange import GradeFormatError, GradeRow, row_numbers
+from calibration.formats.interchange import GradeFormatError, GradeRow, row_numbers
 from service.db.schema import HumanGradeRow, utcnow
 from service.json_checks import check_text
 

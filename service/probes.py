@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from calibration.probe_render import to_html, to_markdown
 from calibration.probes import CellInput, ProbeStatsOptions, mark_trust_rows, method, probe_effects
+from calibration.render.probes import to_html, to_markdown
 from judges import AnswerRecord, BatchGrader, BatchStats, Graded, JudgesConfig, PlannedGrade
 from judges.probes import get_probes
 from judges.probes.run import PairScores, ProbePlan, count_calls, grade_probes, plan_probes

@@ -246,7 +246,7 @@ def stored_grades(url: str) -> dict[tuple[str, str], dict]:
     """Every grade in the database as an interchange record, by (item_id, rater)."""
     from sqlalchemy import select
 
-    from calibration.interchange import to_records
+    from calibration.formats.interchange import to_records
     from service.db.engine import make_engine, make_sessionmaker, session_scope
     from service.db.schema import HumanGradeRow
     from service.grade_store import grade_from_row

@@ -16,8 +16,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from pydantic import ConfigDict, Field
 
 from calibration.estimate import EstimateOptions
-from calibration.estimate_render import to_html, to_markdown
-from calibration.interchange import GradeFormatError, parse_records
+from calibration.formats.interchange import GradeFormatError, parse_records
+from calibration.render.estimate import to_html, to_markdown
 from service.api.deps import GradesKey
 from service.api.errors import ErrorsWithoutInput
 from service.api.pagination import naive_utc

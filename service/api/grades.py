@@ -14,7 +14,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 from sqlalchemy import select
 
-from calibration.interchange import (
+from calibration.formats.interchange import (
     WORKBOOK_HINT,
     WORKBOOK_MAGIC,
     GradeFormatError,

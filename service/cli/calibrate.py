@@ -261,7 +261,7 @@ def calibrate(
     give confidences, the thresholds POST /judge trusts their verdicts above. With
     --from-db, over one project's grades and judgments, and stored in it."""
     # numpy, scipy and matplotlib load only when a report is computed, not for `qadi --help`
-    from calibration.interchange import GradeFormatError, read_grades
+    from calibration.formats.interchange import GradeFormatError, read_grades
     from service.calibration_store import (
         Selection,
         rows_from_db,

@@ -56,7 +56,7 @@ def local_judge_demo(database_url: str, data_dir: Path) -> Path:
 
 def load_explanations(database_url: str) -> list:
     """Store the explanation set and its SME ratings (idempotent); its grade requests."""
-    from calibration.interchange import read_grades
+    from calibration.formats.interchange import read_grades
     from judges import GradeRequest
     from rubrics import library_rubric
     from service.answers import read_answers

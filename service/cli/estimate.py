@@ -17,7 +17,7 @@ app.add_typer(sme_app, name="sme")
 
 
 def _read(grades_file: Path):
-    from calibration.interchange import GradeFormatError, read_grades
+    from calibration.formats.interchange import GradeFormatError, read_grades
 
     try:
         return read_grades(grades_file)
@@ -65,7 +65,7 @@ def estimate(
     Intervals are Student t with small-sample (HC2/CR2) variances and name their method and
     df in the JSON; labels carrying `inclusion_prob` (from `qadi sme queue`) are weighted by
     its inverse. An interval marked unreliable (too few clusters, no variation) says why."""
-    from calibration.estimate_render import to_html, to_markdown
+    from calibration.render.estimate import to_html, to_markdown
     from service.estimates import corrected_means as compute
 
     if level == "nominal":
@@ -101,7 +101,7 @@ def estimate(
 
 
 def _summary(report: dict) -> None:
-    from calibration.estimate_render import interval_text, unreliable_notes
+    from calibration.render.estimate import interval_text, unreliable_notes
 
     table = Table("judge", "PPI", "judge only", "humans only", "λ", "effective n", title="overall")
     for judge, data in report["judges"].items():

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import typer
 
-from calibration.imports import Imported, read_inspect_log, read_lm_eval_results
-from calibration.interchange import GradeFormatError, read_grades
+from calibration.formats.imports import Imported, read_inspect_log, read_lm_eval_results
+from calibration.formats.interchange import GradeFormatError, read_grades
 from service.cli.app import app, fail, open_project, project_option
 from service.db.engine import session_scope
 from service.grade_store import check_storable, upsert_grades

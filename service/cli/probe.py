@@ -179,7 +179,7 @@ def _print_probes(probes) -> None:
 
 def _print_cells(report: dict) -> None:
     from calibration.formatting import judge_label
-    from calibration.probe_render import change_text, flips_text
+    from calibration.render.probes import change_text, flips_text
 
     table = Table("judge", "probe", "n", "change [CI]", "flips", "p", "q", "moved")
     for cell in report["cells"]:

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from calibration.interchange import GradeRow
+from calibration.formats.interchange import GradeRow
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.grade_store import upsert_grades
 from tests.conftest import run_cli

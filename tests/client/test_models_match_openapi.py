@@ -70,7 +70,7 @@ def test_requests_refuse_unknown_fields_and_responses_ignore_them():
 
 
 def test_client_grade_rows_carry_the_interchange_columns():
-    from calibration.interchange import REQUIRED, GradeRow
+    from calibration.formats.interchange import REQUIRED, GradeRow
 
     client = set(models.GradeRow.model_json_schema()["properties"])
     assert client == {*REQUIRED, "criteria", "inclusion_prob", "confidence"}

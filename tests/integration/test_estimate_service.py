@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from scipy import stats
 
-from calibration.interchange import read_grades
+from calibration.formats.interchange import read_grades
 from service.app import create_app
 from service.settings import Settings
 from tests.integration.test_calibration_service import NONE_MET, grade_items

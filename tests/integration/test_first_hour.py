@@ -13,7 +13,7 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from calibration.interchange import GradeFormatError, read_grades
+from calibration.formats.interchange import GradeFormatError, read_grades
 from service.app import create_app
 from service.sample import generate
 from service.settings import Settings

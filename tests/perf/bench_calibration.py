@@ -22,7 +22,7 @@ import numpy as np
 from scipy import stats
 
 from calibration.calibrate import CalibrationOptions, calibrate
-from calibration.interchange import GradeRow
+from calibration.formats.interchange import GradeRow
 
 
 def synthetic_rows(n_items: int, seed: int = 7) -> list[GradeRow]:

@@ -23,7 +23,7 @@ import pytest
 
 from calibration.alt_test import MIN_ITEMS_FLOOR, Q, alt_test
 from calibration.calibrate import CalibrationOptions, calibrate
-from calibration.interchange import LabelRow
+from calibration.formats.interchange import LabelRow
 from calibration.scoring import AlignContext
 from calibration.trust import cell_p
 from tests.stats.conftest import Reps, check_rate, record

@@ -26,7 +26,7 @@ from calibration.degenerate import (
     identical_reason,
     near_constant_reason,
 )
-from calibration.interchange import LabelRow
+from calibration.formats.interchange import LabelRow
 from calibration.scoring import AlignContext, majority_weights
 from calibration.trust import partial_conjunction
 
@@ -290,7 +290,7 @@ def test_the_chance_check_is_a_test_even_without_resamples():
     interval at all is not taken as agreement beyond chance on its point value."""
     from calibration.calibrate import CalibrationOptions, calibrate
     from calibration.degenerate import chance_reason
-    from calibration.interchange import GradeRow
+    from calibration.formats.interchange import GradeRow
 
     rng = np.random.default_rng(8)
     rows = []

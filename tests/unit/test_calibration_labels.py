@@ -14,9 +14,9 @@ from sklearn.metrics import cohen_kappa_score
 
 from calibration.agreement import MAX_NOMINAL_LABELS
 from calibration.calibrate import CalibrationOptions, calibrate
-from calibration.interchange import GradeRow, LabelRow, parse_csv
+from calibration.formats.interchange import GradeRow, LabelRow, parse_csv
 from calibration.registry import JudgeInputs, Metric, Prepared
-from calibration.render import to_html, to_markdown
+from calibration.render.report import to_html, to_markdown
 from calibration.report import NO_JUDGE
 
 LABELS = ["A", "B", "tie"]

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from calibration.calibrate import CalibrationOptions, calibrate
-from calibration.interchange import GradeRow
+from calibration.formats.interchange import GradeRow
 
 
 def generated_rows(seed=3, n=150, humans=3, missing=0.2, scale=(1, 5)):
@@ -316,7 +316,7 @@ def test_sme_paper_guard_arithmetic_fixture():
 
 
 def test_csv_with_stray_carriage_returns_is_a_format_error_not_a_crash():
-    from calibration.interchange import GradeFormatError, parse_csv
+    from calibration.formats.interchange import GradeFormatError, parse_csv
 
     rows = parse_csv("item_id,rater,rater_kind,score\r\na,h,human,1\r\n")
     assert [(r.item_id, r.score) for r in rows] == [("a", 1.0)]

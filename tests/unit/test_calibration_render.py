@@ -14,9 +14,9 @@ from scipy import stats
 from calibration.calibrate import CalibrationOptions, calibrate
 from calibration.checks import CalibrationInputError
 from calibration.drift import drift
+from calibration.formats.interchange import GradeRow
 from calibration.history import history_point, series
-from calibration.interchange import GradeRow
-from calibration.render import to_html, to_markdown
+from calibration.render.report import to_html, to_markdown
 from tests.perf.bench_calibration import synthetic_rows
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from calibration.design import judge_weights, summary
 from calibration.estimate import EstimateOptions, estimate
-from calibration.interchange import GradeFormatError, GradeRow, parse_csv, to_records
+from calibration.formats.interchange import GradeFormatError, GradeRow, parse_csv, to_records
 from calibration.sme_queue import choose, queue_records
 from calibration.table import build_table
 

@@ -11,7 +11,7 @@ from scipy import stats
 
 from calibration.budget import BudgetModel, Clusters, _clusters_reached, label_budget
 from calibration.estimate import EstimateOptions, estimate
-from calibration.interchange import GradeRow
+from calibration.formats.interchange import GradeRow
 
 
 def _rows(y, f, f_unl, prompts=None) -> list[GradeRow]:

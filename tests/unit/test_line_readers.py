@@ -13,8 +13,8 @@ import json
 import pytest
 
 from benchmarks.loading import DatasetUnavailable, read_file
-from calibration.imports import read_lm_eval_results
-from calibration.interchange import GradeFormatError, parse_csv, parse_jsonl, read_grades
+from calibration.formats.imports import read_lm_eval_results
+from calibration.formats.interchange import GradeFormatError, parse_csv, parse_jsonl, read_grades
 from service.answers import read_answers
 from service.batch_files import read_results
 

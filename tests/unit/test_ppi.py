@@ -20,7 +20,7 @@ from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from scipy import stats
 
 from calibration.estimate import EstimateOptions, estimate
-from calibration.interchange import GradeRow
+from calibration.formats.interchange import GradeRow
 from calibration.ppi import bell_mccaffrey_df, classical_mean, ppi_mean, t_interval
 
 

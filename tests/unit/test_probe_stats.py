@@ -52,7 +52,7 @@ def test_a_cell_whose_changes_are_all_equal_is_flagged_with_a_bounded_interval()
     """18 items all up by exactly one point (a rule-bound judge): the t interval would be
     [+1, +1]. The share of items changed by +1 is at least the one-sided 95% Clopper-Pearson
     bound for 18 of 18, and the others change by at most the scale's range (4 points)."""
-    from calibration.probe_render import change_text
+    from calibration.render.probes import change_text
 
     [moved, still] = probe_effects(
         [cell("j", "self_preference", [(3, 4)] * 18), cell("j", "digits", [(2, 2)] * 24)],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.sme_pooled import pooled
-from calibration.interchange import GradeRow
+from calibration.formats.interchange import GradeRow
 
 PROMPTS = {
     "c1": ("egyptian", "cultural"),

@@ -133,8 +133,8 @@ def test_a_stand_in_is_marked_by_its_route_and_explains_every_grade():
 
 def test_a_calibration_report_badges_its_stand_ins_everywhere_it_names_them():
     from calibration.calibrate import CalibrationOptions, calibrate
-    from calibration.interchange import GradeRow
-    from calibration.render import to_html, to_markdown
+    from calibration.formats.interchange import GradeRow
+    from calibration.render.report import to_html, to_markdown
 
     rows = []
     for i in range(40):

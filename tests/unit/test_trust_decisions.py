@@ -9,7 +9,7 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from calibration.interchange import GradeRow
+from calibration.formats.interchange import GradeRow
 from calibration.selective import AgreementRule, calibrate_threshold
 from calibration.selective_report import (
     SelectiveOptions,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibration.plots import _png, plt
+from calibration.render.plots import _png, plt
 
 PARTS = (
     ("judge_only", "judge only", "C1"),

@@ -31,8 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from calibration.interchange import OPTIONAL, REQUIRED, GradeFormatError, GradeRow, parse_records
-from calibration.lines import jsonl_records
+from calibration.formats.interchange import (
+    OPTIONAL,
+    REQUIRED,
+    GradeFormatError,
+    GradeRow,
+    parse_records,
+)
+from calibration.formats.lines import jsonl_records
 
 # Inspect's letter grades (inspect_ai.scorer CORRECT/INCORRECT/PARTIAL/NOANSWER), mapped as
 # its own `value_to_float` maps them; any other string is refused rather than made a 0.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibration.plots import _png, plt
+from calibration.render.plots import _png, plt
 
 
 def effects(report: dict[str, Any]) -> bytes:

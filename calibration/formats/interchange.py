@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from calibration.lines import csv_reader, jsonl_records
+from calibration.formats.lines import csv_reader, jsonl_records
 
 REQUIRED = ("item_id", "rater", "rater_kind", "score")
 OPTIONAL = ("criteria", "inclusion_prob", "confidence")

@@ -1,5 +1,5 @@
 """Markdown and self-contained HTML renderings of an estimate (Jinja2 templates in
-calibration/templates/), with one figure per stratum: the judge-only, human-only and
+calibration/render/templates/), with one figure per stratum: the judge-only, human-only and
 judge-corrected (PPI) intervals of every judge side by side."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 _ENV = Environment(
-    loader=PackageLoader("calibration", "templates"),
+    loader=PackageLoader("calibration.render", "templates"),
     autoescape=select_autoescape(["html.j2"]),
     trim_blocks=True,
     lstrip_blocks=True,
@@ -99,7 +99,7 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 def to_html(report: dict[str, Any], standalone: bool = True) -> str:
     """A self-contained page, or (standalone=False) a section to put inside another report."""
-    from calibration.estimate_plots import three_intervals  # matplotlib only when drawn
+    from calibration.render.estimate_plots import three_intervals  # matplotlib only when drawn
 
     context = _context(report)
     figures = {

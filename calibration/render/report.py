@@ -1,5 +1,5 @@
 """Markdown and self-contained HTML renderings of a calibration report (Jinja2 templates in
-`calibration/templates/`), opening with the trust map.
+`calibration/render/templates/`), opening with the trust map.
 
 The JSON report holds the numbers; `report_view.view` turns them into the strings both
 templates show; the per-item pairs needed for Bland–Altman plots and confusion matrices come
@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from calibration.interchange import Row
+from calibration.formats.interchange import Row
 from calibration.metrics import reference_scores
-from calibration.report_view import ranked_judges, view
+from calibration.render.report_view import ranked_judges, view
 from calibration.table import build_table
 
 _ENV = Environment(
-    loader=PackageLoader("calibration", "templates"),
+    loader=PackageLoader("calibration.render", "templates"),
     autoescape=select_autoescape(["html"]),
     undefined=StrictUndefined,
     trim_blocks=True,
@@ -56,7 +56,7 @@ def _img(png: bytes, alt: str) -> dict[str, str]:
 
 
 def _plots(report: dict[str, Any], pairs) -> list[dict[str, str]]:
-    from calibration import plots  # matplotlib: imported only when a report is drawn
+    from calibration.render import plots  # matplotlib: imported only when a report is drawn
 
     judges = ranked_judges(report)
     images = []
@@ -85,7 +85,7 @@ def _trend(report: dict[str, Any]) -> dict[str, str] | None:
     history = report.get("history") or []
     if len(history) < 2 or report["scale"]["level"] == "nominal":
         return None
-    from calibration import plots
+    from calibration.render import plots
 
     return _img(plots.trend(history, ranked_judges(report)), "trend per judge")
 

@@ -1,4 +1,4 @@
-"""Markdown and HTML renderings of a probe run (Jinja2 templates in calibration/templates/):
+"""Markdown and HTML renderings of a probe run (Jinja2 templates in calibration/render/templates/):
 the probe table and the effects figure, standalone or as a section of a calibration report
 (then with the trust-map marks the run gave)."""
 
@@ -10,7 +10,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 _ENV = Environment(
-    loader=PackageLoader("calibration", "templates"),
+    loader=PackageLoader("calibration.render", "templates"),
     autoescape=select_autoescape(["html.j2"]),
     trim_blocks=True,
     lstrip_blocks=True,
@@ -59,7 +59,7 @@ def to_html(
     report: dict[str, Any], standalone: bool = True, trust: dict[str, Any] | None = None
 ) -> str:
     """A self-contained page, or (standalone=False) a section inside a calibration report."""
-    from calibration.probe_plots import effects  # matplotlib only when drawn
+    from calibration.render.probe_plots import effects  # matplotlib only when drawn
 
     figure = base64.b64encode(effects(report)).decode() if report["cells"] else None
     return _ENV.get_template("probes.html.j2").render(
