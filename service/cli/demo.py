@@ -89,7 +89,7 @@ def demo(
     if use_local_judge(local_judge):
         from service.cli.demo_local import local_judge_demo
 
-        judges_path = local_judge_demo(url, get_settings().data_dir)
+        judges_path = local_judge_demo(url, get_settings().data_dir, SAMPLE)
         config = load_config(judges_path)
     judges = f"{describe_judges(config)} from {judges_path}"
     console.print(f"[bold]judges[/]   {judges}", highlight=False)

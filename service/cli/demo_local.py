@@ -28,9 +28,10 @@ from service.cli.app import console, fail, out
 RUBRIC = "kinayat-explanation"
 
 
-def local_judge_demo(database_url: str, data_dir: Path) -> Path:
-    """Start the local judge, store and grade the explanation set with it, calibrate, print;
-    the judges file written for it (so `qadi serve` grades with it too)."""
+def local_judge_demo(database_url: str, data_dir: Path, sample: Path) -> Path:
+    """Start the local judge, store and grade the explanation set of the `sample` folder
+    with it, calibrate, print; the judges file written for it (so `qadi serve` grades with
+    it too)."""
     from service import local_judge
 
     console.print(
@@ -45,7 +46,7 @@ def local_judge_demo(database_url: str, data_dir: Path) -> Path:
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(yaml.safe_dump(local_judge.judges_config(url)), encoding="utf-8")
     console.print(f"[bold]local judge[/] {url}  (judges file {config_path})")
-    stats = _grade(database_url, config_path, load_explanations(database_url))
+    stats = _grade(database_url, config_path, load_explanations(database_url, sample))
     _calibrate(database_url)
     console.print(
         f"[bold]graded[/] {stats.calls['ok']} ok, {stats.calls['parse_error']} parse errors, "
@@ -54,24 +55,23 @@ def local_judge_demo(database_url: str, data_dir: Path) -> Path:
     return config_path
 
 
-def load_explanations(database_url: str) -> list:
+def load_explanations(database_url: str, sample: Path) -> list:
     """Store the explanation set and its SME ratings (idempotent); its grade requests."""
     from calibration.formats.interchange import read_grades
     from judges import GradeRequest
     from rubrics import library_rubric
     from service.answers import read_answers
-    from service.cli.demo import SAMPLE
     from service.db.engine import open_database, session_scope
     from service.grade_store import upsert_grades
     from service.projects import DEFAULT_PROJECT
     from service.stores.answers import ensure_responses
 
     rubric = library_rubric(RUBRIC)
-    answers = read_answers(SAMPLE / "explanations.jsonl")
+    answers = read_answers(sample / "explanations.jsonl")
     requests = [GradeRequest.from_answer(rubric, answer) for answer in answers]
     with session_scope(open_database(database_url)) as session:
         ensure_responses(session, DEFAULT_PROJECT, requests)
-        upsert_grades(session, DEFAULT_PROJECT, read_grades(SAMPLE / "explanation-grades.csv"))
+        upsert_grades(session, DEFAULT_PROJECT, read_grades(sample / "explanation-grades.csv"))
     return requests
 
 
