@@ -48,6 +48,7 @@ judge-stop:
 
 lint: $(FULL)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 test: $(FULL) lint
 	$(PY) -m pytest
