@@ -25,12 +25,12 @@ from service.api import (
     rubrics,
     sme,
 )
+from service.api.middleware import BodySizeLimit, HttpMetrics
 from service.db.engine import open_database, session_scope, storage_guard
 from service.errors import StorageUnavailable
 from service.grading import GradingService
-from service.middleware import BodySizeLimit, HttpMetrics
-from service.projects import require_project
 from service.settings import Settings, get_settings
+from service.stores.projects import require_project
 
 log = logging.getLogger("qadi")
 

@@ -32,7 +32,7 @@ from judges.trust import TrustDecider, TrustOutcome, evaluators, stratum_for
 from rubrics import Rubric, content_hash
 from service import metrics
 from service.db.engine import storage_guard
-from service.db.schema import new_id, utcnow
+from service.db.values import new_id, utcnow
 from service.errors import (
     Busy,
     Conflict,
@@ -44,11 +44,11 @@ from service.errors import (
 )
 from service.limits import Admission, RateLimit, SharedLimits, check_sizes, request_deadline
 from service.outcomes import REFUSED, as_outcome, body_rubric, outcome_of, rejection, replayed
-from service.projects import DEFAULT_PROJECT
 from service.settings import Settings
 from service.stores import requests
 from service.stores.group import GroupCommit
 from service.stores.judgments import find_done_in, project_batcher, write_judgments
+from service.stores.projects import DEFAULT_PROJECT
 from service.stores.trust import enqueue, find_calibrations
 
 log = logging.getLogger("qadi")

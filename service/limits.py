@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from judges import Grader, JudgeResult
 from service.db.engine import storage_guard
-from service.db.schema import utcnow
+from service.db.values import utcnow
 from service.errors import Rejected
 from service.settings import Settings
 from service.stores import replicas

@@ -5,7 +5,7 @@ from a stored run (the trust-map marks).
 
 The probe judgments are ordinary judgments (one store, one cache); their answers are stored
 under item ids of their own (`ID~probe`) with a `probe_of` attribute, which calibration and
-`regrade --from-db` leave out (service/calibration_store.py, service/stores/answers.py).
+`regrade --from-db` leave out (service/stores/calibration.py, service/stores/answers.py).
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ def dry_run_summary(
 ) -> dict[str, Any]:
     """What a run would do, with nothing called: its judge calls (and whether they fit
     `max_calls`), its pairs, the items each probe skips and why, and a cost estimate from
-    LiteLLM's price table (service/regrade.py)."""
-    from service.regrade import estimate_cost
+    LiteLLM's price table (service/regrading/local.py)."""
+    from service.regrading.local import estimate_cost
 
     skipped: dict[str, dict[str, int]] = {}
     for (_, probe, reason), count in plan.skipped.items():  # summed over judges
@@ -254,7 +254,7 @@ def with_probe_run(
     unchanged without `ref`."""
     if ref is None:
         return rendered_report
-    from service.probe_store import get_run, latest_run
+    from service.stores.probes import get_run, latest_run
 
     row = latest_run(session, tenant) if ref == "latest" else get_run(session, tenant, ref)
     if row is None:

@@ -249,7 +249,7 @@ def stored_grades(url: str) -> dict[tuple[str, str], dict]:
     from calibration.formats.interchange import to_records
     from service.db.engine import make_engine, make_sessionmaker, session_scope
     from service.db.schema import HumanGradeRow
-    from service.grade_store import grade_from_row
+    from service.stores.grades import grade_from_row
 
     with session_scope(make_sessionmaker(make_engine(url))) as session:
         rows = [grade_from_row(r) for r in session.scalars(select(HumanGradeRow))]
@@ -268,8 +268,8 @@ class QadiServer:
 
 @pytest.fixture(scope="session")
 def qadi_server(llm_server_process: LLMServer, tmp_path_factory):
-    from service.auth import create_key
     from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
+    from service.stores.keys import create_key
 
     folder = tmp_path_factory.mktemp("qadi-server")
     database_url = f"sqlite:///{folder / 'qadi.db'}"

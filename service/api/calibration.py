@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -20,23 +20,7 @@ from calibration.selective_report import SelectiveOptions
 from service.api.deps import Caller, GradesKey
 from service.api.errors import error_responses, invalid
 from service.api.formats import negotiate, split_suffix
-from service.api.pagination import naive_utc
-from service.calibration_store import (
-    Selection,
-    build_report,
-    criterion_weights,
-    get_report,
-    latest_report,
-    rows_from_db,
-    scale_of_rubric,
-    store_report,
-    with_stored_rubric_weights,
-)
-from service.db.engine import session_scope
-from service.db.schema import CalibrationReportRow
-from service.probes import ProbeRunError, with_probe_run
-from service.projects import Tenant
-from service.report_links import (
+from service.api.links import (
     DEFAULT_TTL_SECONDS,
     MAX_TTL_SECONDS,
     LinkRefused,
@@ -44,7 +28,26 @@ from service.report_links import (
     sign,
     verify,
 )
+from service.api.pagination import naive_utc
+from service.db.engine import session_scope
+from service.probes import ProbeRunError, with_probe_run
+from service.reports import build_report
+from service.stores.calibration import (
+    Selection,
+    criterion_weights,
+    get_report,
+    latest_report,
+    linked_report,
+    rows_from_db,
+    scale_of_rubric,
+    store_report,
+    with_stored_rubric_weights,
+)
+from service.stores.projects import Tenant
 from service.stores.rubrics import RubricNotFound, get_rubric
+
+if TYPE_CHECKING:
+    from service.db.schema import CalibrationReportRow
 
 router = APIRouter(tags=["calibration"])
 
@@ -320,7 +323,7 @@ def view_report(
         except LinkRefused as exc:
             detail = [{"loc": ["query", exc.field], "msg": str(exc), "type": "link_refused"}]
             raise HTTPException(403, detail) from None
-        response = _respond(session.get(CalibrationReportRow, report_id), request, format)
+        response = _respond(linked_report(session, report_id), request, format)
     # the signature must not leave in a Referer; the page runs no script and loads nothing
     response.headers["Referrer-Policy"] = "no-referrer"
     response.headers["Content-Security-Policy"] = (

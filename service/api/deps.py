@@ -1,7 +1,7 @@
 """Dependencies shared by the routers, as typed aliases: a database session, the grading
 use case, and the caller: an API key with a scope (`JudgeKey`, `GradesKey`), which carries
 the key's project (`Caller.tenant`). A route scopes every read and write by that tenant
-(service/projects.py); a new route gets it by taking `JudgeKey` or `GradesKey`."""
+(service/stores/projects.py); a new route gets it by taking `JudgeKey` or `GradesKey`."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from sqlalchemy.orm import Session
 
 from service.api.errors import AUTH, http_error
-from service.auth import has_scope, verify_key
 from service.db.engine import session_scope
 from service.grading import GradingService
-from service.projects import Tenant
+from service.stores.keys import has_scope, verify_key
+from service.stores.projects import Tenant
 
 bearer = HTTPBearer(auto_error=False, description="API key as 'Authorization: Bearer qadi_...'")
 header = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key")

@@ -21,9 +21,9 @@ from calibration.render.estimate import to_html, to_markdown
 from service.api.deps import GradesKey
 from service.api.errors import ErrorsWithoutInput
 from service.api.pagination import naive_utc
-from service.calibration_store import Selection, rows_from_db
 from service.db.engine import session_scope
 from service.estimates import corrected_means
+from service.stores.calibration import Selection, rows_from_db
 
 router = APIRouter(tags=["calibration"], route_class=ErrorsWithoutInput)
 

@@ -12,7 +12,6 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
-from sqlalchemy import select
 
 from calibration.formats.interchange import (
     WORKBOOK_HINT,
@@ -26,13 +25,20 @@ from calibration.formats.interchange import (
 )
 from service.api.deps import GradesKey
 from service.api.errors import error_responses, http_error, invalid
+from service.api.json_checks import InputProblem, strict_loads
 from service.api.pagination import decode_cursor, encode_cursor, query_pairs
 from service.api.schemas import GradesBody, UploadResult
 from service.db.engine import session_scope
-from service.db.filters import after, json_text_equals
-from service.db.schema import HumanGradeRow
-from service.grade_store import check_storable, grade_from_row, stream_grades, upsert_grades
-from service.json_checks import InputProblem, strict_loads
+from service.stores.grades import (
+    GradeFilter,
+    check_storable,
+    grade_attribute_names,
+    grade_from_row,
+    grades_page,
+    stream_grades,
+    upsert_grades,
+)
+from service.stores.projects import Tenant
 
 router = APIRouter(tags=["grades"], responses=error_responses(401, 403, 413, 422, 503))
 
@@ -151,26 +157,19 @@ def list_grades(
     cursor: str | None = Query(None, max_length=512),
     limit: int = Query(500, ge=1),
 ) -> Any:
-    query = select(HumanGradeRow).where(caller.tenant.visible(HumanGradeRow.project))
-    if item_id:
-        query = query.where(HumanGradeRow.item_id == item_id)
-    if rater:
-        query = query.where(HumanGradeRow.rater == rater)
-    if rater_kind:
-        query = query.where(HumanGradeRow.rater_kind == rater_kind)
-    for key, value in query_pairs(attribute, "attribute").items():
-        query = query.where(json_text_equals(HumanGradeRow.attributes, key, value))
+    where = GradeFilter(item_id, rater, rater_kind, query_pairs(attribute, "attribute"))
+    after = None
     if cursor:
         stamp, last_id = decode_cursor(cursor)
         if not last_id.isdigit():
             raise invalid("cursor: not a cursor returned by this API", "query")
-        query = query.where(after(HumanGradeRow.created_at, HumanGradeRow.id, stamp, int(last_id)))
-    query = query.order_by(HumanGradeRow.created_at, HumanGradeRow.id)
+        after = (stamp, int(last_id))
     if format == "csv":
-        return StreamingResponse(_csv(request.app.state.sessions, query), media_type="text/csv")
+        rows = _csv(request.app.state.sessions, caller.tenant, where)
+        return StreamingResponse(rows, media_type="text/csv")
     limit = min(limit, request.app.state.settings.page_size_max)
     with session_scope(request.app.state.sessions) as session:
-        rows = session.scalars(query.limit(limit + 1)).all()
+        rows = grades_page(session, caller.tenant, where, after, limit + 1)
     page, more = rows[:limit], len(rows) > limit
     records = to_records(grade_from_row(r) for r in page)
     next_cursor = encode_cursor(page[-1].created_at, page[-1].id) if more else None
@@ -188,26 +187,19 @@ def neutralise_formula(value: Any) -> Any:
     return value
 
 
-def _csv(sessions, query) -> Iterator[str]:
-    """All rows matching `query`, streamed: one pass collects the attribute columns (the
-    header comes first), a second writes the rows."""
+def _csv(sessions, tenant: Tenant, where: GradeFilter) -> Iterator[str]:
+    """All matching rows, streamed: one pass collects the attribute columns (the header
+    comes first), a second writes the rows."""
     with session_scope(sessions) as session:
         columns = [
             "item_id", "rater", "rater_kind", "score", "criteria", "inclusion_prob", "confidence"
         ]  # fmt: skip
-        seen = set(columns)
-        for attributes in session.scalars(
-            query.with_only_columns(HumanGradeRow.attributes).execution_options(yield_per=1000)
-        ):
-            for key in attributes or {}:
-                if key not in seen:
-                    seen.add(key)
-                    columns.append(key)
+        columns += [k for k in grade_attribute_names(session, tenant, where) if k not in columns]
         out = io.StringIO()
         writer = csv.DictWriter(out, fieldnames=columns)
         writer.writeheader()
-        for row in stream_grades(session, query):
-            record = to_records([grade_from_row(row)])[0]
+        for row in stream_grades(session, tenant, where):
+            record = to_records([row])[0]
             if "criteria" in record:
                 record["criteria"] = json.dumps(record["criteria"])
             writer.writerow({k: neutralise_formula(v) for k, v in record.items()})

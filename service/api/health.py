@@ -15,8 +15,8 @@ from sqlalchemy import text
 from judges.standins import is_stand_in
 from service.api.deps import JudgeKey, bearer, header, require
 from service.api.errors import error_responses, problem
+from service.api.gauges import exposition
 from service.api.schemas import JudgeInfo
-from service.calibration_gauges import exposition
 from service.db.engine import storage_guard
 from service.errors import StorageUnavailable
 from service.metrics import exposition as process_metrics

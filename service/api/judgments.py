@@ -7,15 +7,13 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
-from sqlalchemy import select
 
 from judges import JudgeResult
 from service.api.deps import JudgeKey
 from service.api.errors import error_responses, http_error
 from service.api.pagination import decode_cursor, encode_cursor, naive_utc, query_pairs
 from service.db.engine import session_scope
-from service.db.filters import after, rubric_matches
-from service.db.schema import JudgmentRow, ResponseRow
+from service.stores import listings
 from service.stores.judgments import result_from_row
 
 router = APIRouter(tags=["judgments"], responses=error_responses(401, 403, 404, 422, 503))
@@ -35,7 +33,8 @@ class JudgmentPage(BaseModel):
     next_cursor: str | None
 
 
-def _out(row: JudgmentRow, response: ResponseRow) -> JudgmentOut:
+def _out(row: Any, response: Any) -> JudgmentOut:
+    """A stored judgment (`judgments` row) and the answer it graded (`responses` row)."""
     return JudgmentOut(
         **result_from_row(row).model_dump(),
         project=row.project,
@@ -50,11 +49,7 @@ def _out(row: JudgmentRow, response: ResponseRow) -> JudgmentOut:
 @router.get("/judgments/{judgment_id}", response_model=JudgmentOut)
 def get_judgment(judgment_id: str, request: Request, caller: JudgeKey) -> JudgmentOut:
     with session_scope(request.app.state.sessions) as session:
-        found = session.execute(
-            select(JudgmentRow, ResponseRow)
-            .join(ResponseRow, JudgmentRow.response_id == ResponseRow.id)
-            .where(JudgmentRow.id == judgment_id, caller.tenant.visible(JudgmentRow.project))
-        ).first()
+        found = listings.judgment(session, caller.tenant, judgment_id)
         if found is None:
             raise http_error(404, ["path", "judgment_id"], f"no judgment '{judgment_id}'")
         return _out(*found)
@@ -74,29 +69,17 @@ def list_judgments(
     limit: int = Query(100, ge=1),
 ) -> JudgmentPage:
     limit = min(limit, request.app.state.settings.page_size_max)
-    query = (
-        select(JudgmentRow, ResponseRow)
-        .join(ResponseRow, JudgmentRow.response_id == ResponseRow.id)
-        .where(caller.tenant.visible(JudgmentRow.project))
+    where = listings.JudgmentFilter(
+        judge=judge,
+        rubric=rubric,
+        candidate_model=candidate_model,
+        status=status,
+        metadata=query_pairs(metadata, "metadata"),
+        since=naive_utc(since) if since else None,
     )
-    if judge:
-        query = query.where(JudgmentRow.judge == judge)
-    if rubric:
-        query = query.where(rubric_matches(JudgmentRow.rubric_ref, rubric))
-    if candidate_model:
-        query = query.where(ResponseRow.candidate_model == candidate_model)
-    if status:
-        query = query.where(JudgmentRow.status == status)
-    for key, value in query_pairs(metadata, "metadata").items():
-        query = query.where(ResponseRow.attributes[key].as_string() == value)
-    if since:
-        query = query.where(JudgmentRow.created_at >= naive_utc(since))
-    if cursor:
-        stamp, last_id = decode_cursor(cursor)
-        query = query.where(after(JudgmentRow.created_at, JudgmentRow.id, stamp, last_id))
-    query = query.order_by(JudgmentRow.created_at, JudgmentRow.id).limit(limit + 1)
+    after = decode_cursor(cursor) if cursor else None
     with session_scope(request.app.state.sessions) as session:
-        rows = session.execute(query).all()
+        rows = listings.judgments(session, caller.tenant, where, after, limit + 1)
     page = [_out(j, r) for j, r in rows[:limit]]
     more = len(rows) > limit
     next_cursor = encode_cursor(page[-1].created_at, page[-1].id) if more and page else None

@@ -4,16 +4,15 @@ so an operator can see that nothing accepted waits `pending` forever."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
-from sqlalchemy import select
 
 from service.api.deps import JudgeKey, SessionDep
 from service.api.errors import error_responses, http_error
 from service.api.pagination import decode_cursor, encode_cursor
-from service.db.filters import after
-from service.db.schema import GradeRequestRow
+from service.stores import listings
 
 router = APIRouter(tags=["judgments"], responses=error_responses(401, 403, 404, 422, 503))
 
@@ -34,14 +33,14 @@ class GradeRequestPage(BaseModel):
     next_cursor: str | None
 
 
-def _out(row: GradeRequestRow) -> GradeRequestOut:
+def _out(row: Any) -> GradeRequestOut:
     return GradeRequestOut.model_validate(row, from_attributes=True)
 
 
 @router.get("/requests/{request_id}", response_model=GradeRequestOut)
 def get_request(request_id: str, session: SessionDep, caller: JudgeKey) -> GradeRequestOut:
-    row = session.get(GradeRequestRow, request_id)
-    if row is None or not caller.tenant.owns(row.project):  # another project's: unknown
+    row = listings.grade_request(session, caller.tenant, request_id)
+    if row is None:  # or another project's: unknown either way
         raise http_error(404, ["path", "request_id"], f"no grade request '{request_id}'")
     return _out(row)
 
@@ -54,15 +53,8 @@ def list_requests(
     cursor: str | None = Query(None, max_length=512),
     limit: int = Query(100, ge=1, le=500),
 ) -> GradeRequestPage:
-    query = select(GradeRequestRow).where(caller.tenant.visible(GradeRequestRow.project))
-    if status:
-        query = query.where(GradeRequestRow.status == status)
-    if cursor:
-        stamp, last_id = decode_cursor(cursor)
-        query = query.where(after(GradeRequestRow.created_at, GradeRequestRow.id, stamp, last_id))
-    rows = session.scalars(
-        query.order_by(GradeRequestRow.created_at, GradeRequestRow.id).limit(limit + 1)
-    ).all()
+    after = decode_cursor(cursor) if cursor else None
+    rows = listings.grade_requests(session, caller.tenant, status, after, limit + 1)
     page = [_out(r) for r in rows[:limit]]
     more = len(rows) > limit
     next_cursor = encode_cursor(page[-1].created_at, page[-1].id) if more and page else None

@@ -89,8 +89,8 @@ def chosen_project(sessions, given: str | None) -> str:
     """The project `--project` names, else QADI_PROJECT's, checked to exist: a mistyped name
     ends the command instead of filing its data in a namespace of its own."""
     from service.db.engine import session_scope
-    from service.projects import ProjectError, require_project
     from service.settings import get_settings
+    from service.stores.projects import ProjectError, require_project
 
     try:
         with session_scope(sessions) as session:

@@ -79,9 +79,9 @@ def bench_run(
     from benchmarks.suite import Suite, SuiteOptions, localized
     from benchmarks.suites import tasks_of
     from judges.client import JudgeClient
-    from service import bench_store
     from service.db.engine import open_database
     from service.settings import get_settings
+    from service.stores import bench as bench_store
 
     if mode not in ("generate", "loglik"):
         fail(f"--mode: expected generate or loglik, got '{mode}'")
@@ -179,8 +179,8 @@ def _grading(tasks, judges_config: Path | None, guard: str | None, sessions):
     if not any(t.generative for t in tasks):
         return None, guard or "provider"
     from judges import Grader, JudgeConfigError, load_config
-    from service.projects import DEFAULT_PROJECT
     from service.stores.judgments import project_batcher
+    from service.stores.projects import DEFAULT_PROJECT
 
     try:
         loaded = load_config(judges_config)
@@ -197,9 +197,9 @@ def _grading(tasks, judges_config: Path | None, guard: str | None, sessions):
 @bench_app.command("runs")
 def bench_runs(limit: int = typer.Option(50, min=1, help="newest N runs")) -> None:
     """Stored benchmark runs, newest first: id, suite, model, mode, seed, tasks run/skipped."""
-    from service import bench_store
     from service.db.engine import open_database
     from service.settings import get_settings
+    from service.stores import bench as bench_store
 
     factory = open_database(get_settings().database_url)
     table = Table("run", "created", "suite", "model", "mode", "seed", "tasks", "skipped")
@@ -231,10 +231,10 @@ def bench_report(
     SME cross-evaluation, the judges' calibration against the imported SME grades, pooled
     over every run given (the paper pools five targets)."""
     from benchmarks.report import run_json, to_html
-    from service import bench_store
     from service.cli.bench_sme import sme_report
     from service.db.engine import open_database
     from service.settings import get_settings
+    from service.stores import bench as bench_store
 
     factory = open_database(get_settings().database_url)
     runs = [bench_store.load_run(factory, run_id) for run_id in run_ids]

@@ -20,8 +20,8 @@ class SmeReport:
 
 def pooled_rows(session, run_ids: list[str]):
     """Judge and SME grades of every run's answers, each (answer, rater) once."""
-    from service.calibration_store import Selection, rows_from_db
-    from service.projects import DEFAULT_PROJECT
+    from service.stores.calibration import Selection, rows_from_db
+    from service.stores.projects import DEFAULT_PROJECT
 
     rows, inputs = {}, {}
     for run_id in run_ids:  # benchmark judgments are the default project's (`qadi bench run`)
@@ -36,9 +36,10 @@ def sme_report(factory, run_ids: list[str], bootstrap: int) -> SmeReport | None:
     report, and the pooled headline cells; None until SME grades are imported."""
     from benchmarks.sme_pooled import pooled
     from calibration.calibrate import CalibrationOptions
-    from service.calibration_store import build_report, store_report
     from service.db.engine import session_scope
-    from service.projects import DEFAULT_PROJECT
+    from service.reports import build_report
+    from service.stores.calibration import store_report
+    from service.stores.projects import DEFAULT_PROJECT
 
     with session_scope(factory) as session:
         rows, inputs = pooled_rows(session, run_ids)

@@ -262,7 +262,7 @@ def calibrate(
     --from-db, over one project's grades and judgments, and stored in it."""
     # numpy, scipy and matplotlib load only when a report is computed, not for `qadi --help`
     from calibration.formats.interchange import GradeFormatError, read_grades
-    from service.calibration_store import (
+    from service.stores.calibration import (
         Selection,
         rows_from_db,
         store_report,
@@ -341,7 +341,7 @@ def attach_probe_run(session, project: str, rendered, probe_run: str | None):
     """The rendered report with a stored probe run of the project marked on it, or a clean
     exit naming it."""
     from service.probes import ProbeRunError, with_probe_run
-    from service.projects import Tenant
+    from service.stores.projects import Tenant
 
     try:
         return with_probe_run(session, Tenant(project), rendered, probe_run)
@@ -364,7 +364,7 @@ def compute_report(rows, options, inputs) -> dict:
 
 
 def render_rows(rows, options, inputs):
-    from service.calibration_store import render_report
+    from service.reports import render_report
 
     return render_report(compute_report(rows, options, inputs), rows, options)
 
@@ -372,7 +372,7 @@ def render_rows(rows, options, inputs):
 def _file_rubric_weights(rubric: str | None) -> dict[str, float]:
     """Criterion weights of a bundled rubric or a rubric file (no database needed)."""
     from rubrics import RubricError, resolve_rubric
-    from service.calibration_store import criterion_weights
+    from service.stores.calibration import criterion_weights
 
     if rubric is None:
         return {}
@@ -387,7 +387,7 @@ def scale_for(
 ) -> tuple[tuple[float, float] | None, str | None, dict[str, float]]:
     """Scale, level and criterion weights: from the options, else from the project's stored
     rubric."""
-    from service.calibration_store import criterion_weights, scale_of_rubric
+    from service.stores.calibration import criterion_weights, scale_of_rubric
     from service.stores.rubrics import RubricNotFound, get_rubric
 
     try:

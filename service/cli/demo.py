@@ -17,14 +17,14 @@ import typer
 from judges import AnswerRecord, GradeRequest, JudgeConfigError, JudgesConfig, load_config
 from judges.standins import is_stand_in
 from rubrics import library_rubric, library_rubrics
-from service.answers import read_answers
-from service.auth import SCOPES, create_key, verify_key
 from service.cli.app import app, console, fail
 from service.cli.serve import run_server
 from service.db.engine import open_database, session_scope, upgrade
-from service.projects import DEFAULT_PROJECT
+from service.regrading.answers import read_answers
 from service.settings import get_settings
 from service.stores.answers import ensure_responses
+from service.stores.keys import SCOPES, create_key, verify_key
+from service.stores.projects import DEFAULT_PROJECT
 from service.stores.rubrics import save_rubric
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample"

@@ -60,11 +60,11 @@ def load_explanations(database_url: str, sample: Path) -> list:
     from calibration.formats.interchange import read_grades
     from judges import GradeRequest
     from rubrics import library_rubric
-    from service.answers import read_answers
     from service.db.engine import open_database, session_scope
-    from service.grade_store import upsert_grades
-    from service.projects import DEFAULT_PROJECT
+    from service.regrading.answers import read_answers
     from service.stores.answers import ensure_responses
+    from service.stores.grades import upsert_grades
+    from service.stores.projects import DEFAULT_PROJECT
 
     rubric = library_rubric(RUBRIC)
     answers = read_answers(sample / "explanations.jsonl")
@@ -78,8 +78,8 @@ def load_explanations(database_url: str, sample: Path) -> list:
 def _grade(database_url: str, config_path: Path, requests: list):
     from judges import BatchOptions, BatchStats, Grader, load_config
     from service.db.engine import open_database
-    from service.projects import DEFAULT_PROJECT
     from service.stores.judgments import project_batcher
+    from service.stores.projects import DEFAULT_PROJECT
 
     grader = Grader(load_config(config_path))
     options = BatchOptions(concurrency=6, record_reused=False)
@@ -116,15 +116,11 @@ def _calibrate(database_url: str) -> None:
     both` stores it (interval level: expected scores lie between the ratings), summarised
     with the trust map."""
     from calibration.calibrate import CalibrationOptions
-    from service.calibration_store import (
-        Selection,
-        build_report,
-        rows_from_db,
-        store_report,
-    )
     from service.cli.calibrate import print_summary
     from service.db.engine import open_database, session_scope
-    from service.projects import DEFAULT_PROJECT
+    from service.reports import build_report
+    from service.stores.calibration import Selection, rows_from_db, store_report
+    from service.stores.projects import DEFAULT_PROJECT
 
     with session_scope(open_database(database_url)) as session:
         selection = Selection(rubric=RUBRIC, score="both")

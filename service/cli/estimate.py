@@ -196,7 +196,7 @@ def _write_escalated(reason: str | None, out_path: Path, project: str | None) ->
     """The project's SME queue in the database, as interchange rows with rater and score
     empty."""
     from service.db.engine import session_scope
-    from service.projects import Tenant
+    from service.stores.projects import Tenant
     from service.stores.trust import queued_items
 
     if reason not in (None, "escalated", "audit"):

@@ -12,7 +12,7 @@ from calibration.formats.imports import Imported, read_inspect_log, read_lm_eval
 from calibration.formats.interchange import GradeFormatError, read_grades
 from service.cli.app import app, fail, open_project, project_option
 from service.db.engine import session_scope
-from service.grade_store import check_storable, upsert_grades
+from service.stores.grades import check_storable, upsert_grades
 
 grades_app = typer.Typer(help="Human grades (CSV/JSONL interchange format).", no_args_is_help=True)
 app.add_typer(grades_app, name="grades")

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import typer
 from rich.table import Table
-from sqlalchemy import select
 
-from service.auth import ScopeError, create_key, revoke_key
 from service.cli.app import app, console, fail, out, split_names
 from service.db.engine import open_database, session_scope
-from service.db.schema import ApiKeyRow
-from service.projects import DEFAULT_PROJECT, ProjectError, ensure_project
 from service.settings import get_settings
+from service.stores.keys import ScopeError, create_key, list_keys, revoke_key
+from service.stores.projects import DEFAULT_PROJECT, ProjectError, ensure_project
 
 keys_app = typer.Typer(help="API keys with scopes judge, grades, admin.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
@@ -48,7 +46,7 @@ def keys_create(
 def keys_list() -> None:
     """List keys (prefix, name, project, scopes, state); secrets are never shown."""
     with session_scope(_sessions()) as session:
-        rows = session.scalars(select(ApiKeyRow).order_by(ApiKeyRow.id)).all()
+        rows = list_keys(session)
     table = Table("prefix", "name", "project", "scopes", "created", "revoked")
     for row in rows:
         table.add_row(

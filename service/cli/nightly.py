@@ -31,8 +31,8 @@ from service.cli.calibrate import (
     write_outputs,
 )
 from service.db.engine import session_scope
-from service.db.schema import utcnow
-from service.projects import Tenant
+from service.db.values import utcnow
+from service.stores.projects import Tenant
 
 report_app = typer.Typer(help="Stored calibration reports.", no_args_is_help=True)
 app.add_typer(report_app, name="report")
@@ -98,16 +98,16 @@ def nightly(
     """
     from calibration.drift import drift
     from calibration.history import history_point
-    from service.calibration_store import (
+    from service.estimates import with_estimate
+    from service.reports import render_report
+    from service.stores.calibration import (
         Selection,
         latest_report,
         nightly_history,
-        render_report,
         rows_from_db,
         store_report,
         with_stored_rubric_weights,
     )
-    from service.estimates import with_estimate
 
     until = utcnow()
     since = until - parse_window(window)
@@ -185,7 +185,7 @@ def load_report(reference: str, name: str, project: str | None) -> dict:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             fail(f"{name}: {reference} is not a report JSON file ({exc})")
     else:
-        from service.calibration_store import get_report
+        from service.stores.calibration import get_report
 
         sessions, chosen = open_project(project)
         with session_scope(sessions) as session:

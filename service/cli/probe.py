@@ -64,11 +64,11 @@ def probe(
     from judges.probes import ProbeError
     from judges.templates import TemplateError
     from service import probes as core
-    from service import regrade as regrading
     from service.db.engine import session_scope
     from service.estimates import options_error
-    from service.probe_store import store_run
+    from service.regrading import local as regrading
     from service.stores.judgments import project_batcher
+    from service.stores.probes import store_run
 
     if (input_path is None) == (not from_db):
         fail("give an INPUT file or --from-db (one of them)")
@@ -151,9 +151,9 @@ def probe(
 
 def _answers(sessions, project, input_path, db_rubric, candidate_model, metadata, since):
     """The answers to probe, from the file or the database; bad input exits with a message."""
-    from service.answers import AnswerError, read_answers
     from service.db.engine import session_scope
     from service.db.filters import parse_pairs
+    from service.regrading.answers import AnswerError, read_answers
     from service.stores.answers import answers_from_db
 
     try:

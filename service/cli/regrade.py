@@ -69,9 +69,9 @@ def regrade(
     """
     from judges import BatchStats
     from judges.batch import pending_calls
-    from service import regrade as core
-    from service.answers import AnswerError, read_answers
     from service.db.engine import session_scope
+    from service.regrading import local as core
+    from service.regrading.answers import AnswerError, read_answers
     from service.settings import get_settings
     from service.stores.answers import answers_from_db
     from service.stores.judgments import project_batcher
@@ -135,7 +135,7 @@ def regrade(
             }
             out.print_json(json.dumps(summary))
             return
-        from service.batch_files import write_batch
+        from service.regrading.batch_files import write_batch
 
         count = write_batch(grader, pending, batch)
         console.print(
@@ -158,7 +158,7 @@ def regrade(
                 )
 
             if engine is Engine.ray:
-                from service.regrade_ray import RayCluster, RayEngineError, run_on_ray
+                from service.regrading.on_ray import RayCluster, RayEngineError, run_on_ray
 
                 try:
                     run_on_ray(
@@ -174,7 +174,7 @@ def regrade(
                 except RayEngineError as exc:
                     fail(str(exc))
             elif workers > 1:
-                from service.regrade_workers import run_in_workers
+                from service.regrading.workers import run_in_workers
 
                 run_in_workers(
                     grader.config,
@@ -247,8 +247,8 @@ def _report(stats, wall_seconds: float, stand_ins: list[str] | None = None) -> N
 
 def _ingest(grader, store, plans, path: Path, out_path: Path | None) -> None:
     from judges import BatchStats, PlannedGrade
-    from service import regrade as core
-    from service.batch_files import ingest_results
+    from service.regrading import local as core
+    from service.regrading.batch_files import ingest_results
 
     try:
         graded, unknown = ingest_results(

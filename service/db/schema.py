@@ -3,8 +3,7 @@ source tree) create them. Every judge call, ok or failed, is one row of `judgmen
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -24,16 +23,9 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from service.db.values import new_id, utcnow  # the tables' defaults, and the stores' too
+
 JSONType = JSON().with_variant(JSONB(), "postgresql")
-
-
-def utcnow() -> datetime:
-    """Naive UTC: stored the same way on SQLite and PostgreSQL, so comparisons agree."""
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
-def new_id() -> str:
-    return uuid.uuid4().hex
 
 
 class Base(DeclarativeBase):
@@ -42,7 +34,7 @@ class Base(DeclarativeBase):
 
 def project_column(table: str) -> Mapped[str]:
     """The project a row belongs to (migration 0009): every read and write of a team's data
-    is scoped by it (service/projects.py). No default: a writer that forgets it fails
+    is scoped by it (service/stores/projects.py). No default: a writer that forgets it fails
     instead of filing another team's data under the default project."""
     return mapped_column(
         String(64), ForeignKey("projects.name", name=f"fk_{table}_project")

@@ -16,8 +16,8 @@ from judges import AnswerRecord, GradeRequest
 from rubrics import content_hash
 from service.db.filters import not_a_probe, rubric_matches
 from service.db.schema import ItemRow, JudgmentRow, ResponseRow, utcnow
-from service.projects import cache_scope
 from service.stores.chunks import chunked, insert_missing
+from service.stores.projects import cache_scope
 
 
 def item_key(request: GradeRequest) -> str:

@@ -16,9 +16,9 @@ from judges import BatchGrader, BatchOptions, Graded, Grader, JudgeResult
 from judges.models import CriterionVerdict
 from service.db.engine import session_scope
 from service.db.schema import JudgmentRow, utcnow
-from service.projects import cache_scope
 from service.stores.answers import ensure_responses
 from service.stores.chunks import chunked
+from service.stores.projects import cache_scope
 
 _RESULT_COLUMNS = {
     "id": "id",

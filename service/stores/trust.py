@@ -1,6 +1,6 @@
 """Selective judging in the database: the thresholds stored calibration reports fixed (what
 POST /judge applies, judges/trust.py) and the SME queue of items escalated or audited at
-request time; both a project's own (service/projects.py)."""
+request time; both a project's own (service/stores/projects.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from service.db.schema import (
     TrustThresholdRow,
     utcnow,
 )
-from service.projects import Tenant
 from service.stores.answers import ensure_responses, item_key
+from service.stores.projects import Tenant
 
 _SAME = 1e-9  # α and δ match a stored calibration's within this
 

@@ -13,7 +13,7 @@ import pytest
 
 from calibration.formats.interchange import GradeRow
 from service.db.engine import make_engine, make_sessionmaker, session_scope
-from service.grade_store import upsert_grades
+from service.stores.grades import upsert_grades
 from tests.conftest import run_cli
 from tests.integration.test_service_api import rubric_body
 

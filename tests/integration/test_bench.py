@@ -12,8 +12,8 @@ from benchmarks.loading import read_file
 from benchmarks.runner import build_items, run_task
 from judges import parse_config
 from judges.client import JudgeClient
-from service import bench_store
 from service.db.engine import make_engine, make_sessionmaker
+from service.stores import bench as bench_store
 from tests.conftest import ROOT, judges_config_data, run_cli, target_models_file
 
 DATA = ROOT / "tests/data/bench"

@@ -9,8 +9,8 @@ import json
 import pytest
 import yaml
 
-from service import bench_store
 from service.db.engine import make_engine, make_sessionmaker
+from service.stores import bench as bench_store
 from tests.conftest import ROOT, judges_config_data, run_cli, target_models_file
 
 DATA = ROOT / "tests/data/bench"

@@ -9,10 +9,10 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.calibration_store import store_report
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.db.schema import CalibrationReportRow
-from service.projects import ensure_project
+from service.stores.calibration import store_report
+from service.stores.projects import ensure_project
 from tests.conftest import judges_config_data
 from tests.integration.test_service_api import Service, rubric_body, verdict
 

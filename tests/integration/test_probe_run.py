@@ -11,9 +11,9 @@ import yaml
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.calibration_store import Selection, rows_from_db
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.settings import Settings
+from service.stores.calibration import Selection, rows_from_db
 from tests.conftest import ROOT, run_cli
 
 SAMPLE = ROOT / "service" / "sample" / "probe_items.jsonl"

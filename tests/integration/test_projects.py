@@ -22,8 +22,6 @@ from sqlalchemy import delete, inspect, select, text
 from starlette.routing import Mount, Route
 
 from service.app import create_app
-from service.auth import create_key
-from service.calibration_store import store_report
 from service.db.engine import (
     current_revision,
     downgrade,
@@ -34,8 +32,10 @@ from service.db.engine import (
     upgrade,
 )
 from service.db.schema import HumanGradeRow, JudgmentRow
-from service.projects import ProjectError, ensure_project
 from service.settings import Settings
+from service.stores.calibration import store_report
+from service.stores.keys import create_key
+from service.stores.projects import ProjectError, ensure_project
 from tests.conftest import judges_config_data, run_cli
 from tests.integration.test_service_api import rubric_body, verdict
 

@@ -15,10 +15,10 @@ import yaml
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.auth import create_key
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.db.schema import JudgmentRow
 from service.settings import Settings
+from service.stores.keys import create_key
 from tests.conftest import judges_config_data
 
 BODY = {

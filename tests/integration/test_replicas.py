@@ -95,8 +95,8 @@ def replicas(request, llm_server_process, tmp_path_factory):
 
 def new_key(db_url: str) -> str:
     """A key of its own per test: each has its own rate window."""
-    from service.auth import create_key
     from service.db.engine import make_engine, make_sessionmaker, session_scope
+    from service.stores.keys import create_key
 
     with session_scope(make_sessionmaker(make_engine(db_url))) as session:
         return create_key(session, f"replicas-{uuid.uuid4().hex[:6]}", ["judge"])

@@ -9,12 +9,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from calibration.calibrate import CalibrationOptions
+from service.api.links import LinkRefused, sign, verify
 from service.app import create_app
-from service.auth import create_key
-from service.calibration_store import build_report, store_report
 from service.db.engine import make_engine, make_sessionmaker, session_scope
-from service.report_links import LinkRefused, sign, verify
+from service.reports import build_report
 from service.settings import Settings
+from service.stores.calibration import store_report
+from service.stores.keys import create_key
 from tests.unit.test_calibration_render import two_judges
 
 

@@ -9,7 +9,6 @@ import yaml
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.auth import create_key
 from service.db.engine import (
     NotMigratedError,
     make_engine,
@@ -17,6 +16,7 @@ from service.db.engine import (
     session_scope,
 )
 from service.settings import Settings
+from service.stores.keys import create_key
 from tests.conftest import judges_config_data
 
 IRAQI = {

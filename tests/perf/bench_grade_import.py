@@ -20,9 +20,9 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.auth import create_key
 from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
 from service.settings import Settings
+from service.stores.keys import create_key
 
 
 def grades_csv(n_rows: int) -> bytes:

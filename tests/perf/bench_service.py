@@ -137,7 +137,7 @@ def main() -> None:
             env = {}
             if args.project:
                 from service.db.engine import make_engine, make_sessionmaker, session_scope
-                from service.projects import ensure_project
+                from service.stores.projects import ensure_project
 
                 with session_scope(make_sessionmaker(make_engine(url))) as session:
                     ensure_project(session, args.project)

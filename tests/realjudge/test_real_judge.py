@@ -112,8 +112,8 @@ async def post_all(base: str, key: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def run(local_judge_url, tmp_path_factory) -> Run:
-    from service.auth import create_key
     from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
+    from service.stores.keys import create_key
 
     folder = tmp_path_factory.mktemp("realjudge")
     if POSTGRES_URL:

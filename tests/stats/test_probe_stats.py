@@ -17,7 +17,7 @@ from calibration.probes import CellInput, ProbeStatsOptions, probe_effects, sign
 from judges import AnswerRecord
 from judges.builders import ORDER
 from judges.probes import PROBES, ProbeContext
-from service.answers import read_answers
+from service.regrading.answers import read_answers
 from tests.conftest import ROOT
 from tests.llm_test_server import planted_rating
 from tests.stats.conftest import EVIDENCE, Reps, check_rate, record

@@ -15,8 +15,8 @@ import pytest
 from benchmarks.loading import DatasetUnavailable, read_file
 from calibration.formats.imports import read_lm_eval_results
 from calibration.formats.interchange import GradeFormatError, parse_csv, parse_jsonl, read_grades
-from service.answers import read_answers
-from service.batch_files import read_results
+from service.regrading.answers import read_answers
+from service.regrading.batch_files import read_results
 
 # each breaks `str.splitlines()`, none is a JSON line end
 SEPARATORS = ["\u2028", "\u2029", "\u0085", "\x0b", "\x0c", "\x1e"]

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import secrets
 import time
 from dataclasses import dataclass
 
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from service.db.schema import ServiceSecretRow
 from service.settings import Settings
+from service.stores.secrets import shared_secret
 
 MAX_TTL_SECONDS = 7 * 24 * 3600
 DEFAULT_TTL_SECONDS = 3600
@@ -46,21 +44,7 @@ def link_secret(settings: Settings, session: Session) -> bytes:
     configured = settings.report_link_secret
     if configured is not None:
         return configured.get_secret_value().encode()
-    return _stored_secret(session, "report-links").encode()
-
-
-def _stored_secret(session: Session, name: str) -> str:
-    """The shared secret `name`, drawn by whichever process asks first (a concurrent first
-    draw loses the insert and reads the winner's)."""
-    stored = session.get(ServiceSecretRow, name)
-    if stored is None:
-        try:
-            with session.begin_nested():
-                session.add(ServiceSecretRow(name=name, value=secrets.token_hex(32)))
-        except IntegrityError:
-            pass
-        stored = session.get(ServiceSecretRow, name)
-    return stored.value
+    return shared_secret(session, "report-links").encode()
 
 
 def _signature(secret: bytes, report_id: str, expires: int) -> str:

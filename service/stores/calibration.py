@@ -1,6 +1,6 @@
 """Calibration over the database: grade rows from human grades and stored judgments, and
 stored reports (ad hoc and nightly); drift itself is computed by `calibration.drift`.
-Everything here works on one project's data (service/projects.py): a report computes over
+Everything here works on one project's data (service/stores/projects.py): a report computes over
 its project's grades and judgments only and is stored in that project."""
 
 from __future__ import annotations
@@ -9,19 +9,18 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from sqlalchemy import select
+from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
-from calibration.calibrate import CalibrationOptions, calibrate
+from calibration.calibrate import CalibrationOptions
 from calibration.formats.interchange import GradeRow
 from calibration.history import history_point
-from calibration.render.report import item_pairs, to_html, to_markdown
 from judges.standins import is_stand_in
 from rubrics import PenaltyWeightedRubric, Rubric
 from service.db.filters import not_a_probe, rubric_matches
 from service.db.schema import CalibrationReportRow, HumanGradeRow, JudgmentRow, ResponseRow
-from service.grade_store import grade_from_row
-from service.projects import Tenant
+from service.stores.grades import grade_from_row
+from service.stores.projects import Tenant
 from service.stores.rubrics import RubricNotFound, get_rubric
 from service.stores.trust import save_thresholds
 
@@ -236,22 +235,6 @@ def with_stored_rubric_weights(
     return options.model_copy(update={"criterion_weights": weights})
 
 
-def build_report(
-    rows: list[GradeRow], options: CalibrationOptions, inputs: dict[str, Any]
-) -> tuple[dict[str, Any], str, str]:
-    """The JSON report with its Markdown and HTML renderings."""
-    return render_report(calibrate(rows, options, inputs), rows, options)
-
-
-def render_report(
-    report: dict[str, Any], rows: list[GradeRow], options: CalibrationOptions
-) -> tuple[dict[str, Any], str, str]:
-    """A computed report (with whatever `drift`/`history` the caller added) rendered."""
-    nominal = options.effective_level == "nominal"
-    pairs = None if nominal else item_pairs(rows, options.reference)
-    return report, to_markdown(report), to_html(report, pairs)
-
-
 def store_report(
     session: Session,
     project: str,
@@ -318,8 +301,38 @@ def latest_report(
     ).first()
 
 
+def linked_report(session: Session, report_id: str) -> CalibrationReportRow | None:
+    """A stored report by id for whoever holds a valid signed link to it (a link opens one
+    report, whatever its project: that is what a link is for)."""
+    return session.get(CalibrationReportRow, report_id)
+
+
 def get_report(session: Session, tenant: Tenant, report_id: str) -> CalibrationReportRow | None:
     """A stored report by id, when the tenant may read it; None as for an unknown id, so
     another project's ids cannot be told from ids that do not exist."""
     row = session.get(CalibrationReportRow, report_id)
     return row if row is not None and tenant.owns(row.project) else None
+
+
+def latest_reports(session: Session) -> list[Row]:
+    """The newest report of each (project, kind, scope), in one query at every scrape,
+    reading only the JSON report (not the stored HTML and Markdown)."""
+    table = CalibrationReportRow
+    newest_first = func.row_number().over(
+        partition_by=(table.project, table.kind, table.scope),
+        order_by=(table.created_at.desc(), table.id.desc()),
+    )
+    ranked = select(
+        table.project,
+        table.kind,
+        table.scope,
+        table.report,
+        table.created_at,
+        newest_first.label("rank"),
+    ).subquery()
+    columns = (ranked.c.project, ranked.c.kind, ranked.c.scope)
+    return session.execute(
+        select(*columns, ranked.c.report, ranked.c.created_at)
+        .where(ranked.c.rank == 1)
+        .order_by(*columns)
+    ).all()

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, true
+from sqlalchemy import func, select, true
 from sqlalchemy.orm import Session
 
-from service.db.schema import ProjectRow, utcnow
+from service.db.schema import ApiKeyRow, ProjectRow, utcnow
 
 DEFAULT_PROJECT = "default"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -81,3 +82,19 @@ def require_project(session: Session, name: str) -> str:
             f"`qadi projects create {name}`"
         )
     return name
+
+
+def projects_with_keys(session: Session) -> list[tuple[str, datetime, int]]:
+    """Every project, its creation time and its number of active (unrevoked) keys."""
+    active = (
+        select(ApiKeyRow.project, func.count().label("active_keys"))
+        .where(ApiKeyRow.revoked_at.is_(None))
+        .group_by(ApiKeyRow.project)
+        .subquery()
+    )
+    rows = session.execute(
+        select(ProjectRow.name, ProjectRow.created_at, active.c.active_keys)
+        .outerjoin(active, active.c.project == ProjectRow.name)
+        .order_by(ProjectRow.name)
+    ).all()
+    return [(name, created, keys or 0) for name, created, keys in rows]

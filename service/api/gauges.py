@@ -16,38 +16,14 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from sqlalchemy import Row, func, select
+from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
-from service.db.schema import CalibrationReportRow
+from service.stores.calibration import latest_reports
 
 VERDICTS = ("replace", "not_replacement", "insufficient")
 ERRORS = {"mad": "qadi_calibration_mad", "signed_error": "qadi_calibration_signed_error"}
 LABELS = ["project", "kind", "scope", "judge", "stratum"]
-
-
-def latest_reports(session: Session) -> list[Row]:
-    """The newest report of each (project, kind, scope), in one query at every scrape,
-    reading only the JSON report (not the stored HTML and Markdown)."""
-    table = CalibrationReportRow
-    newest_first = func.row_number().over(
-        partition_by=(table.project, table.kind, table.scope),
-        order_by=(table.created_at.desc(), table.id.desc()),
-    )
-    ranked = select(
-        table.project,
-        table.kind,
-        table.scope,
-        table.report,
-        table.created_at,
-        newest_first.label("rank"),
-    ).subquery()
-    columns = (ranked.c.project, ranked.c.kind, ranked.c.scope)
-    return session.execute(
-        select(*columns, ranked.c.report, ranked.c.created_at)
-        .where(ranked.c.rank == 1)
-        .order_by(*columns)
-    ).all()
 
 
 class CalibrationCollector(Collector):

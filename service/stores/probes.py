@@ -1,6 +1,6 @@
 """Stored probe runs: written once in a project, read by id, listed in keyset pages (oldest
-first, as /judgments pages), like calibration reports (service/calibration_store.py); reads
-see what the tenant may (service/projects.py)."""
+first, as /judgments pages), like calibration reports (service/stores/calibration.py); reads
+see what the tenant may (service/stores/projects.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from service.db.filters import after
 from service.db.schema import ProbeRunRow, new_id, utcnow
-from service.projects import Tenant
+from service.stores.projects import Tenant
 
 
 def store_run(

@@ -14,8 +14,9 @@ import math
 import re
 from typing import Any
 
+from service.db.text import check_text
+
 MAX_DEPTH = 64  # a rubric or a grade row nests 4 levels; 64 leaves room for any real metadata
-_UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 
 Path = list[str | int]
 
@@ -75,16 +76,6 @@ def _key(token: str) -> str:
         return json.loads(token)
     except ValueError:  # a bad escape: the text is not JSON anyway
         return token[1:-1]
-
-
-def check_text(value: str) -> str | None:
-    """Why `value` cannot be stored faithfully, or None."""
-    found = _UNSTORABLE.search(value)
-    if found is None:
-        return None
-    if found.group() == "\x00":
-        return f"contains a NUL character at position {found.start()}"
-    return f"contains a lone surrogate (U+{ord(found.group()):04X}) at position {found.start()}"
 
 
 def check_value(data: Any) -> None:

@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service import metrics
-from service.json_checks import InputProblem, strict_loads
+from service.api.json_checks import InputProblem, strict_loads
 
 
 async def _send_json(send: Send, status: int, body: dict) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
@@ -10,8 +12,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from calibration.formats.interchange import GradeFormatError, GradeRow, row_numbers
+from service.db.filters import after as after_row
+from service.db.filters import json_text_equals
 from service.db.schema import HumanGradeRow, utcnow
-from service.json_checks import check_text
+from service.db.text import check_text
+from service.stores.projects import Tenant
 
 _UPSERT_INSERT = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 
@@ -124,6 +129,57 @@ def grade_from_row(row: HumanGradeRow) -> GradeRow:
     )
 
 
-def stream_grades(session: Session, query, batch: int = 1000) -> Iterator[HumanGradeRow]:
-    """Every row of `query` in batches, so an export of any size never sits in memory whole."""
-    yield from session.scalars(query.execution_options(yield_per=batch))
+@dataclass(frozen=True)
+class GradeFilter:
+    """What GET /grades narrows by: item, rater, kind, and item attributes (key = value)."""
+
+    item_id: str | None = None
+    rater: str | None = None
+    rater_kind: str | None = None
+    attributes: Mapping[str, str] = field(default_factory=dict)
+
+
+def grades_page(
+    session: Session,
+    tenant: Tenant,
+    where: GradeFilter,
+    after: tuple[datetime, int] | None,
+    limit: int,
+) -> list[HumanGradeRow]:
+    """The grades the tenant may read, oldest first, after the keyset `after`."""
+    query = _grades(tenant, where)
+    if after is not None:
+        query = query.where(after_row(HumanGradeRow.created_at, HumanGradeRow.id, *after))
+    return list(session.scalars(query.limit(limit)).all())
+
+
+def grade_attribute_names(session: Session, tenant: Tenant, where: GradeFilter) -> list[str]:
+    """Every attribute key of the matching grades, in order of first appearance (a CSV
+    export's columns, known before its first row)."""
+    names: dict[str, None] = {}
+    attributes = _grades(tenant, where).with_only_columns(HumanGradeRow.attributes)
+    for found in session.scalars(attributes.execution_options(yield_per=1000)):
+        names.update(dict.fromkeys(found or {}))
+    return list(names)
+
+
+def stream_grades(
+    session: Session, tenant: Tenant, where: GradeFilter, batch: int = 1000
+) -> Iterator[GradeRow]:
+    """Every matching grade in batches, so an export of any size never sits in memory whole."""
+    query = _grades(tenant, where).execution_options(yield_per=batch)
+    for row in session.scalars(query):
+        yield grade_from_row(row)
+
+
+def _grades(tenant: Tenant, where: GradeFilter):
+    query = select(HumanGradeRow).where(tenant.visible(HumanGradeRow.project))
+    if where.item_id:
+        query = query.where(HumanGradeRow.item_id == where.item_id)
+    if where.rater:
+        query = query.where(HumanGradeRow.rater == where.rater)
+    if where.rater_kind:
+        query = query.where(HumanGradeRow.rater_kind == where.rater_kind)
+    for key, value in where.attributes.items():
+        query = query.where(json_text_equals(HumanGradeRow.attributes, key, value))
+    return query.order_by(HumanGradeRow.created_at, HumanGradeRow.id)

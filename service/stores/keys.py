@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.db.schema import ApiKeyRow
-from service.projects import DEFAULT_PROJECT, require_project
+from service.stores.projects import DEFAULT_PROJECT, require_project
 
 SCOPES = ("judge", "grades", "admin")
 
@@ -73,3 +73,8 @@ def revoke_key(session: Session, prefix: str) -> bool:
 def has_scope(row: ApiKeyRow, scope: str) -> bool:
     granted = set(row.scopes.split(","))
     return scope in granted or "admin" in granted
+
+
+def list_keys(session: Session) -> list[ApiKeyRow]:
+    """Every key, oldest first (their hashes, never secrets)."""
+    return list(session.scalars(select(ApiKeyRow).order_by(ApiKeyRow.id)).all())
