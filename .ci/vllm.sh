@@ -277,6 +277,7 @@ batch() {
   local input output started=$SECONDS
   input=$(cd "$CALLER_DIR" && realpath -m -- "$1")
   output=$(cd "$CALLER_DIR" && realpath -m -- "$2")
+  mkdir -p "$HOME_DIR" "$RUN_DIR"  # install_env and prepare_model record their step there
   exec 9>"$HOME_DIR/lock"
   flock 9  # a start in progress installs; wait for it
   install_env

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from service.cli.demo import SAMPLE
-from tests.conftest import run_cli
+from tests.conftest import run_cli, users_local_judge
 from tests.realjudge.test_real_judge import check_rating_probabilities
 
 ITEMS = [json.loads(line) for line in (SAMPLE / "explanations.jsonl").read_text().splitlines()]
@@ -54,7 +54,8 @@ def test_offline_batch_results_share_the_store_and_results_file_with_http(
     written = run_cli(*regrade, "--batch", str(requests), env=env)
     assert written.returncode == 0, written.stdout + written.stderr
     assert len(requests.read_text().splitlines()) == 6
-    local_judge.run_batch(requests, results)
+    with users_local_judge():  # the installed vLLM environment, not the suite's empty one
+        local_judge.run_batch(requests, results)
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     assert [line["response"]["status_code"] for line in lines] == [200] * 6
 
