@@ -64,7 +64,7 @@ device() {
 # (Ampere) on, float16 before it (Turing, Volta and older have no bf16 arithmetic; vLLM
 # refuses bf16 there). A CPU: bfloat16 with AVX512-BF16 or AMX; on other CPUs PyTorch emulates
 # bf16 matrix products (vLLM's oneDNN path needs AVX-512): on AVX2-only machines a short call
-# took 4.1 s in bf16 and 2.1 s in float32 (README), so they serve in float32.
+# took 4.1 s in bf16 and 2.1 s in float32 (docs/how-to/local-judges.md), so they serve in float32.
 dtype() {
   if [ -n "${QADI_VLLM_DTYPE:-}" ]; then echo "$QADI_VLLM_DTYPE"
   elif [ "$(device)" = gpu ]; then
@@ -198,7 +198,7 @@ engine_setup() {
   # (a GPU's, 16): a judge prompt's ~200 shared tokens (kinayat-explanation@3 through
   # SmolLM2's tokenizer) fill one block, 33% of the prompt; in 32-token blocks (the CPU
   # backend's smallest preferred size, a multiple of 32) six, 50%, and a grading run went
-  # from 1.19 to 1.55 calls/s at concurrency 1 and from 1.67 to 2.76 at 8 (README).
+  # from 1.19 to 1.55 calls/s at concurrency 1 and from 1.67 to 2.76 at 8 (docs/how-to/local-judges.md).
   if [ "$(device)" = cpu ]; then ENGINE_ARGS+=(--block-size 32); fi
 }
 

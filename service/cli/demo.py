@@ -70,12 +70,12 @@ def demo(
         False,
         "--local-judge",
         help="start a real judge on this machine (vLLM + SmolLM2-135M, no API key), installing "
-        "it first if need be, and grade and calibrate the sample's explanation set with it",
+        "it first if need be, and grade and calibrate the demo set's 150 1-5 answers with it",
     ),
 ) -> None:
     """Migrate the local database, load the bundled sample, and serve on 127.0.0.1 with the
     judges of QADI_JUDGES_CONFIG; else with the real local judge when it is installed (`make
-    judge`), grading and calibrating the sample's explanation set with it; else with the
+    judge`), grading and calibrating the demo set's 150 1-5 answers with it; else with the
     bundled stand-in judges (no API key needed). --local-judge installs it if need be."""
     judges_path, config = demo_judges()  # a bad judges file stops here, before any work
     url = get_settings().database_url

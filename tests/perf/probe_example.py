@@ -1,5 +1,5 @@
-"""The README's probe example: `qadi probe` on the bundled sample, every registered probe, with
-the test double's planted-bias judges (tests/llm_test_server.py, "PLANTED JUDGE BIASES").
+"""The probe example of docs/how-to/probes.md: `qadi probe` on the bundled sample, every
+registered probe, with the test double's planted-bias judges (tests/llm_test_server.py, "PLANTED JUDGE BIASES").
 
 It starts the test double, writes a judges file of six planted judges (`clean`, `verbose`,
 `obeys`, `self-openai`, `script`, `first`; `self-openai` is an OpenAI judge so the guard keeps
@@ -7,7 +7,7 @@ it off the gpt-4o answers), migrates a throw-away SQLite database, runs
 
     qadi probe service/sample/probe_items.jsonl --rubric kinayat-explanation --seed 0 --md ...
 
-and prints the run's totals and the README's selection of cells as a Markdown table, each row
+and prints the run's totals and the page's selection of cells as a Markdown table, each row
 the run's own line of its Markdown table.
 
 Run: .venv/bin/python tests/perf/probe_example.py

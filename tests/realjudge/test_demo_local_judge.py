@@ -1,5 +1,6 @@
-"""`qadi demo --local-judge`: the sample's explanation set graded and calibrated by the real
-local judge (started through the same script as the other real-judge tests; running here)."""
+"""`qadi demo --local-judge`: the demo set's 150 1-5 answers graded and calibrated by the real
+local judge (started through the same script as the other real-judge tests; running here),
+against the three generated experts, with a trust map that decides in every cell."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def test_the_demo_grades_and_calibrates_the_sample_with_a_real_model(local_judge
     with session_scope(make_sessionmaker(make_engine(database_url))) as session:
         rows = session.scalars(select(JudgmentRow)).all()
         report = session.scalars(select(CalibrationReportRow)).one().report
-        # every explanation graded once by the local judge, ok or recorded as a parse error
-        assert len(rows) == 24 and {r.judge for r in rows} == {"smollm2"}
+        # every 1-5 answer graded once by the local judge, ok or recorded as a parse error
+        assert len(rows) == 150 and {r.judge for r in rows} == {"smollm2"}
         for row in rows:
             assert row.status in ("ok", "parse_error"), row.error
             if row.status == "ok":
@@ -38,11 +39,18 @@ def test_the_demo_grades_and_calibrates_the_sample_with_a_real_model(local_judge
             else:
                 assert row.score is None and row.expected_score is None and row.raw_reply
         ok = sum(r.status == "ok" for r in rows)
-    # the real judge's discrete and expected scores, each against the two SMEs
+    # the real judge's discrete and expected scores, each against the three experts
     assert set(report["judges"]) == {"smollm2", "smollm2~expected"}
-    assert report["judges"]["smollm2"]["overall"]["n"] == ok >= 20
+    assert report["judges"]["smollm2"]["overall"]["n"] == ok >= 120
     assert report["inputs"]["judge_scores"] == "both"
-    assert report["humans"]["n_raters"] == 2
-    assert {row["judge"] for row in report["trust"]["rows"]} == set(report["judges"])
+    assert report["humans"]["n_raters"] == 3
+    # the trust map decides: overall and for each of the three candidate models, per judge
+    rows_by_cell = {(row["judge"], row["stratum"]): row for row in report["trust"]["rows"]}
+    strata = {stratum for _, stratum in rows_by_cell}
+    assert len(strata) == 4 and "overall" in strata
+    assert {judge for judge, _ in rows_by_cell} == set(report["judges"])
+    undecided = {cell: row for cell, row in rows_by_cell.items() if row["verdict"] == "insufficient"}
+    assert not undecided
     printed = done.stdout + done.stderr
     assert "the local judge's grades" in printed and "calibration (overall)" in printed
+    assert "trust map by stratum" in printed
