@@ -49,7 +49,9 @@ def test_the_demo_grades_and_calibrates_the_sample_with_a_real_model(local_judge
     strata = {stratum for _, stratum in rows_by_cell}
     assert len(strata) == 4 and "overall" in strata
     assert {judge for judge, _ in rows_by_cell} == set(report["judges"])
-    undecided = {cell: row for cell, row in rows_by_cell.items() if row["verdict"] == "insufficient"}
+    undecided = {
+        cell: row for cell, row in rows_by_cell.items() if row["verdict"] == "insufficient"
+    }
     assert not undecided
     printed = done.stdout + done.stderr
     assert "the local judge's grades" in printed and "calibration (overall)" in printed
