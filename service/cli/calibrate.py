@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from calibration.formatting import judge_label
+from calibration.render.report_view import selective_view
 from service.cli.app import app, console, fail, open_project, out, project_option, split_names
 from service.db.engine import session_scope
 
@@ -157,28 +158,15 @@ def print_trust_map(report: dict, target=out) -> None:
 
 
 def print_thresholds(report: dict, target=out) -> None:
-    """Selective judging: per judge or cascade and stratum, the threshold and what it buys."""
-    section = report.get("selective")
-    if not section:
+    """Selective judging: per judge or cascade and stratum, the threshold and what it buys
+    (the rows of the HTML and Markdown reports)."""
+    section = selective_view(report.get("selective"))
+    if section is None:
         return
-    title = (
-        f"trust at request time (α = {section['alpha']}, δ = {section['delta']}, "
-        f"{section['confidence']} confidence)"
-    )
     table = Table("judge or cascade", "stratum", "n", "threshold", "coverage", "agreement",
-                  "guaranteed", title=title)  # fmt: skip
+                  "guaranteed", "notes", title=section["title"])  # fmt: skip
     for row in section["rows"]:
-        result = row["result"]
-        threshold = result["threshold"]
-        table.add_row(
-            row["evaluator"],
-            row["stratum"],
-            str(result["n_calibration"]),
-            "abstain" if threshold is None else f"{threshold:.3f}",
-            _two(result["coverage"]),
-            _two(result["agreement"]),
-            "—" if threshold is None else f"≥ {1 - section['alpha']:g}",
-        )
+        table.add_row(*row)
     target.print(table)
 
 
@@ -321,9 +309,7 @@ def calibrate(
             options = with_stored_rubric_weights(session, project, options, inputs)
             rendered = render_rows(rows, options, inputs)
             rendered = attach_probe_run(session, project, rendered, probe_run)
-            stored = store_report(
-                session, project, "adhoc", rubric or "", rendered, (since, None)
-            )
+            stored = store_report(session, project, "adhoc", rubric or "", rendered, (since, None))
             console.print(f"stored report {stored.id}")
     report, markdown, html_text = rendered
     write_outputs(

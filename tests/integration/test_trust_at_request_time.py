@@ -211,7 +211,8 @@ def test_a_guarantee_expires_when_the_judges_model_changes(calibrated, llm_serve
 def test_a_request_for_an_uncalibrated_guarantee_says_so(calibrated):
     service, _, _ = calibrated
     answer = service.post(
-        "/judge", json=body(100, trust={"alpha": 0.05, "delta": 0.2, "cascade": ["cheap", "strong"]})
+        "/judge",
+        json=body(100, trust={"alpha": 0.05, "delta": 0.2, "cascade": ["cheap", "strong"]}),
     ).json()
     assert answer["trust"]["status"] == "escalated"
     # an uncalibrated cascade grades every stage (kept for the next calibration) and escalates
@@ -233,3 +234,23 @@ def test_trust_fields_are_checked(calibrated):
     wrong = service.post("/judge", json=body(100, trust={"alpha": 1.5, "delta": 0.1}))
     assert wrong.status_code == 422
     assert wrong.json()["detail"][0]["loc"] == ["body", "trust", "alpha"]
+
+
+def test_qadi_calibrate_prints_each_threshold_and_what_it_buys(calibrated):
+    service, _, _ = calibrated
+    done = run_cli(
+        "calibrate", "--from-db", "--rubric", "kinayat-explanation", "--bootstrap", "0",
+        "--trust-alpha", "0.2", "--trust-delta", "0.2", "--cascade", "cheap,strong",
+        env={"QADI_DATABASE_URL": service.settings.database_url, "COLUMNS": "250"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {
+        cells[0]: cells
+        for line in done.stdout.splitlines()
+        if (cells := [c.strip() for c in line.strip("│ ").split("│")])[1:2] == ["overall"]
+    }
+    # the planted calibration set (module docstring): cheap certifies its 40 sure verdicts,
+    # noisy nothing, the cascade every item
+    assert rows["cheap"][2] == "48" and rows["cheap"][4] == "0.833"  # 40 of 48 trusted
+    assert rows["noisy"][3] == "abstain" and rows["noisy"][6] == "—"
+    assert rows["cheap>strong"][4] == "1.000" and rows["cheap>strong"][6] == "≥ 0.8"
