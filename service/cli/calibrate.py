@@ -74,6 +74,11 @@ CASCADE = typer.Option(
     [], "--cascade", help="judges in escalation order, e.g. cheap,strong (repeatable): its "
     "threshold is calibrated too"
 )  # fmt: skip
+PROBE_RUN = typer.Option(
+    None,
+    "--probe-run",
+    help="stored probe run (ID or 'latest') whose moved judges are marked on the trust map",
+)
 TRUST_CONFIDENCE = typer.Option(
     "token", "--trust-confidence", help="token (the judge's token probability of its verdict) "
     "| panel (the share of the other judges that agree)"
@@ -232,11 +237,7 @@ def calibrate(
     ),
     html: Path | None = typer.Option(None, help="also write a self-contained HTML report"),
     md: Path | None = typer.Option(None, help="also write a Markdown report"),
-    probe_run: str | None = typer.Option(
-        None,
-        "--probe-run",
-        help="stored probe run (ID or 'latest') whose moved judges are marked on the trust map",
-    ),
+    probe_run: str | None = PROBE_RUN,
     trust_alpha: float = TRUST_ALPHA,
     trust_delta: float = TRUST_DELTA,
     trust_tolerance: float | None = TRUST_TOLERANCE,

@@ -16,6 +16,7 @@ from service.cli.app import app, console, fail, open_project, out, project_optio
 from service.cli.calibrate import (
     CASCADE,
     LEVELS,
+    PROBE_RUN,
     TRUST_ALPHA,
     TRUST_CONFIDENCE,
     TRUST_DELTA,
@@ -77,11 +78,7 @@ def nightly(
     alt_min_items: int = typer.Option(
         30, help="items (clusters with --cluster) an annotator needs to be tested; at least 20"
     ),
-    probe_run: str | None = typer.Option(
-        None,
-        "--probe-run",
-        help="stored probe run (ID or 'latest') whose moved judges are marked on the trust map",
-    ),
+    probe_run: str | None = PROBE_RUN,
     trust_alpha: float = TRUST_ALPHA,
     trust_delta: float = TRUST_DELTA,
     trust_tolerance: float | None = TRUST_TOLERANCE,
