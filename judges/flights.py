@@ -7,7 +7,7 @@ its result when it is `ok`. A failed call is not shared: each waiter then calls 
 as it would have without single-flight (a failure is not a verdict to reuse).
 
 Across processes on PostgreSQL the service adds a database lease on top
-(`service.limits.SharedLimits`).
+(`service.judging.limits.SharedLimits`).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from service.api import (
 from service.api.middleware import BodySizeLimit, HttpMetrics
 from service.db.engine import open_database, session_scope, storage_guard
 from service.errors import StorageUnavailable
-from service.grading import GradingService
+from service.judging.grading import GradingService
 from service.settings import Settings, get_settings
 from service.stores.projects import require_project
 

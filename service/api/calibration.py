@@ -30,8 +30,8 @@ from service.api.links import (
 )
 from service.api.pagination import naive_utc
 from service.db.engine import session_scope
-from service.probes import ProbeRunError, with_probe_run
-from service.reports import build_report
+from service.reporting.calibration import build_report
+from service.reporting.probes import ProbeRunError, with_probe_run
 from service.stores.calibration import (
     Selection,
     criterion_weights,
@@ -167,9 +167,7 @@ def _report_inputs(
         weights = criterion_weights(rubric) if rubric else {}
         if (low is None or high is None) and level != "nominal":
             if body.rubric is None:
-                raise HTTPException(
-                    422, "scale_min/scale_max: required unless 'rubric' is given"
-                )
+                raise HTTPException(422, "scale_min/scale_max: required unless 'rubric' is given")
             low, high, rubric_level = scale_of_rubric(session, project, body.rubric)
             level = level or rubric_level
     except RubricNotFound as exc:

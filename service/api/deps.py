@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from service.api.errors import AUTH, http_error
 from service.db.engine import session_scope
-from service.grading import GradingService
+from service.judging.grading import GradingService
 from service.stores.keys import has_scope, verify_key
 from service.stores.projects import Tenant
 

@@ -22,7 +22,7 @@ from service.api.deps import GradesKey
 from service.api.errors import ErrorsWithoutInput
 from service.api.pagination import naive_utc
 from service.db.engine import session_scope
-from service.estimates import corrected_means
+from service.reporting.estimates import corrected_means
 from service.stores.calibration import Selection, rows_from_db
 
 router = APIRouter(tags=["calibration"], route_class=ErrorsWithoutInput)

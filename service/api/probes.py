@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judges import AnswerRecord, JudgeConfigError, TemplateError
 from judges.probes import ProbeError
-from service import probes as core
 from service.api.deps import GradesKey, JudgeKey
 from service.api.errors import ErrorsWithoutInput, invalid
 from service.api.formats import negotiate, split_suffix
@@ -26,6 +25,7 @@ from service.api.pagination import decode_cursor, encode_cursor, naive_utc
 from service.db.engine import session_scope
 from service.errors import NotConfigured
 from service.regrading import local as regrading
+from service.reporting import probes as core
 from service.stores.answers import answers_from_db
 from service.stores.judgments import project_batcher
 from service.stores.probes import get_run, list_runs, store_run, summary

@@ -37,7 +37,7 @@ def sme_report(factory, run_ids: list[str], bootstrap: int) -> SmeReport | None:
     from benchmarks.sme_pooled import pooled
     from calibration.calibrate import CalibrationOptions
     from service.db.engine import session_scope
-    from service.reports import build_report
+    from service.reporting.calibration import build_report
     from service.stores.calibration import store_report
     from service.stores.projects import DEFAULT_PROJECT
 
@@ -71,7 +71,7 @@ def corrected_scores(rows) -> dict[str, Any]:
     """Each target model's score as the judges gave it and corrected by the SME-graded
     answers (PPI++, `qadi estimate`), per judge: what a leaderboard should print."""
     from calibration.estimate import EstimateOptions
-    from service.estimates import corrected_means
+    from service.reporting.estimates import corrected_means
 
     options = EstimateOptions(by=["candidate"], scale_min=0, scale_max=100)
     return corrected_means(rows, options)["judges"]

@@ -327,7 +327,7 @@ def calibrate(
 def attach_probe_run(session, project: str, rendered, probe_run: str | None):
     """The rendered report with a stored probe run of the project marked on it, or a clean
     exit naming it."""
-    from service.probes import ProbeRunError, with_probe_run
+    from service.reporting.probes import ProbeRunError, with_probe_run
     from service.stores.projects import Tenant
 
     try:
@@ -351,7 +351,7 @@ def compute_report(rows, options, inputs) -> dict:
 
 
 def render_rows(rows, options, inputs):
-    from service.reports import render_report
+    from service.reporting.calibration import render_report
 
     return render_report(compute_report(rows, options, inputs), rows, options)
 

@@ -136,7 +136,7 @@ def _calibrate(database_url: str) -> None:
     from calibration.calibrate import CalibrationOptions
     from service.cli.calibrate import print_summary, print_trust_map
     from service.db.engine import open_database, session_scope
-    from service.reports import build_report
+    from service.reporting.calibration import build_report
     from service.stores.calibration import Selection, rows_from_db, store_report
     from service.stores.projects import DEFAULT_PROJECT
 

@@ -30,7 +30,7 @@ def _options(**values):
     from pydantic import ValidationError
 
     from calibration.estimate import EstimateOptions
-    from service.estimates import options_error
+    from service.reporting.estimates import options_error
 
     try:
         return EstimateOptions(**values)
@@ -66,7 +66,7 @@ def estimate(
     df in the JSON; labels carrying `inclusion_prob` (from `qadi sme queue`) are weighted by
     its inverse. An interval marked unreliable (too few clusters, no variation) says why."""
     from calibration.render.estimate import to_html, to_markdown
-    from service.estimates import corrected_means as compute
+    from service.reporting.estimates import corrected_means as compute
 
     if level == "nominal":
         fail("--level: nominal labels have no mean; estimate needs ordinal or interval scores")

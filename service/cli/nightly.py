@@ -95,8 +95,8 @@ def nightly(
     """
     from calibration.drift import drift
     from calibration.history import history_point
-    from service.estimates import with_estimate
-    from service.reports import render_report
+    from service.reporting.calibration import render_report
+    from service.reporting.estimates import with_estimate
     from service.stores.calibration import (
         Selection,
         latest_report,

@@ -63,10 +63,10 @@ def probe(
     from judges import BatchStats, JudgeConfigError
     from judges.probes import ProbeError
     from judges.templates import TemplateError
-    from service import probes as core
     from service.db.engine import session_scope
-    from service.estimates import options_error
     from service.regrading import local as regrading
+    from service.reporting import probes as core
+    from service.reporting.estimates import options_error
     from service.stores.judgments import project_batcher
     from service.stores.probes import store_run
 

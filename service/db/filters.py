@@ -28,7 +28,7 @@ def parse_pairs(values: list[str], field: str) -> dict[str, str]:
 
 def not_a_probe():
     """Responses that are real answers, not a probe's perturbed copy (`probe_of` attribute,
-    service/probes.py): calibration, estimates and regrading read items, never probes."""
+    service/reporting/probes.py): calibration, estimates and regrading read items, never probes."""
     return ResponseRow.attributes["probe_of"].as_string().is_(None)
 
 

@@ -79,7 +79,7 @@ def rows_from_db(
 
     Failed judgments (parse errors, provider errors) are not grades: they are counted in
     the returned inputs so the report can say how many were excluded. Probe answers
-    (perturbed copies, service/probes.py) are never items.
+    (perturbed copies, service/reporting/probes.py) are never items.
     """
     query = (
         select(JudgmentRow, ResponseRow)
@@ -202,9 +202,7 @@ class _ScaleFilter:
     (issue 16 item 4). A rubric the database does not hold (an inline one) is kept: its
     scores still meet the out-of-scale check, which names them."""
 
-    def __init__(
-        self, session: Session, project: str, scale: tuple[float, float] | None
-    ) -> None:
+    def __init__(self, session: Session, project: str, scale: tuple[float, float] | None) -> None:
         self.session, self.project, self.scale = session, project, scale
         self.known: dict[str, bool] = {}
 

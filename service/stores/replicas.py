@@ -1,6 +1,6 @@
 """What service replicas on one PostgreSQL database share: per-key rate windows and leases
 on judge calls in flight. PostgreSQL only (advisory locks, INSERT ... ON CONFLICT with a
-condition); on SQLite the service keeps its per-process limits (`service.limits`)."""
+condition); on SQLite the service keeps its per-process limits (`service.judging.limits`)."""
 
 from __future__ import annotations
 

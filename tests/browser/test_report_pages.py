@@ -19,7 +19,7 @@ from benchmarks.report import to_html as bench_html
 from calibration.calibrate import CalibrationOptions, calibrate
 from calibration.drift import drift
 from calibration.history import history_point
-from service.reports import build_report, render_report
+from service.reporting.calibration import build_report, render_report
 from tests.conftest import ROOT
 from tests.perf.bench_calibration import synthetic_rows
 

@@ -12,7 +12,7 @@ from calibration.calibrate import CalibrationOptions
 from service.api.links import LinkRefused, sign, verify
 from service.app import create_app
 from service.db.engine import make_engine, make_sessionmaker, session_scope
-from service.reports import build_report
+from service.reporting.calibration import build_report
 from service.settings import Settings
 from service.stores.calibration import store_report
 from service.stores.keys import create_key

@@ -1,10 +1,10 @@
-"""Admission control and per-key rate limits of POST /judge (service/limits.py)."""
+"""Admission control and per-key rate limits of POST /judge (service/judging/limits.py)."""
 
 from __future__ import annotations
 
 import time
 
-from service.limits import Admission, RateLimit
+from service.judging.limits import Admission, RateLimit
 
 
 def test_admission_bounds_judge_calls_in_flight_but_never_starves_a_large_request():

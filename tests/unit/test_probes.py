@@ -260,7 +260,7 @@ def test_position_changes_the_order_of_presentation_not_the_roles():
 
 
 def test_a_probe_run_marks_only_a_report_of_its_rubric_and_judge_models():
-    from service.probes import ProbeRunMismatch, check_match
+    from service.reporting.probes import ProbeRunMismatch, check_match
 
     run = {
         "id": "r1",

@@ -42,8 +42,15 @@ from service.errors import (
     ServiceError,
     StorageUnavailable,
 )
-from service.limits import Admission, RateLimit, SharedLimits, check_sizes, request_deadline
-from service.outcomes import REFUSED, as_outcome, body_rubric, outcome_of, rejection, replayed
+from service.judging.limits import Admission, RateLimit, SharedLimits, check_sizes, request_deadline
+from service.judging.outcomes import (
+    REFUSED,
+    as_outcome,
+    body_rubric,
+    outcome_of,
+    rejection,
+    replayed,
+)
 from service.settings import Settings
 from service.stores import requests
 from service.stores.group import GroupCommit
