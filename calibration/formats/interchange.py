@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from calibration.formats.lines import csv_reader, jsonl_records
+from calibration.formats.lines import check_record, csv_reader, jsonl_records
 
 REQUIRED = ("item_id", "rater", "rater_kind", "score")
 OPTIONAL = ("criteria", "inclusion_prob", "confidence")
@@ -149,13 +149,7 @@ def _validate(
 
 
 def _row(record: dict[str, Any], model: type[Row] = GradeRow) -> Row:
-    if not isinstance(record, dict):
-        raise ValueError("a grade row must be an object")
-    extra = record.get(None)  # csv.DictReader's key for cells beyond the header's columns
-    if extra is not None:
-        raise ValueError(
-            f"{len(extra)} cell(s) more than the header's columns; they would be lost"
-        )
+    check_record(record, "a grade row")
     criteria = record.get("criteria")
     if isinstance(criteria, str):
         if criteria.strip():

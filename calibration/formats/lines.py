@@ -35,3 +35,16 @@ def jsonl_records(text: str, label: str = "row") -> tuple[list[tuple[int, Any]],
 def csv_reader(text: str) -> csv.DictReader:
     """Rows keyed by the header; quoted cells keep their line breaks."""
     return csv.DictReader(io.StringIO(text, newline=""))
+
+
+def check_record(record: Any, what: str) -> dict[str, Any]:
+    """A file row as a mapping, or a ValueError naming what is wrong with its shape: a JSONL
+    line that is not an object, or a CSV row with more cells than its header (csv.DictReader
+    keeps those under the key None; they would be lost)."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{what} must be a JSON object")
+    extra = record.get(None)
+    if extra is not None:
+        raise ValueError(f"{len(extra)} cell(s) more than the header's columns; they would be lost")
+    return record
+

@@ -1,4 +1,4 @@
-"""`qadi grades import|export`: grades in the interchange format, or from other tools' logs."""
+"""`qadi grades import`: grades in the interchange format, or from other tools' logs."""
 
 from __future__ import annotations
 

@@ -48,7 +48,9 @@ def regrade(
     engine: Engine = typer.Option(Engine.local, help="local (this machine) or ray (Ray Data)"),
     ray_workers: int = typer.Option(2, min=1, help="--engine ray: actors, one grader each"),
     address: str | None = typer.Option(None, help="--engine ray: join this cluster ('auto')"),
-    out_path: Path | None = typer.Option(None, "--out", help="results JSONL (appended)"),
+    out_path: Path | None = typer.Option(
+        None, "--out", help="results JSONL, a line per answer and judge (written anew each run)"
+    ),
     limit: int | None = typer.Option(None, min=1, help="only the first K answers"),
     dry_run: bool = typer.Option(False, "--dry-run", help="count calls and estimate cost only"),
     force: bool = typer.Option(False, "--force", help="call again even when already stored"),

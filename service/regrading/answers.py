@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from calibration.formats.lines import csv_reader, jsonl_records
+from calibration.formats.lines import check_record, csv_reader, jsonl_records
 from judges import AnswerRecord
 
 KNOWN = (
@@ -56,11 +56,13 @@ def read_answers(path: str | Path) -> list[AnswerRecord]:
     answers, problems = [], []
     for number, record in numbered:
         try:
-            answers.append(_answer(record))
+            answers.append(_answer(check_record(record, "an answer row")))
         except ValidationError as exc:
             problems += [
                 f"row {number}: {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
             ]
+        except ValueError as exc:
+            problems.append(f"row {number}: {exc}")
     if problems:
         raise AnswerError(problems)
     return answers

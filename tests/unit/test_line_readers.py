@@ -15,7 +15,7 @@ import pytest
 from benchmarks.loading import DatasetUnavailable, read_file
 from calibration.formats.imports import read_lm_eval_results
 from calibration.formats.interchange import GradeFormatError, parse_csv, parse_jsonl, read_grades
-from service.regrading.answers import read_answers
+from service.regrading.answers import AnswerError, read_answers
 from service.regrading.batch_files import read_results
 
 # each breaks `str.splitlines()`, none is a JSON line end
@@ -81,6 +81,25 @@ def test_answers_csv_keeps_a_multi_line_cell(tmp_path):
         encoding="utf-8",
     )
     assert [(a.item_id, a.response) for a in read_answers(path)] == [("a", CELL), ("b", "ok")]
+
+
+def test_an_answers_line_that_is_not_an_object_is_named_not_a_traceback(tmp_path):
+    path = tmp_path / "answers.jsonl"
+    good = {"item_id": "a", "response": "ok", "candidate_model": "qwen2.5-7b"}
+    path.write_text(jsonl([good]) + '["not", "an", "answer"]\n', encoding="utf-8")
+    with pytest.raises(AnswerError) as caught:
+        read_answers(path)
+    assert caught.value.problems == ["row 2: an answer row must be a JSON object"]
+
+
+def test_an_answers_csv_row_with_more_cells_than_its_header_is_refused(tmp_path):
+    path = tmp_path / "answers.csv"
+    path.write_text("item_id,response,candidate_model\na,ok,qwen2.5-7b,lost\n", encoding="utf-8")
+    with pytest.raises(AnswerError) as caught:
+        read_answers(path)
+    assert caught.value.problems == [
+        "row 2: 1 cell(s) more than the header's columns; they would be lost"
+    ]
 
 
 @pytest.mark.parametrize("sep", SEPARATORS, ids=ascii)
