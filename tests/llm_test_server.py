@@ -536,7 +536,9 @@ def planted_texts(body: dict[str, Any]) -> tuple[str, str]:
 def answer_shown_first(body: dict[str, Any]) -> bool:
     """Whether the judge's message shows the answer before the gold text: the order of the
     fenced sections, of the paper template's labelled lines, or of Fann or Flop's keys."""
-    user = next((m["content"] for m in reversed(body.get("messages") or []) if m["role"] == "user"), "")
+    user = next(
+        (m["content"] for m in reversed(body.get("messages") or []) if m["role"] == "user"), ""
+    )
     places = [
         (user.find(answer), user.find(gold))
         for answer, gold in (

@@ -36,7 +36,9 @@ def planted_config(server, tmp_path, behaviours=("clean", "verbose", "obeys", "s
         for behaviour in behaviours
     ]
     path = tmp_path / "judges.yaml"
-    path.write_text(yaml.safe_dump({"model_list": entries, "qadi": {"num_retries": 2, "timeout": 20}}))
+    path.write_text(
+        yaml.safe_dump({"model_list": entries, "qadi": {"num_retries": 2, "timeout": 20}})
+    )
     return path
 
 
@@ -46,14 +48,24 @@ def cells(report: dict) -> dict[tuple[str, str], dict]:
 
 def probe(env, *args):
     return run_cli(
-        "probe", str(SAMPLE), "--rubric", "kinayat-explanation", "--concurrency", "8", *args, env=env
+        "probe",
+        str(SAMPLE),
+        "--rubric",
+        "kinayat-explanation",
+        "--concurrency",
+        "8",
+        *args,
+        env=env,
     )
 
 
 def test_planted_effects_are_found_and_the_run_is_stored_budgeted_and_reproducible(
     migrated_db, llm_server, tmp_path
 ):
-    env = {"QADI_DATABASE_URL": migrated_db, "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path))}
+    env = {
+        "QADI_DATABASE_URL": migrated_db,
+        "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path)),
+    }
     # the budget is stated and enforced before any call
     refused = probe(env, "--probes", PROBES, "--max-calls", "10")
     assert refused.returncode == 2 and "max_calls: this run needs" in refused.stderr
@@ -103,7 +115,8 @@ def test_planted_effects_are_found_and_the_run_is_stored_budgeted_and_reproducib
     assert stored["cells"] == report["cells"]
     texts = client.get(f"/probes/{report['id']}/perturbations").json()
     assert texts["seed"] == 0 and any(
-        p["probe"] == "arabizi" and p["treated"]["response"].isascii() for p in texts["perturbations"]
+        p["probe"] == "arabizi" and p["treated"]["response"].isascii()
+        for p in texts["perturbations"]
     )
     assert client.get(f"/probes/{report['id']}.md").text.startswith("## Probes")
     again = probe(env, "--probes", PROBES, "--out", str(out))
@@ -137,7 +150,7 @@ def test_planted_effects_are_found_and_the_run_is_stored_budgeted_and_reproducib
     assert marks[("overall", "obeys")][0].startswith("injection_en +")
     assert marks[("language=ar", "verbose")] and marks[("overall", "clean")] is None
     page = (tmp_path / "cal.html").read_text()
-    assert page.index("<section class=\"probes\">") < page.index("</body>")
+    assert page.index('<section class="probes">') < page.index("</body>")
     assert "probe-marks" in page and "probe effects per judge" in page
     missing = run_cli("calibrate", "--from-db", "--rubric", "kinayat-explanation", "--out",
                       str(calibrated), "--probe-run", "nope", env=env)  # fmt: skip
@@ -156,20 +169,29 @@ def service(migrated_db, llm_server, tmp_path) -> TestClient:
 
 def test_post_probes_runs_stores_and_lists(migrated_db, llm_server, tmp_path):
     client = service(migrated_db, llm_server, tmp_path)
-    body = {"rubric": "kinayat-explanation", "probes": ["injection_ar", "digits"], "items": items(8)}
+    body = {
+        "rubric": "kinayat-explanation",
+        "probes": ["injection_ar", "digits"],
+        "items": items(8),
+    }
     created = client.post("/probes", json=body)
     assert created.status_code == 201, created.text
     run = created.json()
     assert run["moved"] == ["obeys/injection_ar"]
     assert run["calls"]["made"] == llm_server.calls() == 2 * (8 + 8)
     assert cells(run)[("clean", "digits")]["skipped"] == {"no digits": 8}
-    assert client.get(f"/probes/{run['id']}", headers={"accept": "text/html"}).text.count(
-        "<img alt=\"probe effects per judge\""
-    ) == 1
+    assert (
+        client.get(f"/probes/{run['id']}", headers={"accept": "text/html"}).text.count(
+            '<img alt="probe effects per judge"'
+        )
+        == 1
+    )
     page = client.get("/probes", params={"limit": 1}).json()
     assert page["items"][0]["moved"] == ["obeys/injection_ar"] and page["next_cursor"] is None
     # from the database: the stored originals, never the probe copies
-    from_db = client.post("/probes", json={"rubric": "kinayat-explanation", "probes": ["injection_ar"]})
+    from_db = client.post(
+        "/probes", json={"rubric": "kinayat-explanation", "probes": ["injection_ar"]}
+    )
     assert from_db.status_code == 201, from_db.text
     assert from_db.json()["n_items"] == 8 and from_db.json()["calls"]["already_stored"] == 32
 
@@ -194,13 +216,20 @@ def test_position_finds_a_judge_that_favours_the_first_text_and_spares_a_fair_on
     texts = client.get(f"/probes/{run.json()['id']}/perturbations").json()["perturbations"]
     treated = texts[0]["treated"]
     original = items(1)[0]
-    assert (treated["response"], treated["reference"]) == (original["response"], original["reference"])
+    assert (treated["response"], treated["reference"]) == (
+        original["response"],
+        original["reference"],
+    )
     assert treated["presentation_order"] == "answer_first"
 
 
 def test_post_probes_dry_run_states_the_calls_and_makes_none(migrated_db, llm_server, tmp_path):
     client = service(migrated_db, llm_server, tmp_path)
-    body = {"rubric": "kinayat-explanation", "probes": ["injection_ar", "digits"], "items": items(8)}
+    body = {
+        "rubric": "kinayat-explanation",
+        "probes": ["injection_ar", "digits"],
+        "items": items(8),
+    }
     dry = client.post("/probes", json={**body, "dry_run": True, "max_calls": 5})
     assert dry.status_code == 200, dry.text
     plan = dry.json()
@@ -235,7 +264,9 @@ def test_post_probes_refuses_bad_input_in_the_one_error_shape(migrated_db, llm_s
         [error] = response.json()["detail"]
         assert error["loc"] == loc and set(error) == {"loc", "msg", "type"}, error
     nan = client.post(
-        "/probes", content=json.dumps({**base, "alpha": float("nan")}), headers={"content-type": "application/json"}
+        "/probes",
+        content=json.dumps({**base, "alpha": float("nan")}),
+        headers={"content-type": "application/json"},
     )
     assert nan.status_code == 422 and nan.json()["detail"][0]["loc"] == ["body", "alpha"]
     assert client.get("/probes/nope").status_code == 404
@@ -258,7 +289,10 @@ def test_migration_0006_adds_and_removes_the_probe_runs_table(db_url):
 
 
 def test_cli_refuses_bad_options_in_one_line(migrated_db, llm_server, tmp_path):
-    env = {"QADI_DATABASE_URL": migrated_db, "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path))}
+    env = {
+        "QADI_DATABASE_URL": migrated_db,
+        "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path)),
+    }
     for args, message in (
         (("--probes", "loudness"), "probes: unknown ['loudness']"),
         (("--judges", "nobody"), "judges: unknown judge 'nobody'"),
@@ -286,7 +320,9 @@ def records(n: int) -> list[dict]:
 def expert_grades(n: int = 20) -> str:
     """Two SME ratings per item of the sample's first n items, as CSV."""
     lines = ["item_id,rater,rater_kind,score"]
-    lines += [f"prv-{i:02d},sme-{r},human,{1 + (i + r) % 5}" for i in range(1, n + 1) for r in (1, 2)]
+    lines += [
+        f"prv-{i:02d},sme-{r},human,{1 + (i + r) % 5}" for i in range(1, n + 1) for r in (1, 2)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -324,7 +360,9 @@ def test_a_report_takes_a_probe_run_of_its_rubric_and_judges_and_refuses_another
     assert report["probe_run"]["id"] == run.json()["id"]
 
     # another rubric's run (the paper's Kinayat judge): refused, nothing stored
-    paper = client.post("/probes", json={**body, "rubric": "kinayat-explanation-paper", "items": records(4)})
+    paper = client.post(
+        "/probes", json={**body, "rubric": "kinayat-explanation-paper", "items": records(4)}
+    )
     assert paper.status_code == 201, paper.text
     refused = client.post("/calibration/reports", json={**request, "probe_run": "latest"})
     assert refused.status_code == 422, refused.text
@@ -345,7 +383,10 @@ def test_a_report_takes_a_probe_run_of_its_rubric_and_judges_and_refuses_another
         json={**request, "judges": ["verbose"], "probe_run": clean_run.json()["id"]},
     )
     assert elsewhere.status_code == 422
-    assert "probed judges clean; none is in this report (verbose)" in elsewhere.json()["detail"][0]["msg"]
+    assert (
+        "probed judges clean; none is in this report (verbose)"
+        in elsewhere.json()["detail"][0]["msg"]
+    )
 
     # the nightly report takes the same run, and refuses the other rubric's in one line
     env = {"QADI_DATABASE_URL": migrated_db}

@@ -58,7 +58,9 @@ def test_the_clustered_test_holds_its_level_with_few_clusters():
             shared = rng.choice([-1, 0, 1])  # a perturbation effect that varies by prompt
             for _ in range(4):
                 cell.add(3, 3 + shared + rng.choice([0, 0, 1, -1]), {"prompt": str(g)})
-        [block] = probe_effects([cell], (1, 5), options.model_copy(update={"seed": int(rng.integers(1 << 30))}))
+        [block] = probe_effects(
+            [cell], (1, 5), options.model_copy(update={"seed": int(rng.integers(1 << 30))})
+        )
         rejections += block["p"] <= 0.05
     check_rate("probe clustered sign-flip test: size", rejections, reps, 0.05, "at_most", "G=6")
 
@@ -96,7 +98,9 @@ def test_bh_keeps_the_false_discovery_rate_across_judges_and_probes():
         _, is_false = _random_discovery_is_false(blocks, truth, rng)
         false += is_false
         found += sum(b["moved"] for b in blocks if truth[(b["judge"], b["probe"])])
-    check_rate("probe BH: false discovery rate", false, reps, q, "at_most", "4 judges x 6 probes, n=30")
+    check_rate(
+        "probe BH: false discovery rate", false, reps, q, "at_most", "4 judges x 6 probes, n=30"
+    )
     check_rate("probe BH: power, +1 on 60% of items", found, reps * 6, 0.8, "at_least", "n=30")
 
 
@@ -116,7 +120,9 @@ def test_the_t_interval_covers_the_mean_change_when_changes_are_common():
             cell.add(b, t, {})
         [block] = probe_effects([cell], (0, 6), OPTIONS.model_copy(update={"seed": rep}))
         covered += block["ci"][0] <= truth <= block["ci"][1]
-    check_rate("probe t interval: coverage (nominal 0.95)", covered, reps, 0.95, "at_least", "n=40, dense")
+    check_rate(
+        "probe t interval: coverage (nominal 0.95)", covered, reps, 0.95, "at_least", "n=40, dense"
+    )
 
 
 # --- end to end without transport: the real perturbations, the test double's planted rules ---
@@ -212,9 +218,13 @@ def test_an_unbiased_noisy_judge_is_not_flagged_beyond_the_fdr_level_over_seeds(
     )
     # the length effect is +1 on the 13 of 24 answers under 1.5× the gold's words (+0.54),
     # beside the noise: found about half the time at n = 24 (measured 0.55 over 200 seeds)
-    check_rate("probe run: planted length effects found", found, 3 * reps, 0.45, "at_least", setting)
+    check_rate(
+        "probe run: planted length effects found", found, 3 * reps, 0.45, "at_least", setting
+    )
 
 
 def test_the_sample_file_is_valid_json_lines():
-    lines = (ROOT / "service" / "sample" / "probe_items.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (
+        (ROOT / "service" / "sample" / "probe_items.jsonl").read_text(encoding="utf-8").splitlines()
+    )
     assert len(lines) == 24 and all(json.loads(line)["reference"] for line in lines)
