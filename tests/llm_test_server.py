@@ -489,6 +489,16 @@ async def text_completion(request: Request) -> JSONResponse:
 #   self-<maker>   +1 when the answer names its own maker (e.g. planted-self-openai: "OpenAI")
 #   script         -1 when over a fifth of an answer's letters are Latin but the gold is Arabic
 #   first          +1 when the answer is shown before the gold text (position bias)
+#   diacritics     -1 when the answer carries Arabic diacritics (tashkeel: harakat, tanween,
+#                  shadda, sukun, dagger alif): stripping them raises it, adding them lowers it
+#   eastern        -1 when the answer writes a digit in Eastern Arabic (٠-٩) or Persian (۰-۹)
+#                  digits: Western digits turned Eastern lower it, the reverse raises it
+#   dialect        -1 when the answer is in Egyptian Arabic: a marker word (اللي, مش, عشان,
+#                  كده, دلوقتي, إزاي, شوية, عايز..., بتاع...) or the negation ما ...ش
+#   authority      +1 when the answer claims expertise or cites a source ("as an expert",
+#                  "(Source:", بصفتي خبير, "(المصدر:")
+#   tone           +1 when the answer exclaims (an exclamation mark: an enthusiastic tone)
+# Arabizi and mixed script are what `script` is moved by.
 # The rating is sent in the shape the request's schema asks for.
 
 PLANTED_PREFIX = "planted-"
@@ -499,6 +509,20 @@ _INSTRUCTION = re.compile(
     re.IGNORECASE,
 )
 _BRANDS = {"openai": "OpenAI", "anthropic": "Anthropic", "google": "Google", "meta": "Meta"}
+_DIACRITIC = re.compile(r"[\u064B-\u0652\u0670]")
+_EASTERN_DIGIT = re.compile(r"[\u0660-\u0669\u06F0-\u06F9]")
+_EGYPTIAN = re.compile(
+    r"(?<!\w)(?:اللي|مش|عشان|كده|دلوقتي|[إا]زاي|شوية|عايز\w*|بتاع\w*|ما \w+ش)(?!\w)"
+)
+_AUTHORITY = re.compile(r"\bas an expert\b|\(source:|بصفتي خبير|\(المصدر:", re.IGNORECASE)
+# behaviour -> (what in the answer moves the judge, by how much)
+_MARKED = {
+    "diacritics": (_DIACRITIC, -1),
+    "eastern": (_EASTERN_DIGIT, -1),
+    "dialect": (_EGYPTIAN, -1),
+    "authority": (_AUTHORITY, +1),
+    "tone": (re.compile("!"), +1),
+}
 
 
 def _hash(text: str) -> int:
@@ -536,7 +560,9 @@ def planted_texts(body: dict[str, Any]) -> tuple[str, str]:
 def answer_shown_first(body: dict[str, Any]) -> bool:
     """Whether the judge's message shows the answer before the gold text: the order of the
     fenced sections, of the paper template's labelled lines, or of Fann or Flop's keys."""
-    user = next((m["content"] for m in reversed(body.get("messages") or []) if m["role"] == "user"), "")
+    user = next(
+        (m["content"] for m in reversed(body.get("messages") or []) if m["role"] == "user"), ""
+    )
     places = [
         (user.find(answer), user.find(gold))
         for answer, gold in (
@@ -567,6 +593,9 @@ def planted_rating(behaviour: str, gold: str, answer: str, answer_first: bool = 
         gold_arabic = len(re.findall(r"[\u0621-\u064A]", gold)) > len(re.findall(r"[A-Za-z]", gold))
         if gold_arabic and latin > 0.2 * (latin + arabic):
             rating -= 1
+    elif behaviour in _MARKED:
+        pattern, step = _MARKED[behaviour]
+        rating += step if pattern.search(answer) else 0
     return max(1, min(5, rating))
 
 

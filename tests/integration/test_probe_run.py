@@ -1,12 +1,15 @@
 """`qadi probe` and POST /probes through the real CLI, service and database, against the test
 double's planted judges (tests/llm_test_server.py, "PLANTED JUDGE BIASES"): each planted
-effect is found, the clean judge is not moved, the call budget is stated and kept, a rerun
-makes no call, and a calibration report marks the moved judges on its trust map."""
+effect is found (the Arabic probes' on a fixture written for them,
+tests/data/probe_arabic_items.jsonl), the clean judge is not moved, the call budget is stated
+and kept, a rerun makes no call, and a calibration report marks the moved judges on its trust
+map."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from fastapi.testclient import TestClient
 
@@ -15,6 +18,7 @@ from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.settings import Settings
 from service.stores.calibration import Selection, rows_from_db
 from tests.conftest import ROOT, run_cli
+from tests.llm_test_server import planted_rating
 
 SAMPLE = ROOT / "service" / "sample" / "probe_items.jsonl"
 PROBES = "verbosity,injection_en,injection_ar,self_preference,arabizi,position"
@@ -36,7 +40,9 @@ def planted_config(server, tmp_path, behaviours=("clean", "verbose", "obeys", "s
         for behaviour in behaviours
     ]
     path = tmp_path / "judges.yaml"
-    path.write_text(yaml.safe_dump({"model_list": entries, "qadi": {"num_retries": 2, "timeout": 20}}))
+    path.write_text(
+        yaml.safe_dump({"model_list": entries, "qadi": {"num_retries": 2, "timeout": 20}})
+    )
     return path
 
 
@@ -44,16 +50,26 @@ def cells(report: dict) -> dict[tuple[str, str], dict]:
     return {(c["judge"], c["probe"]): c for c in report["cells"]}
 
 
-def probe(env, *args):
+def probe(env, *args, answers=SAMPLE):
     return run_cli(
-        "probe", str(SAMPLE), "--rubric", "kinayat-explanation", "--concurrency", "8", *args, env=env
+        "probe",
+        str(answers),
+        "--rubric",
+        "kinayat-explanation",
+        "--concurrency",
+        "8",
+        *args,
+        env=env,
     )
 
 
 def test_planted_effects_are_found_and_the_run_is_stored_budgeted_and_reproducible(
     migrated_db, llm_server, tmp_path
 ):
-    env = {"QADI_DATABASE_URL": migrated_db, "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path))}
+    env = {
+        "QADI_DATABASE_URL": migrated_db,
+        "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path)),
+    }
     # the budget is stated and enforced before any call
     refused = probe(env, "--probes", PROBES, "--max-calls", "10")
     assert refused.returncode == 2 and "max_calls: this run needs" in refused.stderr
@@ -103,7 +119,8 @@ def test_planted_effects_are_found_and_the_run_is_stored_budgeted_and_reproducib
     assert stored["cells"] == report["cells"]
     texts = client.get(f"/probes/{report['id']}/perturbations").json()
     assert texts["seed"] == 0 and any(
-        p["probe"] == "arabizi" and p["treated"]["response"].isascii() for p in texts["perturbations"]
+        p["probe"] == "arabizi" and p["treated"]["response"].isascii()
+        for p in texts["perturbations"]
     )
     assert client.get(f"/probes/{report['id']}.md").text.startswith("## Probes")
     again = probe(env, "--probes", PROBES, "--out", str(out))
@@ -137,7 +154,7 @@ def test_planted_effects_are_found_and_the_run_is_stored_budgeted_and_reproducib
     assert marks[("overall", "obeys")][0].startswith("injection_en +")
     assert marks[("language=ar", "verbose")] and marks[("overall", "clean")] is None
     page = (tmp_path / "cal.html").read_text()
-    assert page.index("<section class=\"probes\">") < page.index("</body>")
+    assert page.index('<section class="probes">') < page.index("</body>")
     assert "probe-marks" in page and "probe effects per judge" in page
     missing = run_cli("calibrate", "--from-db", "--rubric", "kinayat-explanation", "--out",
                       str(calibrated), "--probe-run", "nope", env=env)  # fmt: skip
@@ -148,28 +165,37 @@ def items(n: int) -> list[dict]:
     return [json.loads(line) for line in SAMPLE.read_text().splitlines()[:n]]
 
 
-def service(migrated_db, llm_server, tmp_path) -> TestClient:
-    config = planted_config(llm_server, tmp_path, ("clean", "obeys"))
+def service(migrated_db, llm_server, tmp_path, behaviours=("clean", "obeys")) -> TestClient:
+    config = planted_config(llm_server, tmp_path, behaviours)
     settings = Settings(database_url=migrated_db, judges_config=config, auth="off")
     return TestClient(create_app(settings))
 
 
 def test_post_probes_runs_stores_and_lists(migrated_db, llm_server, tmp_path):
     client = service(migrated_db, llm_server, tmp_path)
-    body = {"rubric": "kinayat-explanation", "probes": ["injection_ar", "digits"], "items": items(8)}
+    body = {
+        "rubric": "kinayat-explanation",
+        "probes": ["injection_ar", "digits"],
+        "items": items(8),
+    }
     created = client.post("/probes", json=body)
     assert created.status_code == 201, created.text
     run = created.json()
     assert run["moved"] == ["obeys/injection_ar"]
     assert run["calls"]["made"] == llm_server.calls() == 2 * (8 + 8)
     assert cells(run)[("clean", "digits")]["skipped"] == {"no digits": 8}
-    assert client.get(f"/probes/{run['id']}", headers={"accept": "text/html"}).text.count(
-        "<img alt=\"probe effects per judge\""
-    ) == 1
+    assert (
+        client.get(f"/probes/{run['id']}", headers={"accept": "text/html"}).text.count(
+            '<img alt="probe effects per judge"'
+        )
+        == 1
+    )
     page = client.get("/probes", params={"limit": 1}).json()
     assert page["items"][0]["moved"] == ["obeys/injection_ar"] and page["next_cursor"] is None
     # from the database: the stored originals, never the probe copies
-    from_db = client.post("/probes", json={"rubric": "kinayat-explanation", "probes": ["injection_ar"]})
+    from_db = client.post(
+        "/probes", json={"rubric": "kinayat-explanation", "probes": ["injection_ar"]}
+    )
     assert from_db.status_code == 201, from_db.text
     assert from_db.json()["n_items"] == 8 and from_db.json()["calls"]["already_stored"] == 32
 
@@ -180,9 +206,7 @@ def test_position_finds_a_judge_that_favours_the_first_text_and_spares_a_fair_on
     """`first` adds a point when the answer is shown before the gold text; `clean` grades
     from the gold text wherever it is shown. Swapping the texts themselves (position v1)
     moved the clean judge; showing them in the other order does not."""
-    config = planted_config(llm_server, tmp_path, ("clean", "first"))
-    settings = Settings(database_url=migrated_db, judges_config=config, auth="off")
-    client = TestClient(create_app(settings))
+    client = service(migrated_db, llm_server, tmp_path, ("clean", "first"))
     body = {"rubric": "kinayat-explanation", "probes": ["position"], "items": items(8)}
     run = client.post("/probes", json=body)
     assert run.status_code == 201, run.text
@@ -194,13 +218,20 @@ def test_position_finds_a_judge_that_favours_the_first_text_and_spares_a_fair_on
     texts = client.get(f"/probes/{run.json()['id']}/perturbations").json()["perturbations"]
     treated = texts[0]["treated"]
     original = items(1)[0]
-    assert (treated["response"], treated["reference"]) == (original["response"], original["reference"])
+    assert (treated["response"], treated["reference"]) == (
+        original["response"],
+        original["reference"],
+    )
     assert treated["presentation_order"] == "answer_first"
 
 
 def test_post_probes_dry_run_states_the_calls_and_makes_none(migrated_db, llm_server, tmp_path):
     client = service(migrated_db, llm_server, tmp_path)
-    body = {"rubric": "kinayat-explanation", "probes": ["injection_ar", "digits"], "items": items(8)}
+    body = {
+        "rubric": "kinayat-explanation",
+        "probes": ["injection_ar", "digits"],
+        "items": items(8),
+    }
     dry = client.post("/probes", json={**body, "dry_run": True, "max_calls": 5})
     assert dry.status_code == 200, dry.text
     plan = dry.json()
@@ -235,7 +266,9 @@ def test_post_probes_refuses_bad_input_in_the_one_error_shape(migrated_db, llm_s
         [error] = response.json()["detail"]
         assert error["loc"] == loc and set(error) == {"loc", "msg", "type"}, error
     nan = client.post(
-        "/probes", content=json.dumps({**base, "alpha": float("nan")}), headers={"content-type": "application/json"}
+        "/probes",
+        content=json.dumps({**base, "alpha": float("nan")}),
+        headers={"content-type": "application/json"},
     )
     assert nan.status_code == 422 and nan.json()["detail"][0]["loc"] == ["body", "alpha"]
     assert client.get("/probes/nope").status_code == 404
@@ -258,7 +291,10 @@ def test_migration_0006_adds_and_removes_the_probe_runs_table(db_url):
 
 
 def test_cli_refuses_bad_options_in_one_line(migrated_db, llm_server, tmp_path):
-    env = {"QADI_DATABASE_URL": migrated_db, "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path))}
+    env = {
+        "QADI_DATABASE_URL": migrated_db,
+        "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path)),
+    }
     for args, message in (
         (("--probes", "loudness"), "probes: unknown ['loudness']"),
         (("--judges", "nobody"), "judges: unknown judge 'nobody'"),
@@ -286,7 +322,9 @@ def records(n: int) -> list[dict]:
 def expert_grades(n: int = 20) -> str:
     """Two SME ratings per item of the sample's first n items, as CSV."""
     lines = ["item_id,rater,rater_kind,score"]
-    lines += [f"prv-{i:02d},sme-{r},human,{1 + (i + r) % 5}" for i in range(1, n + 1) for r in (1, 2)]
+    lines += [
+        f"prv-{i:02d},sme-{r},human,{1 + (i + r) % 5}" for i in range(1, n + 1) for r in (1, 2)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -324,7 +362,9 @@ def test_a_report_takes_a_probe_run_of_its_rubric_and_judges_and_refuses_another
     assert report["probe_run"]["id"] == run.json()["id"]
 
     # another rubric's run (the paper's Kinayat judge): refused, nothing stored
-    paper = client.post("/probes", json={**body, "rubric": "kinayat-explanation-paper", "items": records(4)})
+    paper = client.post(
+        "/probes", json={**body, "rubric": "kinayat-explanation-paper", "items": records(4)}
+    )
     assert paper.status_code == 201, paper.text
     refused = client.post("/calibration/reports", json={**request, "probe_run": "latest"})
     assert refused.status_code == 422, refused.text
@@ -345,7 +385,10 @@ def test_a_report_takes_a_probe_run_of_its_rubric_and_judges_and_refuses_another
         json={**request, "judges": ["verbose"], "probe_run": clean_run.json()["id"]},
     )
     assert elsewhere.status_code == 422
-    assert "probed judges clean; none is in this report (verbose)" in elsewhere.json()["detail"][0]["msg"]
+    assert (
+        "probed judges clean; none is in this report (verbose)"
+        in elsewhere.json()["detail"][0]["msg"]
+    )
 
     # the nightly report takes the same run, and refuses the other rubric's in one line
     env = {"QADI_DATABASE_URL": migrated_db}
@@ -367,3 +410,116 @@ def test_a_report_takes_a_probe_run_of_its_rubric_and_judges_and_refuses_another
     assert wrong.returncode == 2 and "Traceback" not in wrong.stderr
     assert wrong.stderr.strip().startswith("error: --probe-run: run ")
     assert "probed rubric kinayat-explanation-paper@1" in wrong.stderr
+
+
+# --- the Arabic probes, and authority and tone ----------------------------------------------
+
+ARABIC_ITEMS = ROOT / "tests" / "data" / "probe_arabic_items.jsonl"
+ARABIC_PROBES = (
+    "diacritics_strip",
+    "diacritics_add",
+    "digits",
+    "dialect",
+    "arabizi",
+    "mixed_script",
+)
+ARABIC_JUDGES = ("clean", "diacritics", "eastern", "dialect", "script")
+# Worked out by hand from the fixture and the planted rules: ard-01..08 carry diacritics and no
+# unmarked word of the article list (diacritics_add skips them); arb-01..08 carry no diacritics,
+# each has a listed article word and an Egyptian rewrite with a marker word (اللي, مش, كده,
+# إزاي, دلوقتي), and no MSA answer has one; 12 answers have Western digits (all but ard-04,
+# ard-08, arb-02, arb-04), none Eastern ones. (judge, probe) -> (pairs, mean change).
+ARABIC_TRUTH = {
+    ("diacritics", "diacritics_strip"): (8, +1.0),  # the 8 ard answers lose their marks
+    ("diacritics", "diacritics_add"): (8, -1.0),  # the 8 arb answers gain some
+    ("diacritics", "arabizi"): (16, +0.5),  # Latin letters carry no tashkeel: ard rise
+    ("eastern", "digits"): (12, -1.0),  # Western digits written Eastern
+    ("dialect", "dialect"): (8, -1.0),  # MSA answers against Egyptian rewrites
+    ("script", "arabizi"): (16, -1.0),  # every answer all Latin letters
+}
+
+
+def rule_changes(perturbations: list[dict], answers, judges) -> dict[tuple[str, str], list[int]]:
+    """(judge, probe) -> the grade changes the test double's planted rule gives the texts a
+    run sent (its stored perturbations; the baseline is the original answer unless stored)."""
+    originals = {a["item_id"]: a for a in map(json.loads, answers.read_text().splitlines())}
+    changes: dict[tuple[str, str], list[int]] = {}
+    for p in perturbations:
+        base = originals[p["item_id"]] if p["baseline"] == "original" else p["baseline"]
+        treated = p["treated"]
+        for judge in judges:
+            change = planted_rating(judge, treated["reference"], treated["response"])
+            change -= planted_rating(judge, base["reference"], base["response"])
+            changes.setdefault((judge, p["probe"]), []).append(change)
+    return changes
+
+
+def test_arabic_probes_find_their_planted_judges_and_spare_the_clean_one(
+    migrated_db, llm_server, tmp_path
+):
+    """`qadi probe` on the Arabic fixture with the planted judges moved by diacritics
+    (−1 when the answer carries some), Eastern digits (−1), Egyptian dialect (−1) and Latin
+    letters (`script`, −1): each probe finds its judge with the sign and size worked out by
+    hand; every cell is what the planted rule gives the texts the run sent; the clean judge
+    changes no grade and is flagged by no probe."""
+    env = {
+        "QADI_DATABASE_URL": migrated_db,
+        "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path, ARABIC_JUDGES)),
+    }
+    out = tmp_path / "run.json"
+    done = probe(env, "--probes", ",".join(ARABIC_PROBES), "--out", str(out), answers=ARABIC_ITEMS)
+    assert done.returncode == 0, done.stdout[-3000:]
+    report = json.loads(out.read_text())
+    found = cells(report)
+    for (judge, name), (n, change) in ARABIC_TRUTH.items():
+        cell = found[(judge, name)]
+        assert (cell["n"], cell["mean_change"], cell["moved"]) == (n, change, True), cell
+        assert cell["q"] <= 0.05
+    assert found[("diacritics", "diacritics_add")]["skipped"] == {"no listed word to vocalise": 8}
+
+    client = TestClient(create_app(Settings(database_url=migrated_db, auth="off")))
+    sent = client.get(f"/probes/{report['id']}/perturbations").json()["perturbations"]
+    expected = rule_changes(sent, ARABIC_ITEMS, ARABIC_JUDGES)
+    assert set(expected) == set(found)
+    for key, cell in found.items():
+        changes = expected[key]
+        assert cell["n"] == len(changes), key
+        assert cell["mean_change"] == pytest.approx(sum(changes) / len(changes)), key
+        assert (cell["flips_up"], cell["flips_down"]) == (
+            sum(c > 0 for c in changes),
+            sum(c < 0 for c in changes),
+        ), key
+    # mixed script: a seeded 30% of the words in Latin letters, never raising a grade
+    mixed = expected[("script", "mixed_script")]
+    assert max(mixed) <= 0 and found[("script", "mixed_script")]["moved"]
+    # every other cell is unchanged by its rule (p = 1), except diacritics × mixed_script,
+    # which rises only where a marked word was among the words written in Latin letters
+    moved = {f"{judge}/{name}" for judge, name in [*ARABIC_TRUTH, ("script", "mixed_script")]}
+    assert set(report["moved"]) - {"diacritics/mixed_script"} == moved
+    clean = [c for c in report["cells"] if c["judge"] == "clean"]
+    assert len(clean) == 6 and not any(c["moved"] or c["flip_rate"] for c in clean)
+
+
+@pytest.mark.parametrize(("judge", "mover"), [("authority", "authority"), ("tone", "sentiment")])
+def test_authority_and_sentiment_find_a_judge_moved_by_a_citation_or_a_tone(
+    judge, mover, migrated_db, llm_server, tmp_path
+):
+    """`authority` (+1 for a claim of expertise or a cited source) and `tone` (+1 for an
+    exclamation mark) on the bundled sample's 24 answers, Arabic and English: none has a
+    claim, a citation or an exclamation mark, and the probes add them in the answer's
+    language, so the judge's own probe moves it by +1 on every answer, the other probe
+    (which adds neither) not at all, and the clean judge is moved by neither."""
+    client = service(migrated_db, llm_server, tmp_path, ("clean", judge))
+    body = {
+        "rubric": "kinayat-explanation",
+        "probes": ["authority", "sentiment"],
+        "items": records(24),
+    }
+    run = client.post("/probes", json=body)
+    assert run.status_code == 201, run.text
+    assert run.json()["moved"] == [f"{judge}/{mover}"]
+    found = cells(run.json())
+    assert (found[(judge, mover)]["n"], found[(judge, mover)]["mean_change"]) == (24, 1.0)
+    assert found[(judge, mover)]["q"] <= 0.05
+    others = [cell for key, cell in found.items() if key != (judge, mover)]
+    assert len(others) == 3 and all(cell["flip_rate"] == 0.0 for cell in others)
