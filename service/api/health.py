@@ -52,14 +52,14 @@ def readyz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ready", "database": "ok"})
 
 
-def metrics_key(
+async def metrics_key(
     request: Request,
     credentials: HTTPAuthorizationCredentials | None = Depends(bearer),
     api_key: str | None = Depends(header),
 ) -> None:
     """With QADI_METRICS_AUTH=admin, an admin-scope key: the numbers are every project's."""
     if request.app.state.settings.metrics_auth == "admin":
-        require("admin")(request, credentials, api_key)
+        await require("admin")(request, credentials, api_key)
 
 
 @router.get(

@@ -49,9 +49,15 @@ def _item_hash(request: GradeRequest) -> str:
 def ensure_responses(session: Session, project: str, requests: list[GradeRequest]) -> list[int]:
     """The response id of each request's answer in `project`, inserting the items and
     answers not yet stored (a concurrent writer inserting the same rows first is not an
-    error)."""
+    error).
+
+    Items (a prompt and its reference) repeat across answers, so the stored ones are looked
+    up before the rest are inserted; an answer is usually new, so answers are inserted at
+    once (ON CONFLICT DO NOTHING) and only those already stored are looked up after: one
+    statement fewer per transaction on the grading path."""
+    if not requests:
+        return []
     item_hashes = [_item_hash(r) for r in requests]
-    response_hashes = [response_hash(r, project) for r in requests]
     items = _existing(session, ItemRow, item_hashes)
     new_items = {h: r for h, r in zip(item_hashes, requests, strict=True) if h not in items}
     if new_items:
@@ -66,35 +72,31 @@ def ensure_responses(session: Session, project: str, requests: list[GradeRequest
         )
         items.update(inserted)
         items.update(_existing(session, ItemRow, [h for h in new_items if h not in items]))
-    responses = _existing(session, ResponseRow, response_hashes)
-    new_responses = {
+    response_hashes = [response_hash(r, project) for r in requests]
+    answers = {
         h: (r, items[ih])
         for h, r, ih in zip(response_hashes, requests, item_hashes, strict=True)
-        if h not in responses
     }
-    if new_responses:
-        now = utcnow()
-        inserted = insert_missing(
-            session,
-            ResponseRow,
-            [
-                {
-                    "content_hash": h,
-                    "project": project,
-                    "item_id": item_id,
-                    "item_key": item_key(r),
-                    "candidate_model": r.candidate_model,
-                    "candidate_provider": r.candidate_provider,
-                    "text": r.response,
-                    "attributes": dict(r.metadata),
-                    "created_at": now,
-                }
-                for h, (r, item_id) in new_responses.items()
-            ],
-        )
-        responses.update(inserted)
-        missing = [h for h in new_responses if h not in responses]
-        responses.update(_existing(session, ResponseRow, missing))
+    now = utcnow()
+    responses = insert_missing(
+        session,
+        ResponseRow,
+        [
+            {
+                "content_hash": h,
+                "project": project,
+                "item_id": item_id,
+                "item_key": item_key(r),
+                "candidate_model": r.candidate_model,
+                "candidate_provider": r.candidate_provider,
+                "text": r.response,
+                "attributes": dict(r.metadata),
+                "created_at": now,
+            }
+            for h, (r, item_id) in answers.items()
+        ],
+    )
+    responses.update(_existing(session, ResponseRow, [h for h in answers if h not in responses]))
     return [responses[h] for h in response_hashes]
 
 

@@ -44,7 +44,7 @@ def record(out: Path, requests: int) -> None:
             try:
                 wait_for_http(f"http://127.0.0.1:{service.port}/healthz")
                 spy = subprocess.Popen(
-                    ["py-spy", "record", "--format", "raw", "-r", "200", "-o", str(out)]
+                    ["py-spy", "record", "--gil", "--format", "raw", "-r", "200", "-o", str(out)]
                     + ["-p", str(service.process.pid)],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
