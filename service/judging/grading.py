@@ -268,6 +268,7 @@ class GradingService:
     ) -> None:
         stale_before = utcnow() - self.stale_after
         batch = self.batch_for(project)
+        allowed = []
         for item in items:
             if self.shared is not None:
                 try:
@@ -275,13 +276,12 @@ class GradingService:
                 except RateLimited as exc:
                     outcomes[item.index] = exc
                     continue
-            body_hash = content_hash(item.body.model_dump(mode="json"))
-            try:
-                claimed = requests.claim(
-                    session, project, item.key, body_hash, api_key_id, stale_before
-                )
-            except ServiceError as exc:
-                outcomes[item.index] = exc
+            allowed.append(item)
+        wanted = [(item.key, content_hash(item.body.model_dump(mode="json"))) for item in allowed]
+        claims = requests.claim_many(session, project, wanted, api_key_id, stale_before)
+        for item, claimed in zip(allowed, claims, strict=True):
+            if isinstance(claimed, ServiceError):
+                outcomes[item.index] = claimed
                 continue
             if isinstance(claimed, requests.Replay):
                 outcomes[item.index] = replayed(claimed)
@@ -328,13 +328,9 @@ class GradingService:
         none (a request left pending is retried, or closed as abandoned by the reaper). A
         request another attempt has taken over keeps that attempt's judgments only; which
         requests landed is returned, per job (a project and its finished requests)."""
-        landed = [
-            [
-                requests.finish(session, claimed, outcome, payload)
-                for claimed, _, (outcome, payload) in job
-            ]
-            for _, job in jobs
-        ]
+        ends = [(claimed, *answer) for _, job in jobs for claimed, _, answer in job]
+        ended = iter(requests.finish_many(session, ends))
+        landed = [[next(ended) for _ in job] for _, job in jobs]
         for (project, job), landed_here in zip(jobs, landed, strict=True):
             kept = [
                 (claimed, graded, payload)

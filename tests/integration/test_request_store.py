@@ -122,3 +122,40 @@ def test_a_released_claim_leaves_the_key_free(sessions):
         requests.release(session, taken)
         assert session.get(GradeRequestRow, again.id).status == "abandoned"
     assert claim(sessions, key="busy") == requests.Claim(again.id, 3)
+
+
+def test_finishing_a_round_together_lands_each_request_as_its_own_finish_would(sessions):
+    """finish_many: one batched UPDATE when every request is still its attempt's; when one
+    was taken over meanwhile, each is finished on its own and only the live ones land; an
+    outage lets go of its key whichever way the rest went."""
+    live = [claim(sessions, key=f"live-{i}") for i in range(3)]
+    with session_scope(sessions) as session:
+        landed = requests.finish_many(
+            session, [(c, requests.GRADED, {"n": i}) for i, c in enumerate(live)]
+        )
+    assert landed == [True, True, True]
+    assert [claim(sessions, key=f"live-{i}").result for i in range(3)] == [
+        {"n": 0},
+        {"n": 1},
+        {"n": 2},
+    ]
+
+    old, kept, down = (claim(sessions, key=k) for k in ("old", "kept", "down"))
+    age(sessions, old.id, 120)
+    retry = claim(sessions, key="old")  # takes `old` over: attempt 2
+    assert retry == requests.Claim(old.id, 2)
+    with session_scope(sessions) as session:
+        landed = requests.finish_many(
+            session,
+            [
+                (old, requests.GRADED, {"by": "dead attempt"}),
+                (kept, requests.GRADED, {"by": "kept"}),
+                (down, requests.OUTAGE, {"by": "outage"}),
+            ],
+        )
+    assert landed == [False, True, True]
+    with session_scope(sessions) as session:
+        rows = {r.id: r for r in session.scalars(select(GradeRequestRow))}
+    assert rows[old.id].status == "pending" and rows[old.id].attempt == 2  # the retry's now
+    assert rows[kept.id].status == "done" and rows[kept.id].result == {"by": "kept"}
+    assert rows[down.id].status == "done" and rows[down.id].idempotency_key is None
