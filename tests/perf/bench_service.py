@@ -1,6 +1,9 @@
 """POST /judge against an instant backend, compared with sending the same judge requests
 (messages and JSON schema) through `litellm.acompletion` directly, at the same concurrency
 (DESIGN.md: throughput >= 60% of the direct calls, <= 6 ms of service CPU per request).
+The direct calls run before and after the service (the machine's speed drifts; the two are
+averaged, as tests/perf/bench_regrade.py does), and their own process CPU per call is
+LiteLLM's cost, printed as its share of the service's CPU per request.
 
 Run: .venv/bin/python tests/perf/bench_service.py [--requests 2000] [--concurrency 32]
 [--project NAME] (PostgreSQL when QADI_TEST_POSTGRES_URL is set, else a temporary SQLite
@@ -42,7 +45,8 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
 
 
-async def timed(n: int, concurrency: int, call) -> tuple[float, list[float]]:
+async def timed(n: int, concurrency: int, call) -> tuple[float, list[float], float]:
+    """Wall seconds, latencies, and this process's CPU seconds, of `n` calls."""
     semaphore = asyncio.Semaphore(concurrency)
     latencies: list[float] = []
 
@@ -52,9 +56,9 @@ async def timed(n: int, concurrency: int, call) -> tuple[float, list[float]]:
             await call(i)
             latencies.append(time.perf_counter() - started)
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(one(i) for i in range(n)))
-    return time.perf_counter() - started, latencies
+    return time.perf_counter() - started, latencies, time.process_time() - cpu
 
 
 def body(i: int) -> dict:
@@ -128,9 +132,7 @@ def main() -> None:
             ],
             "qadi": {"num_retries": 0},
         }
-        direct_seconds, direct_latency = asyncio.run(
-            direct(config, args.requests, args.concurrency)
-        )
+        before = asyncio.run(direct(config, args.requests, args.concurrency))
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
             url = migrated_database(workdir)
@@ -149,7 +151,7 @@ def main() -> None:
             try:
                 wait_for_http(f"http://127.0.0.1:{service.port}/healthz")
                 cpu_before = cpu_seconds(service.process.pid)
-                service_seconds, service_latency = asyncio.run(
+                service_seconds, service_latency, _ = asyncio.run(
                     through_service(
                         f"http://127.0.0.1:{service.port}", args.requests, args.concurrency
                     )
@@ -157,15 +159,20 @@ def main() -> None:
                 service_cpu = cpu_seconds(service.process.pid) - cpu_before
             finally:
                 service.stop()
+        after = asyncio.run(direct(config, args.requests, args.concurrency))
     finally:
         llm.terminate()
+    direct_seconds = (before[0] + after[0]) / 2
+    direct_latency = before[1] + after[1]
+    litellm_cpu = (before[2] + after[2]) / 2
     n = args.requests
     print(
         f"requests={n} concurrency={args.concurrency} backend latency=0 ({url.split(':')[0]}) "
         f"project={args.project or 'default'}"
     )
     print(
-        f"litellm.acompletion:   {n / direct_seconds:7.1f} calls/s  p50 "
+        f"litellm.acompletion:   {n / direct_seconds:7.1f} calls/s  (before {n / before[0]:.1f}, "
+        f"after {n / after[0]:.1f})  p50 "
         f"{1000 * statistics.median(direct_latency):6.1f} ms  p99 "
         f"{1000 * percentile(direct_latency, 0.99):6.1f} ms"
     )
@@ -177,6 +184,10 @@ def main() -> None:
     print(
         f"service CPU per request: {1000 * service_cpu / (n + 1):.1f} ms "
         "(the service, the clients and the test double share the machine's cores)"
+    )
+    print(
+        f"LiteLLM's own CPU per call (the direct runs' process): {1000 * litellm_cpu / n:.1f} ms "
+        f"= {100 * (litellm_cpu / n) / (service_cpu / (n + 1)):.0f}% of the service's"
     )
     print(
         f"throughput ratio: {direct_seconds / service_seconds:.2f} (target >= 0.60); "
