@@ -172,3 +172,14 @@ def test_search_runs_on_a_local_index_of_the_generated_pages(site):
     text = " ".join(doc["text"] for doc in index["docs"])
     assert "--alt-min-items" in text and "QADI_REAP_INTERVAL_SECONDS" in text
     assert list((site / "assets" / "javascripts" / "workers").glob("search.*.js"))
+
+
+def test_every_relative_link_of_the_readme_names_a_file_of_the_repository():
+    """The README is read on the forge, not built by MkDocs, so `--strict` never sees its
+    links: a page moved or never written would be a dead link on the first page a user
+    reads."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    local = [t.split("#", 1)[0] for t in targets if not EXTERNAL.match(t) and t[0] != "#"]
+    missing = sorted({t for t in local if not (ROOT / t).exists()})
+    assert len(local) >= 20 and not missing, missing
