@@ -1,12 +1,20 @@
 """The SME cross-evaluation's headline numbers over several target runs pooled (seed 004
-pools five targets): per judge, MAD on cultural minus MAD on linguistic prompts with a
-bootstrap interval, and per dialect, how lenient the SMEs and each judge are.
+pools five targets): per judge, MAD on cultural minus MAD on linguistic prompts with its
+interval, and per dialect, how lenient the SMEs and each judge are.
 
 MAD_j = mean |judge − SME| over judge j's evaluations, in percentage points (scores are on
 0-100), micro over evaluations (notes/004_sme_crosseval.md l. 226-229, 274-276); the paper's
 gap: "MAD_cultural − MAD_linguistic ∈ [1.83, 4.78] pp" for every judge (l. 249, 288-289).
-The interval resamples prompts with replacement within each category (the paper gives none;
-prompts, not answers, are the independent units since every target answers each prompt).
+
+The interval (the paper gives none) treats prompts, not answers, as the independent units,
+since every target answers each prompt: each category's MAD is a ratio over its prompts (sum
+of |errors| / evaluations), whose linearised standard error is CR1 over the prompts
+(calibration.intervals.ratio_se); the two categories share no prompt, so the gap's variance
+is the sum, on Welch–Satterthwaite degrees of freedom from each category's prompts − 1, and
+the interval is Student t (docs/statistics.md, "Clusters"). With fewer than MIN_CLUSTERS
+prompts in a category there is no interval, and the reason says so: the paper's six prompts a
+category are just above it, and a percentile bootstrap over six units covers far less than
+it claims.
 """
 
 from __future__ import annotations
@@ -18,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from calibration.bootstrap import percentile_interval
 from calibration.formats.interchange import GradeRow
+from calibration.intervals import MIN_CLUSTERS, ratio_se, t_interval, too_few_clusters
 
 CATEGORIES = ("cultural", "linguistic")
 DIALECT_CAVEAT = (
@@ -76,23 +84,38 @@ def _per_prompt(evals: list[Evaluation]) -> tuple[np.ndarray, np.ndarray]:
     return np.array([s for s, _ in ordered]), np.array([n for _, n in ordered])
 
 
-def category_gap(evals: list[Evaluation], resamples: int, seed: int) -> dict[str, Any]:
-    """ΔMAD = MAD_cultural − MAD_linguistic of one judge's evaluations, with its interval."""
+GAP_METHOD = (
+    "welch_t_cr1: Δ ± t(ν)·√(SE_cultural² + SE_linguistic²), each SE the linearised CR1 "
+    "standard error of a category's MAD over its prompts, ν Welch–Satterthwaite from each "
+    "category's prompts − 1"
+)
+
+
+def category_gap(evals: list[Evaluation], confidence: float = 0.95) -> dict[str, Any]:
+    """ΔMAD = MAD_cultural − MAD_linguistic of one judge's evaluations, with its interval
+    (GAP_METHOD), or the reason it has none."""
     blocks = {c: _per_prompt([e for e in evals if e.category == c]) for c in CATEGORIES}
     cells = {
-        c: {"n": int(n.sum()), "mad_pp": float(s.sum() / n.sum()) if n.sum() else None}
+        c: {
+            "n": int(n.sum()),
+            "prompts": len(n),
+            "mad_pp": float(s.sum() / n.sum()) if n.sum() else None,
+        }
         for c, (s, n) in blocks.items()
     }
     if any(cell["mad_pp"] is None for cell in cells.values()):
-        return {**cells, "delta_mad_pp": None, "ci": None}
-    rng = np.random.default_rng(seed)
-    mads = []
-    for s, n in blocks.values():
-        draws = rng.integers(0, len(s), size=(resamples, len(s)))
-        mads.append(s[draws].sum(axis=1) / n[draws].sum(axis=1))
+        return {**cells, "delta_mad_pp": None, "ci": None, "method": None}
     delta = cells["cultural"]["mad_pp"] - cells["linguistic"]["mad_pp"]
-    ci = percentile_interval(mads[0] - mads[1]) if resamples else None
-    return {**cells, "delta_mad_pp": delta, "ci": ci}
+    found = {"delta_mad_pp": delta, "ci": None, "method": GAP_METHOD}
+    fewest = min(cell["prompts"] for cell in cells.values())
+    if fewest < MIN_CLUSTERS:
+        return {**cells, **found, "missing": too_few_clusters(fewest)}
+    sides = [(ratio_se(s, n, None)[0], len(n) - 1) for s, n in blocks.values()]
+    variance = sum(se**2 for se, _ in sides)
+    if variance == 0:  # every prompt's MAD is its category's: the gap is the same in any draw
+        return {**cells, **found, "ci": [delta, delta]}
+    df = variance**2 / sum(se**4 / units for se, units in sides if se > 0)
+    return {**cells, **found, "ci": t_interval(delta, variance**0.5, df, confidence)}
 
 
 def dialect_leniency(evals: list[Evaluation]) -> dict[str, Any]:
@@ -118,13 +141,13 @@ def dialect_leniency(evals: list[Evaluation]) -> dict[str, Any]:
     return out
 
 
-def pooled(rows: list[GradeRow], resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+def pooled(rows: list[GradeRow], confidence: float = 0.95) -> dict[str, Any]:
     evals = evaluations(rows)
     judges = sorted({e.judge for e in evals})
     return {
         "evaluations": len(evals),
         "category_gap": {
-            j: category_gap([e for e in evals if e.judge == j], resamples, seed) for j in judges
+            j: category_gap([e for e in evals if e.judge == j], confidence) for j in judges
         },
         "dialect_leniency": dialect_leniency(evals),
         "caveat": DIALECT_CAVEAT,

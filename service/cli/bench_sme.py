@@ -11,6 +11,10 @@ from rich.table import Table
 
 from service.cli.app import console, out
 
+# Every target answers each SME prompt, so a prompt's answers are not independent: intervals
+# and corrected scores are clustered by it (the items' `bench_item`)
+CLUSTER = "bench_item"
+
 
 @dataclass
 class SmeReport:
@@ -55,12 +59,13 @@ def sme_report(factory, run_ids: list[str], bootstrap: int) -> SmeReport | None:
             level="interval",
             by=["dialect", "category"],
             bootstrap=bootstrap,
+            cluster=CLUSTER,
         )
         rendered = build_report(rows, options, {**inputs, "bench_runs": run_ids})
         scope = f"bench:{','.join(run_ids)}"
         stored = store_report(session, DEFAULT_PROJECT, "adhoc", scope, rendered)
     _print_calibration(rendered[0], stored.id)
-    headline = pooled(rows, resamples=bootstrap)
+    headline = pooled(rows)
     _print_headline(headline, len(run_ids))
     headline["corrected"] = corrected_scores(rows)
     _print_corrected(headline["corrected"])
@@ -73,7 +78,7 @@ def corrected_scores(rows) -> dict[str, Any]:
     from calibration.estimate import EstimateOptions
     from service.reporting.estimates import corrected_means
 
-    options = EstimateOptions(by=["candidate"], scale_min=0, scale_max=100)
+    options = EstimateOptions(by=["candidate"], scale_min=0, scale_max=100, cluster=CLUSTER)
     return corrected_means(rows, options)["judges"]
 
 

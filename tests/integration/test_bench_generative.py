@@ -193,6 +193,10 @@ def test_sme_crossevaluation_to_a_stratified_calibration_report(
     assert [r["run"] for r in data["runs"]] == run_ids
     assert data["sme"]["evaluations"] == 84  # every evaluation has an SME grade
     assert set(data["sme"]["category_gap"]) == {"gpt-judge", "claude-judge", "llama-judge"}
+    # prompts are the independent units (every target answers each): 6 cultural, 6 linguistic
+    for gap in data["sme"]["category_gap"].values():
+        assert gap["cultural"]["prompts"] == gap["linguistic"]["prompts"] == 6
+        assert gap["method"].startswith("welch_t_cr1") and gap["ci"] is not None
     # 12 prompts: 6 per dialect, each answered by 3 targets
     assert {d: c["answers"] for d, c in data["sme"]["dialect_leniency"].items()} == {
         "egyptian": 18,

@@ -4,6 +4,7 @@ the paper's schema (seed 004; notes/004_sme_crosseval.md l. 226-249), numbers by
 from __future__ import annotations
 
 import pytest
+from scipy import stats
 
 from benchmarks.sme_pooled import pooled
 from calibration.formats.interchange import GradeRow
@@ -41,27 +42,58 @@ def rows() -> list[GradeRow]:
     return out
 
 
-def test_cultural_minus_linguistic_mad_per_judge_with_its_interval():
+def test_cultural_minus_linguistic_mad_per_judge_needs_five_prompts_a_category_for_its_interval():
     """J: cultural |errors| 10, 6, 8, 0 -> MAD 6.0; linguistic 2, 1, 3, 2 -> 2.0; Δ = 4.0.
-    Per-prompt resamples: cultural MAD ∈ {8, 6, 4}, linguistic ∈ {1.5, 2, 2.5}, so every
-    resampled Δ lies in [1.5, 6.5]. K: every cultural error is 5 and every linguistic one 1,
-    so every resample gives Δ = 4 exactly: the interval collapses to [4, 4]."""
-    report = pooled(rows(), resamples=500, seed=1)
+    Two prompts a category are too few independent units for an interval: none, and why."""
+    report = pooled(rows())
     assert report["evaluations"] == 16  # 8 answers × 2 judges
     j = report["category_gap"]["J"]
-    assert j["cultural"] == {"n": 4, "mad_pp": 6.0} and j["linguistic"] == {"n": 4, "mad_pp": 2.0}
-    assert j["delta_mad_pp"] == pytest.approx(4.0)
-    low, high = j["ci"]
-    assert low >= 1.5 and low < 4.0 < high <= 6.5
-    k = report["category_gap"]["K"]
-    assert k["delta_mad_pp"] == pytest.approx(4.0) and k["ci"] == pytest.approx([4.0, 4.0])
+    assert j["cultural"] == {"n": 4, "prompts": 2, "mad_pp": 6.0}
+    assert j["linguistic"] == {"n": 4, "prompts": 2, "mad_pp": 2.0}
+    assert j["delta_mad_pp"] == pytest.approx(4.0) and j["ci"] is None
+    assert j["missing"].startswith("2 cluster(s), fewer than 5")
+
+
+# five prompts a category, two targets each: (|J − SME| for t1, for t2) per prompt
+ERRORS = {
+    "cultural": [(6, 4), (5, 3), (1, 5), (9, 3), (2, 2)],  # per-prompt sums 10, 8, 6, 12, 4
+    "linguistic": [(1, 1), (3, 1), (0, 2), (4, 2), (1, 0)],  # per-prompt sums 2, 4, 2, 6, 1
+}
+
+
+def five_prompt_rows() -> list[GradeRow]:
+    out = []
+    for category, errors in ERRORS.items():
+        for p, pair in enumerate(errors):
+            prompt = f"{category}-{p}"
+            for target, error in zip(("t1", "t2"), pair, strict=True):
+                item = f"{prompt}|{target}"
+                attributes = {"bench_item": prompt, "dialect": "gulf", "category": category}
+                out.append(GradeRow(item_id=item, rater="sme", rater_kind="human", score=50,
+                                    attributes=attributes))  # fmt: skip
+                out.append(GradeRow(item_id=item, rater="J", rater_kind="judge",
+                                    score=50 + error, attributes=attributes))  # fmt: skip
+    return out
+
+
+def test_the_gap_interval_is_welch_t_on_each_categorys_prompt_clustered_se():
+    """Worked by hand. Cultural MAD = 40 / 10 = 4.0; residuals s_p − 4·n_p = 2, 0, −2, 4, −4,
+    Σ e² = 40, Var = 5/4 · 40 / 10² = 0.5. Linguistic MAD = 15 / 10 = 1.5; residuals −1, 1,
+    −1, 3, −2, Σ e² = 16, Var = 5/4 · 16 / 10² = 0.2. Δ = 2.5 ± t(ν)·√0.7 with
+    ν = 0.7² / (0.5²/4 + 0.2²/4) = 6.7586 (Welch–Satterthwaite)."""
+    gap = pooled(five_prompt_rows())["category_gap"]["J"]
+    assert gap["cultural"]["mad_pp"] == 4.0 and gap["linguistic"]["mad_pp"] == 1.5
+    assert gap["delta_mad_pp"] == pytest.approx(2.5)
+    half = stats.t.ppf(0.975, 0.49 / (0.25 / 4 + 0.04 / 4)) * 0.7**0.5
+    assert gap["ci"] == pytest.approx([2.5 - half, 2.5 + half])
+    assert gap["method"].startswith("welch_t_cr1")
 
 
 def test_dialect_leniency_of_the_smes_and_each_judge():
     """Egyptian SME mean (70+60+50+90)/4 = 67.5; J mean (80+66+42+90)/4 = 69.5, signed error
     (10+6−8+0)/4 = +2.0. Iraqi SME mean (80+40+55+65)/4 = 60.0; J (82+41+52+67)/4 = 60.5,
     signed error (2+1−3+2)/4 = +0.5; K Iraqi (1+1+1+1)/4 = +1.0."""
-    leniency = pooled(rows(), resamples=0)["dialect_leniency"]
+    leniency = pooled(rows())["dialect_leniency"]
     assert leniency["egyptian"]["sme_mean"] == 67.5 and leniency["egyptian"]["answers"] == 4
     assert leniency["egyptian"]["judges"]["J"] == {
         "n": 4, "judge_mean": 69.5, "signed_error_pp": 2.0}  # fmt: skip
@@ -72,5 +104,6 @@ def test_dialect_leniency_of_the_smes_and_each_judge():
 
 def test_a_judge_without_linguistic_grades_has_no_gap():
     only_cultural = [r for r in rows() if r.attributes.get("category") == "cultural"]
-    gap = pooled(only_cultural, resamples=10)["category_gap"]["J"]
-    assert gap["delta_mad_pp"] is None and gap["linguistic"] == {"n": 0, "mad_pp": None}
+    gap = pooled(only_cultural)["category_gap"]["J"]
+    assert gap["delta_mad_pp"] is None
+    assert gap["linguistic"] == {"n": 0, "prompts": 0, "mad_pp": None}
