@@ -118,6 +118,8 @@ def selective_section(
         for value in table.attribute_values(attribute):
             blocks[f"{attribute}={value}"] = table.mask(attribute, value)
     evaluators = [[j] for j in _with_confidence(table, confidence)] + options.cascades
+    # a panel confidence is the other judges' agreement: its guarantee holds for this panel
+    panel = list(table.judges) if options.confidence == "panel" else None
     rows = []
     for stages in evaluators:
         columns = [table.judges.index(s) for s in stages]
@@ -137,7 +139,7 @@ def selective_section(
                     stages=stages,
                     stratum=stratum,
                     result=_explained(result, confidence[keep][:, columns], options),
-                    binding=_binding(stages, versions),
+                    binding=_binding(stages, versions, panel),
                 )
             )
     return SelectiveSection(
@@ -214,27 +216,38 @@ def _explained(result: Threshold, confidence: np.ndarray, options: SelectiveOpti
 
 
 def _binding(
-    stages: list[str], versions: dict[str, list[dict[str, Any]]] | None
+    stages: list[str],
+    versions: dict[str, list[dict[str, Any]]] | None,
+    panel: list[str] | None = None,
 ) -> dict[str, Any] | None:
     """What every stage graded the calibration items with, when that is one version each
-    under one rubric version; otherwise nothing a request could be checked against."""
+    under one rubric version; otherwise nothing a request could be checked against. With
+    panel confidence, every judge of the panel too (`panel`): the confidence is their
+    agreement, so another panel is another confidence."""
     if versions is None:
         return None
-    found = [versions.get(stage) or [] for stage in stages]
-    if any(len(v) != 1 for v in found):
+    judges = list(dict.fromkeys([*stages, *(panel or [])]))
+    found = {judge: versions.get(judge) or [] for judge in judges}
+    if any(len(v) != 1 for v in found.values()):
         return None
-    rubrics = {(v[0]["rubric_ref"], v[0]["rubric_hash"]) for v in found}
+    rubrics = {(v[0]["rubric_ref"], v[0]["rubric_hash"]) for v in found.values()}
     if len(rubrics) != 1:
         return None
     [(rubric_ref, rubric_hash)] = rubrics
-    return {
+
+    def version(judge: str) -> dict[str, Any]:
+        return {k: found[judge][0][k] for k in ("model", "template", "template_hash")} | {
+            "judge": judge
+        }
+
+    binding = {
         "rubric_ref": rubric_ref,
         "rubric_hash": rubric_hash,
-        "stages": [
-            {k: v[0][k] for k in ("model", "template", "template_hash")} | {"judge": stage}
-            for stage, v in zip(stages, found, strict=True)
-        ],
+        "stages": [version(stage) for stage in stages],
     }
+    if panel is not None:
+        binding["panel"] = [version(judge) for judge in panel]
+    return binding
 
 
 def _agreement_text(rule: AgreementRule, reference: str) -> str:

@@ -97,6 +97,11 @@ class Binding(BaseModel):
     rubric_ref: str
     rubric_hash: str
     stages: list[StageVersion]
+    panel: list[StageVersion] | None = Field(
+        default=None,
+        description="with panel confidence: every judge of the panel at calibration (the "
+        "confidence is their agreement, so it holds for this panel only)",
+    )
 
 
 class Calibration(BaseModel):
@@ -227,27 +232,47 @@ class TrustDecider:
         return self.judge_trust(result, cascade, {}).status == "trusted"
 
     def outcome(self, results: list[JudgeResult], audit_draw: float) -> TrustOutcome:
-        """Each judge's trust, the verdict that stands (the first trusted, in panel or
-        cascade order) or the escalation, and whether the item goes to the SMEs.
-        `audit_draw` is a uniform draw in [0, 1) made for this request."""
+        """Each judge's trust, the verdict that stands or the escalation, and whether the
+        item goes to the SMEs. `audit_draw` is a uniform draw in [0, 1) made for this
+        request.
+
+        Which verdict may stand is what its guarantee covers. A cascade's calibration covers
+        "the first stage whose confidence passes the common threshold", so that verdict
+        stands. Without a cascade each judge's calibration covers that judge's trusted
+        verdicts over all items; a later judge's verdict taken where an earlier one abstained
+        would be taken on the items the earlier judge found hard, which its guarantee does
+        not cover (Trust or Escalate's guarantee is per evaluator). So without a cascade
+        only the panel's first judge's verdict can stand; the others' trust is reported,
+        and an item its first judge does not settle is escalated (a cascade calibrated in
+        the panel's order would settle it)."""
         scores = {r.judge: r.score for r in results if r.status == "ok"}
+        changed = self._panel_changed(results)
         judged: list[tuple[JudgeTrust, Calibration | None]] = []
         for result in results:
             evaluator = cascade_key(self.policy.cascade) if self.policy.cascade else result.judge
             problem = self.problem if self.policy.cascade else self._missing(evaluator)
+            problem = problem or changed.get(evaluator)
             if problem is not None:
                 judged.append((_uncalibrated(result, problem), None))
                 continue
             calibration = self.calibrations[evaluator]
             judged.append((self.judge_trust(result, calibration, scores), calibration))
         common = {"stratum": self.stratum, "policy": self.policy, "judges": [t for t, _ in judged]}
-        trusted = next(((t, c) for t, c in judged if t.status == "trusted"), None)
+        eligible = judged if self.policy.cascade else judged[:1]
+        trusted = next(((t, c) for t, c in eligible if t.status == "trusted"), None)
         if trusted is None:
+            reason = _escalation_reason([t for t, _ in judged])
+            if not self.policy.cascade and any(t.status == "trusted" for t, _ in judged[1:]):
+                reason += (
+                    f"; only the panel's first judge ({judged[0][0].judge}) can settle an "
+                    "item without a cascade: calibrate the panel's order as a cascade to let "
+                    "a later judge's trusted verdict stand"
+                )
             return TrustOutcome(
                 status="escalated",
                 judge=None,
                 score=None,
-                reason=_escalation_reason([t for t, _ in judged]),
+                reason=reason,
                 queued=Queued(reason="escalated", inclusion_prob=1.0),
                 **common,
             )
@@ -262,6 +287,22 @@ class TrustDecider:
             queued=audit if audited else None,
             **common,
         )
+
+    def _panel_changed(self, results: list[JudgeResult]) -> dict[str, str]:
+        """With panel confidence, per judge: why its calibration's panel is not this
+        request's (other judges, or another model or template of one of them)."""
+        if self.policy.confidence != "panel":
+            return {}
+        changed = {}
+        for result in results:
+            calibration = self.calibrations.get(result.judge)
+            binding = calibration.binding if calibration is not None else None
+            if binding is None or binding.panel is None:
+                continue
+            why = _panel_difference(binding.panel, results)
+            if why is not None:
+                changed[result.judge] = f"the panel changed since calibration ({why})"
+        return changed
 
     def judge_trust(
         self, result: JudgeResult, calibration: Calibration, scores: Mapping[str, float | None]
@@ -333,6 +374,21 @@ def _expired(calibration: Calibration, result: JudgeResult) -> str | None:
         return (
             f"the prompt template changed since calibration ({stage.template} → {result.template})"
         )
+    return None
+
+
+def _panel_difference(panel: list[StageVersion], results: list[JudgeResult]) -> str | None:
+    """How this request's panel differs from the calibrated one, or None."""
+    then = {stage.judge: stage for stage in panel}
+    now = {result.judge: result for result in results}
+    if then.keys() != now.keys():
+        return f"calibrated with {', '.join(then)}; now {', '.join(now)}"
+    for judge, stage in then.items():
+        result = now[judge]
+        if result.status == "ok" and (
+            stage.model != result.model or stage.template_hash != result.template_hash
+        ):
+            return f"{judge} now grades with another model or template"
     return None
 
 

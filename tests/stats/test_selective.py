@@ -139,3 +139,44 @@ def test_the_cascade_keeps_the_guarantee_and_covers_more_than_either_judge():
     _, strong, _, _ = run(cheap_and_strong, n, reps, [1], seed=41)
     record("selective: cascade coverage", cascade, f"cheap alone {cheap:.3f}, strong {strong:.3f}")
     assert cascade > max(cheap, strong) + 0.05, (cascade, cheap, strong)
+
+
+def hard_items_fool_the_second_judge(rng, n):
+    """10% hard items. The cheap judge knows them (confidence near 0 there) and is wrong on
+    80% of them; on easy items it is sure and right 95% of the time. The strong judge's
+    confidence says nothing (uniform); it is right on every easy item and on 30% of the hard
+    ones: 7% wrong over all items, so its own calibration certifies it everywhere, but on
+    the items the cheap judge leaves, the hard ones, it is wrong 70% of the time."""
+    easy = rng.uniform(size=n) < 0.9
+    cheap_c = np.where(easy, rng.beta(50, 1, n), rng.beta(1, 50, n))
+    strong_c = rng.uniform(size=n)
+    return np.c_[cheap_c, strong_c], np.c_[np.where(easy, 0.95, 0.2), np.where(easy, 1.0, 0.3)]
+
+
+def test_without_a_cascade_only_the_panels_first_judge_can_settle_an_item():
+    """Each judge calibrated on its own (a panel without a cascade). The verdict qadi lets
+    stand is the first judge's when it is trusted (judges/trust.py): its guarantee holds.
+    Taking instead the first *trusted* judge of the panel, the strong judge's verdict on the
+    items the cheap one abstained on, breaks it: its guarantee was over all items, and those
+    are the hard ones (why a later judge needs a calibrated cascade)."""
+    reps = Reps(fast=150, long=2000).n
+    truth = population(hard_items_fool_the_second_judge, 51)
+    rng = np.random.default_rng(52)
+    first_only, first_trusted = 0, 0
+    for _ in range(reps):
+        confidence, p_agree = hard_items_fool_the_second_judge(rng, 1000)
+        agree = (rng.uniform(size=p_agree.shape) < p_agree).astype(float)
+        thresholds = [
+            calibrate_threshold(confidence[:, [j]], agree[:, [j]], ALPHA, DELTA).threshold
+            for j in (0, 1)
+        ]
+        limits = [np.inf if t is None else t for t in thresholds]
+        first = truth.confidence[:, 0] >= limits[0]
+        second = ~first & (truth.confidence[:, 1] >= limits[1])
+        decided = np.r_[truth.p_agree[first, 0], truth.p_agree[second, 1]]
+        first_only += 1 - truth.p_agree[first, 0].mean() > ALPHA if first.any() else 0
+        first_trusted += 1 - decided.mean() > ALPHA if decided.size else 0
+    check_rate("selective: guarantee fails", first_only, reps, DELTA, "at_most",
+               "panel without cascade, the first judge settles")  # fmt: skip
+    record("selective: guarantee fails, first trusted judge of a panel", first_trusted / reps)
+    assert first_trusted / reps > 2 * DELTA, first_trusted / reps

@@ -19,7 +19,7 @@ from calibration.selective_report import (
 )
 from calibration.table import build_table
 from judges.models import JudgeResult
-from judges.trust import Calibration, TrustDecider, TrustPolicy, stratum_for
+from judges.trust import Calibration, StageVersion, TrustDecider, TrustPolicy, stratum_for
 
 # --- the report section ---------------------------------------------------------------------
 
@@ -93,6 +93,16 @@ def test_a_binding_needs_one_version_per_stage_under_one_rubric():
     rows = {r.evaluator: r for r in selective_section(
         table, "ordinal", 4, "mean", [], options, other_rubric).rows}  # fmt: skip
     assert rows["a>b"].binding is None
+    # panel confidence: a judge's binding names the whole panel its confidence came from
+    panel = SelectiveOptions(confidence="panel", min_items=1)
+    rows = {r.evaluator: r for r in selective_section(
+        table, "ordinal", 4, "mean", [], panel, versions).rows}  # fmt: skip
+    assert rows["a"].binding["stages"] == [
+        {"judge": "a", "model": "m1", "template": "t@1", "template_hash": "th"}]  # fmt: skip
+    assert rows["a"].binding["panel"] == [
+        {"judge": "a", "model": "m1", "template": "t@1", "template_hash": "th"},
+        {"judge": "b", "model": "m2", "template": "t@1", "template_hash": "th"},
+    ]  # fmt: skip
 
 
 def test_a_cascade_must_name_judges_of_the_grades_once():
@@ -208,11 +218,44 @@ def test_an_item_without_the_by_attribute_is_uncalibrated():
     assert "no 'dialect' in its metadata" in outcome.judges[0].reason
 
 
-def test_the_first_trusted_judge_of_the_panel_decides():
+def test_without_a_cascade_the_panels_first_judge_settles_the_item_or_it_is_escalated():
+    """Each judge's guarantee covers its own trusted verdicts over all items, not a later
+    judge's verdicts on the items an earlier one abstained on (tests/stats/test_selective.py
+    shows it failing): only the first judge's verdict can stand without a cascade."""
     calibrations = {"a": calibration("a", judges=("a",)), "b": calibration("b", judges=("b",))}
-    outcome = decide([result("a", confidence=0.5, score=2), result("b", confidence=0.95, score=5)],
-                     calibrations)  # fmt: skip
-    assert (outcome.status, outcome.judge, outcome.score) == ("trusted", "b", 5.0)
+    first = decide([result("a", confidence=0.9, score=2), result("b", confidence=0.95, score=5)],
+                   calibrations)  # fmt: skip
+    assert (first.status, first.judge, first.score) == ("trusted", "a", 2.0)
+    later = decide([result("a", confidence=0.5, score=2), result("b", confidence=0.95, score=5)],
+                   calibrations)  # fmt: skip
+    assert (later.status, later.judge, later.score) == ("escalated", None, None)
+    assert [(j.judge, j.status) for j in later.judges] == [("a", "abstained"), ("b", "trusted")]
+    assert "only the panel's first judge (a) can settle an item" in later.reason
+    assert later.queued.reason == "escalated" and later.queued.inclusion_prob == 1.0
+
+
+def test_a_panel_confidence_expires_when_the_panel_changes():
+    """A panel confidence is the other judges' agreement: calibrated with a, b, c, it does
+    not hold for a panel of a and b, nor when c grades with another model."""
+    policy = TrustPolicy(alpha=0.1, delta=0.1, confidence="panel")
+    panel = [{"judge": j, "model": f"hosted_vllm/{j}", "template": "t@1",
+              "template_hash": TEMPLATE_HASH} for j in "abc"]  # fmt: skip
+    calibrations = {}
+    for j in "abc":
+        calibrations[j] = calibration(j, threshold=0.5, judges=(j,))
+        calibrations[j].confidence = "panel"
+        calibrations[j].binding.panel = [StageVersion(**stage) for stage in panel]
+    same = decide([result("a", 4.0), result("b", 4.0), result("c", 4.0)], calibrations, policy)
+    assert same.status == "trusted" and same.judge == "a"
+    smaller = decide([result("a", 4.0), result("b", 4.0)], calibrations, policy)
+    assert [j.status for j in smaller.judges] == ["uncalibrated", "uncalibrated"]
+    assert "the panel changed since calibration (calibrated with a, b, c; now a, b)" in (
+        smaller.judges[0].reason
+    )
+    moved = decide([result("a", 4.0), result("b", 4.0), result("c", 4.0, model="openai/other")],
+                   calibrations, policy)  # fmt: skip
+    assert moved.status == "escalated"
+    assert "c now grades with another model or template" in moved.judges[0].reason
 
 
 def testpanel_confidence_at_request_time():
