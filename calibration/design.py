@@ -116,6 +116,16 @@ def _values(table: GradeTable, attribute: str | None) -> np.ndarray:
     return np.array(keys, dtype=object)
 
 
+def certainty_units(table: GradeTable, labelled: np.ndarray) -> np.ndarray:
+    """Labels with inclusion probability 1 and no queue stratum: items escalated at request
+    time (judges/trust.py), labelled because the judge was unsure, each standing for itself
+    only. Beside queue labels they are certainty units: weight 1, and a queue stratum's
+    share is its labels among its *other* items (the queue draws from the unlabelled ones),
+    instead of letting items chosen for their low confidence stand for the stratum."""
+    unkeyed = np.array([k is None for k in _keys(table)], dtype=bool)
+    return labelled & unkeyed & (table.inclusion_prob == 1.0)
+
+
 def judge_weights(table: GradeTable, judged: np.ndarray, labelled: np.ndarray) -> Weights:
     """Design weights for one judge: `judged` its items, `labelled` those with a reference."""
     probability = table.inclusion_prob
@@ -126,17 +136,22 @@ def judge_weights(table: GradeTable, judged: np.ndarray, labelled: np.ndarray) -
     queued, attribute = _queue_attribute(table, labelled)
     if queued:
         strata = _values(table, attribute)
+        certain = certainty_units(table, labelled)
         weights = np.full(table.n_items, np.nan)
+        weights[certain] = 1.0
         empty = {}
         for key in np.unique(strata[judged]):
-            members = judged & (strata == key)
+            members = judged & (strata == key) & ~certain
             n_s = int((members & labelled).sum())
             if n_s:
                 weights[members & labelled] = members.sum() / n_s
-            else:
+            elif members.any():
                 empty[str(key)] = members
         name = "the whole table" if attribute is None else attribute
-        return Weights(weights, empty, f"1/π with π = labelled share of each stratum of {name}")
+        rule = f"1/π with π = labelled share of each stratum of {name}"
+        if certain.any():
+            rule += " (escalated labels, π = 1, counted apart: weight 1)"
+        return Weights(weights, empty, rule)
     weights = np.where(recorded, 1 / np.where(recorded, probability, 1.0), np.nan)
     return Weights(weights, {}, "1/inclusion_prob as recorded")
 
@@ -176,10 +191,15 @@ def summary(table: GradeTable, ref: np.ndarray) -> dict[str, Any]:
         out["strata"] = _strata(table, judged, labelled, attribute, out["warnings"])
         loose = labelled & ~np.isnan(table.inclusion_prob)
         loose &= np.array([k is None for k in _keys(table)], dtype=bool)
-        if loose.any():
+        certain = certainty_units(table, labelled)
+        if certain.any():
+            out["certainty_units"] = int(certain.sum())
+        if (loose & ~certain).any():
             out["warnings"].append(
-                f"{int(loose.sum())} labelled item(s) carry an inclusion_prob but no "
-                f"{STRATUM_COLUMN}: weighted by their queue stratum's labelled share"
+                f"{int((loose & ~certain).sum())} labelled item(s) carry an inclusion_prob "
+                f"below 1 but no {STRATUM_COLUMN} (audited at request time, or another "
+                "design): weighted by their queue stratum's labelled share, which is exact "
+                "only when that design sampled the stratum at the same rate"
             )
         bare = labelled & np.isnan(table.inclusion_prob)
         bare &= np.array([k is None for k in _keys(table)], dtype=bool)
@@ -211,8 +231,9 @@ def _strata(table, judged, labelled, attribute, warnings: list[str]) -> dict[str
     """Per queue stratum: items, labels, the labelled share (π used) and the last recorded π."""
     strata = _values(table, attribute)
     out = {}
+    certain = certainty_units(table, labelled)
     for key in sorted(np.unique(strata[judged])):
-        members = judged & (strata == key)
+        members = judged & (strata == key) & ~certain
         n_s, big_n = int((members & labelled).sum()), int(members.sum())
         probs = table.inclusion_prob[members & labelled]
         recorded = float(np.nanmax(probs)) if np.isfinite(probs).any() else None

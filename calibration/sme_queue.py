@@ -12,7 +12,8 @@ without replacement, the strata the values of `by` (one stratum without it).
 2. Items. Inside a stratum the k_s items are drawn uniformly at random (seeded) from its M_s
    unlabelled judged items, so given the allocation each has probability k_s / M_s.
 3. The probability written. `inclusion_prob` = (n_s + k_s) / N_s, with n_s the stratum's
-   labels before this round and N_s its judged items: the probability that an item of the
+   labels before this round and N_s its judged items (both without the items escalated at
+   request time, labelled with certainty for themselves: design.certainty_units): the probability that an item of the
    stratum is labelled once this round's labels are in, which is what a Horvitz-Thompson
    weight needs. It is k_s / M_s composed with the earlier rounds (1 − Π(1 − k_r/M_r)
    telescopes to it) when the earlier labels of the stratum were themselves a uniform sample
@@ -40,7 +41,7 @@ import numpy as np
 from scipy import special
 
 from calibration.budget import BudgetModel
-from calibration.design import STRATUM_COLUMN, stratum_key
+from calibration.design import STRATUM_COLUMN, certainty_units, stratum_key
 from calibration.formats.interchange import GradeRow
 from calibration.metrics import reference_scores
 from calibration.table import GradeTable, build_table
@@ -90,6 +91,9 @@ def choose_from_table(
     ref = reference_scores(table.human_scores, "mean", table.humans)
     judged = ~np.isnan(table.judge_scores).all(axis=1)
     _check_rounds(table, judged & ~np.isnan(ref), by)
+    # items escalated at request time are labelled for themselves (certainty units, weight
+    # 1): a stratum's probability is its queue share among its other items (design.py)
+    judged &= ~certainty_units(table, judged & ~np.isnan(ref))
     values = [None if by is None else a.get(by) for a in table.attributes]
     rng = np.random.default_rng(seed)
     pools, curves, strata = {}, {}, {}

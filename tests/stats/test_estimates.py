@@ -87,7 +87,7 @@ def test_small_n_coverage_of_ppi_and_human_intervals(n: int) -> None:
         y = np.repeat(MEANS, SIZE) + rng.normal(0, 1, STRATA * SIZE)
         return y, 0.5 + 0.8 * y + rng.normal(0, 0.5, len(y))
 
-    reps = Reps(fast=20, long=1000).n
+    reps = Reps(fast=60, long=1000).n
     ppi, human, total = stratum_coverage(np.random.default_rng(100 + n), reps, n, MEANS, draw)
     setting = f"n = {n} labels per stratum of 60, normal Y, biased judge"
     check_rate("PPI++ 95% interval covers", ppi, total, 0.95, "at_least", setting)
@@ -107,7 +107,7 @@ def test_small_n_coverage_on_a_1_to_5_scale(n: int) -> None:
         y = np.concatenate([rng.choice(5, SIZE, p=p) + 1.0 for p in shapes])
         return y, np.clip(np.rint(y + 0.5 + rng.normal(0, 0.8, len(y))), 1, 5)
 
-    reps = Reps(fast=15, long=600).n
+    reps = Reps(fast=40, long=600).n
     ppi, human, total = stratum_coverage(np.random.default_rng(150 + n), reps, n, means, draw)
     setting = f"n = {n} labels per stratum of 60, scores on 1-5, rounding judge"
     check_rate("PPI++ 95% interval covers (1-5 scale)", ppi, total, 0.93, "at_least", setting)
@@ -136,7 +136,7 @@ def clustered_sample(rng: np.random.Generator, clusters: int):
 def test_cluster_robust_coverage_at_few_clusters(clusters: int) -> None:
     """CR2 variance with Bell-McCaffrey df over unequal prompts covers at the floor of
     MIN_CLUSTERS clusters and above, and such intervals are marked reliable."""
-    reps = Reps(fast=70, long=3000).n
+    reps = Reps(fast=400, long=3000).n
     rng = np.random.default_rng(200 + clusters)
     hits = {"ppi": 0, "human": 0}
     for _ in range(reps):
@@ -231,7 +231,7 @@ def test_queue_then_estimate_is_unbiased_and_covers() -> None:
     5): the labels over-represent the small stratum C. Weighted by the design (each stratum's
     combined inclusion probability), the overall PPI and human-only estimates are unbiased
     for the population mean and cover it; ignoring the weights (the old rule) is biased."""
-    reps = Reps(fast=25, long=1500).n
+    reps = Reps(fast=100, long=1500).n
     rng = np.random.default_rng(300)
     truth = sum(size * mean for size, mean, _ in QUEUE_STRATA.values()) / 1000
     errors = {"ppi": [], "human": [], "unweighted": []}
@@ -302,7 +302,7 @@ def test_budget_reaches_its_target_at_the_stated_quantile(clustered: bool) -> No
     """30 labels of 480 judged items; the target is 0.75 × today's half-width. Adding the
     budget's labels at random reaches it in at least 80% of populations (the stated quantile),
     with the judge and without it, with clusters (60 prompts of 8, ICC ≈ 0.3) or without."""
-    reps = Reps(fast=30, long=1500).n
+    reps = Reps(fast=100, long=1500).n
     rng = np.random.default_rng(400 + clustered)
     results = [budget_run(rng, clustered) for _ in range(reps)]
     setting = "60 prompts × 8, ICC ≈ 0.3" if clustered else "480 independent items"

@@ -126,3 +126,26 @@ def test_a_round_over_other_strata_is_refused() -> None:
     rows = _grades({"a": (10, 2), "b": (10, 2)}, lambda s, i: 0.2, lambda s: "model=m1")
     with pytest.raises(ValueError, match="by: earlier queue rounds drew labels by 'model=m1'"):
         choose(rows, 4, "segment")
+
+
+def test_escalated_labels_stand_for_themselves_beside_queue_labels() -> None:
+    """10 judged items; 2 escalated at request time (inclusion_prob 1, no queue stratum:
+    chosen because the judge was unsure) and 2 queued from the other 8. The escalated
+    labels get weight 1; the queue's share is 2 of the 8 other items, weight 4 each: the
+    weights sum to the 10 items. (Before, all 4 shared the stratum's 4/10: the two chosen for
+    the judge's doubt stood for 2.5 items each.) The queue counts the same way: a new round
+    of 1 writes (2 + 1) / 8."""
+    rows = _grades({"x": (10, 4)}, lambda s, i: 1.0 if i < 2 else 0.25, lambda s: "all")
+    for row in rows:  # the escalated two carry no queue stratum
+        if row.rater_kind == "human" and row.item_id in ("x000", "x001"):
+            row.attributes.pop("inclusion_stratum")
+    table, weights, plan = _weights(rows)
+    labelled = np.flatnonzero(~np.isnan(table.human_scores[:, 0]))
+    assert weights.weights[labelled].tolist() == [1.0, 1.0, 4.0, 4.0]
+    assert plan["certainty_units"] == 2
+    assert plan["strata"]["all"] == {
+        "items": 8, "labelled": 2, "inclusion_prob": 0.25, "recorded_inclusion_prob": 0.25,
+    }  # fmt: skip
+    assert not plan["warnings"]
+    queued = queue_records(choose(rows, 1, None, 0.05, seed=0))
+    assert [r["inclusion_prob"] for r in queued] == [repr(3 / 8)]
