@@ -41,6 +41,7 @@ the judge's mean over all judged items, which needs no weight).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -253,3 +254,46 @@ def _strata(table, judged, labelled, attribute, warnings: list[str]) -> dict[str
                 f"labelled share {n_s / big_n:.4g}"
             )
     return out
+
+
+def equal_probability_sample(
+    table: GradeTable, labelled: np.ndarray
+) -> tuple[np.ndarray | None, str | None]:
+    """The labelled items thinned to an equal-probability sample of the judged items, and a
+    note saying so; (None, why) when the labels' design is unknown or leaves items
+    unrepresented.
+
+    For a test that needs the labelled items to be a random sample of the items it will be
+    applied to (the exact binomial test of selective thresholds, calibration/selective.py),
+    which weights cannot fix: label i, drawn with probability π_i, is kept with probability
+    π_min / π_i, so every judged item is labelled and kept with probability π_min, the
+    same for all (Poisson thinning). The draw is a hash of the item id, so a report is
+    reproducible and a later report keeps the same items. Labels of a uniform design (no
+    inclusion probabilities) are kept whole."""
+    judged = ~np.isnan(table.judge_scores).all(axis=1)
+    labelled = labelled & judged
+    found = judge_weights(table, judged, labelled)
+    if found.weights is None:
+        return labelled, None
+    problem = found.problem(labelled, judged)
+    if problem is not None:
+        return None, f"no threshold: {problem}"
+    probability = np.where(labelled, 1 / np.where(labelled, found.weights, 1.0), np.nan)
+    smallest = float(np.nanmin(probability))
+    if np.allclose(probability[labelled], smallest):
+        return labelled, None
+    draws = np.array([_unit_draw(item) for item in table.items])
+    kept = labelled & (draws < smallest / np.where(labelled, probability, 1.0))
+    note = (
+        f"the labels were drawn with unequal inclusion probabilities (an SME queue, "
+        f"escalations or audits): thresholds rest on an equal-probability sample of them, "
+        f"each label kept with probability π_min/π (π_min = {smallest:.3g}): "
+        f"{int(kept.sum())} of {int(labelled.sum())} labels"
+    )
+    return kept, note
+
+
+def _unit_draw(item: str) -> float:
+    """A uniform draw in [0, 1) fixed by the item id."""
+    return int(hashlib.sha256(item.encode()).hexdigest()[:13], 16) / 16**13
+

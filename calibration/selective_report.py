@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from calibration.design import equal_probability_sample
 from calibration.metrics import reference_scores
 from calibration.selective import (
     AgreementRule,
@@ -112,7 +113,12 @@ def selective_section(
     confidence = (
         panel_confidence(table, rule) if options.confidence == "panel" else table.judge_confidence
     )
-    labelled = (~np.isnan(table.human_scores)).any(axis=1)
+    # the binomial test needs a random sample of the items: labels of an unequal design are
+    # thinned to one (design.equal_probability_sample); of an unknown design, none is used
+    sample, design_note = equal_probability_sample(
+        table, (~np.isnan(table.human_scores)).any(axis=1)
+    )
+    labelled = sample if sample is not None else np.zeros(table.n_items, dtype=bool)
     blocks = {OVERALL: np.ones(table.n_items, dtype=bool)}
     for attribute in by:
         for value in table.attribute_values(attribute):
@@ -133,12 +139,15 @@ def selective_section(
                 stage_names=stages,
                 requested_min_items=options.min_items,
             )
+            result = _explained(result, confidence[keep][:, columns], options)
+            if sample is None:
+                result = result.model_copy(update={"reason": design_note})
             rows.append(
                 SelectiveRow(
                     evaluator=">".join(stages),
                     stages=stages,
                     stratum=stratum,
-                    result=_explained(result, confidence[keep][:, columns], options),
+                    result=result,
                     binding=_binding(stages, versions, panel),
                 )
             )
@@ -156,7 +165,10 @@ def selective_section(
             f"each row's guarantee holds with probability ≥ 1 − δ; across the {len(rows)} "
             f"rows at once with probability ≥ 1 − {len(rows)}·δ (Bonferroni)",
         ],
-        notes=_notes(table, options, versions is not None, confidence),
+        notes=[
+            *_notes(table, options, versions is not None, confidence),
+            *([design_note] if design_note else []),
+        ],
         bound=versions is not None,
         rows=rows,
     )
@@ -269,13 +281,6 @@ def _notes(
             "computed from grades without their rubric, model and template versions (a "
             "file): POST /judge applies only thresholds of reports calibrated from the "
             "database (qadi calibrate --from-db, qadi report nightly, POST /calibration/reports)"
-        )
-    probability = table.inclusion_prob[~np.isnan(table.inclusion_prob)]
-    if probability.size and not np.allclose(probability, probability[0]):
-        notes.append(
-            "the labels were drawn with unequal inclusion probabilities (an SME queue or "
-            "escalations): the test assumes a random sample of each stratum, so a threshold "
-            "below the confidences that were escalated rests on over-represented hard items"
         )
     if options.confidence == "panel" and len(table.judges) < 2:
         notes.append("panel confidence needs at least two judges")

@@ -13,13 +13,13 @@ without replacement, the strata the values of `by` (one stratum without it).
    unlabelled judged items, so given the allocation each has probability k_s / M_s.
 3. The probability written. `inclusion_prob` = (n_s + k_s) / N_s, with n_s the stratum's
    labels before this round and N_s its judged items (both without the items escalated at
-   request time, labelled with certainty for themselves: design.certainty_units): the probability that an item of the
-   stratum is labelled once this round's labels are in, which is what a Horvitz-Thompson
-   weight needs. It is k_s / M_s composed with the earlier rounds (1 − Π(1 − k_r/M_r)
-   telescopes to it) when the earlier labels of the stratum were themselves a uniform sample
-   of it: labels of earlier rounds with the same `by`, or an initial random sample. Each row
-   also carries `inclusion_stratum` ("ATTR=VALUE", or "all"), so that the estimate can combine
-   rounds (calibration/design.py).
+   request time, labelled with certainty for themselves: design.certainty_units): the
+   probability that an item of the stratum is labelled once this round's labels are in, which
+   is what a Horvitz-Thompson weight needs. It is k_s / M_s composed with the earlier rounds
+   (1 − Π(1 − k_r/M_r) telescopes to it) when the earlier labels of the stratum were
+   themselves a uniform sample of it: labels of earlier rounds with the same `by`, or an
+   initial random sample. Each row also carries `inclusion_stratum` ("ATTR=VALUE", or "all"),
+   so that the estimate can combine rounds (calibration/design.py).
 Restriction: rounds must share `by`. Rounds over different attributes do not compose into one
 probability per stratum, so a queue over labels an earlier round drew with another `by` is
 refused.

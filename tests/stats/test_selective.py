@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from calibration.design import equal_probability_sample
 from calibration.selective import calibrate_threshold, deciding_stage
-from tests.stats.conftest import Reps, check_rate, record
+from calibration.table import GradeTable
+from tests.stats.conftest import Reps, check_rate, check_value, record
 
 ALPHA, DELTA = 0.1, 0.1
 POPULATION = 50_000
@@ -180,3 +182,60 @@ def test_without_a_cascade_only_the_panels_first_judge_can_settle_an_item():
                "panel without cascade, the first judge settles")  # fmt: skip
     record("selective: guarantee fails, first trusted judge of a panel", first_trusted / reps)
     assert first_trusted / reps > 2 * DELTA, first_trusted / reps
+
+
+def production_labels(rng, n: int, current: float, audit: float):
+    """A round of trust at request time over n items (confidence ~ U(0, 1), P(agree | c) =
+    0.55 + 0.45 c): verdicts below the `current` threshold escalated (labelled, π = 1), the
+    trusted ones audited at rate `audit` (π = audit). The labels nightly recalibrates on."""
+    confidence = rng.uniform(size=n)
+    agree = (rng.uniform(size=n) < 0.55 + 0.45 * confidence).astype(float)
+    escalated = confidence < current
+    labelled = escalated | (rng.uniform(size=n) < audit)
+    probability = np.where(labelled, np.where(escalated, 1.0, audit), np.nan)
+    table = GradeTable(
+        items=[f"i{rng.integers(1 << 62)}" for _ in range(n)],
+        humans=["sme"],
+        judges=["J"],
+        human_scores=np.where(labelled, 1.0, np.nan)[:, None],
+        judge_scores=np.ones((n, 1)),
+        attributes=[{} for _ in range(n)],
+        inclusion_prob=probability,
+    )
+    return table, confidence, agree, labelled
+
+
+def uniform_truth(rng) -> Truth:
+    c = rng.uniform(size=POPULATION)
+    return Truth(c[:, None], (0.55 + 0.45 * c)[:, None])
+
+
+def test_thresholds_recalibrated_on_escalations_and_audits_keep_the_guarantee():
+    """Once trust runs at request time, the SME labels are every escalated item (π = 1) and
+    a 20% audit of the trusted ones (π = 0.2), not a random sample. The threshold test runs
+    on them thinned to an equal-probability sample (calibration/design.py): the guarantee
+    holds, and the coverage it reports is the population's; on the labels as they come, the
+    low-confidence escalations are over-represented and the reported coverage is far too low."""
+    reps = Reps(fast=100, long=1000).n
+    rng = np.random.default_rng(61)
+    truth = uniform_truth(rng)
+    failures, errors, unweighted_errors = 0, [], []
+    for _ in range(reps):
+        table, confidence, agree, labelled = production_labels(rng, 3000, 0.6, 0.2)
+        kept, note = equal_probability_sample(table, labelled)
+        assert note is not None and kept.sum() < labelled.sum()
+        result = calibrate_threshold(confidence[kept, None], agree[kept, None], ALPHA, DELTA)
+        risk, covered = truth.at(result.threshold, [0])
+        failures += risk > ALPHA
+        if result.threshold is not None:
+            errors.append(result.coverage - covered)
+        raw = calibrate_threshold(confidence[labelled, None], agree[labelled, None], ALPHA, DELTA)
+        if raw.threshold is not None:
+            unweighted_errors.append(raw.coverage - truth.at(raw.threshold, [0])[1])
+    check_rate("selective: guarantee fails", failures, reps, DELTA, "at_most",
+               "recalibrated on escalations + 20% audits, thinned")  # fmt: skip
+    check_value("selective: reported coverage − true coverage (thinned)", float(np.mean(errors)),
+                0.02, "escalations + audits")  # fmt: skip
+    record("selective: reported coverage − true coverage (labels as they come)",
+           float(np.mean(unweighted_errors)))  # fmt: skip
+    assert np.mean(unweighted_errors) < -0.1
