@@ -320,3 +320,20 @@ def test_estimate_on_the_real_grades(run, tmp_path):
     assert (overall["n_labelled"], overall["n_unlabelled"]) == (12, judged - 12)
     low, high = overall["ci"]
     assert 1.0 <= low <= overall["estimate"] <= high <= 5.0
+
+
+def test_judges_check_finds_what_the_real_server_takes(local_judge_url, tmp_path):
+    """`qadi judges check` against vLLM itself, not the test double's copy of its rules: the
+    judge is reachable, its json_schema structured output works and it returns token
+    probabilities, so the check passes and says nothing needs changing."""
+    from tests.integration.test_structured_output_and_logprobs import HEADERS
+
+    config = judges_file(tmp_path, local_judge_url)
+    done = run_cli("judges", "check", "--config", str(config), env={"COLUMNS": "250"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line for line in done.stdout.splitlines() if "hosted_vllm/smollm2" in line]
+    assert len(rows) == 2  # smol and smol-regrade
+    for row in rows:
+        cells = dict(zip(HEADERS, (c.strip() for c in row.split("│")[1:]), strict=False))
+        assert cells["reachable"] == "yes" and cells["structured output"] == "yes", row
+        assert cells["logprobs"] == "yes", row
