@@ -183,3 +183,17 @@ def test_every_relative_link_of_the_readme_names_a_file_of_the_repository():
     local = [t.split("#", 1)[0] for t in targets if not EXTERNAL.match(t) and t[0] != "#"]
     missing = sorted({t for t in local if not (ROOT / t).exists()})
     assert len(local) >= 20 and not missing, missing
+
+
+def test_the_quick_start_tutorial_is_the_readme_quick_start(site):
+    """docs/tutorials/quick-start.md includes the README's Quick start between its markers
+    (pymdownx.snippets): every command of it is on the page, so the two cannot drift."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("[start:quickstart]", 1)[1].split("[end:quickstart]", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
+    page = plain(article(site, "tutorials/quick-start"))
+    commands = [line.split("#")[0].strip() for block in blocks for line in block.splitlines()]
+    commands = [c for c in commands if c and not c.startswith(("-H", "\"", "'"))]
+    assert len(blocks) >= 5 and len(commands) >= 6
+    missing = [c for c in commands if " ".join(c.split()) not in page]
+    assert not missing, missing
