@@ -269,13 +269,17 @@ class GradingService:
         stale_before = utcnow() - self.stale_after
         batch = self.batch_for(project)
         allowed = []
-        for item in items:
-            if self.shared is not None:
-                try:
-                    _check_rate(self.shared.take(session, api_key_id), self.shared.per_minute)
-                except RateLimited as exc:
-                    outcomes[item.index] = exc
-                    continue
+        waits = (
+            self.shared.take(session, api_key_id, len(items))
+            if self.shared is not None
+            else [None] * len(items)
+        )
+        for item, wait in zip(items, waits, strict=True):
+            try:
+                _check_rate(wait, self.settings.rate_limit_per_minute)
+            except RateLimited as exc:
+                outcomes[item.index] = exc
+                continue
             allowed.append(item)
         wanted = [(item.key, content_hash(item.body.model_dump(mode="json"))) for item in allowed]
         claims = requests.claim_many(session, project, wanted, api_key_id, stale_before)

@@ -125,11 +125,12 @@ class SharedLimits:
         if self.per_minute > 0:
             replicas.lock_rate_windows(session, api_key_ids)
 
-    def take(self, session: Session, api_key_id: int | None) -> int | None:
-        """None when the request is within its key's rate, else the seconds to wait."""
+    def take(self, session: Session, api_key_id: int | None, requests: int) -> list[int | None]:
+        """Per request of the key, in order: None when within its rate, else the seconds to
+        wait."""
         if self.per_minute <= 0:
-            return None
-        return replicas.take_rate(session, api_key_id, self.per_minute)
+            return [None] * requests
+        return replicas.take_rate(session, api_key_id, self.per_minute, requests)
 
     def lease(self, session: Session, keys: Collection[str], stale_before: datetime) -> set[str]:
         """Lease the calls about to be made; those in flight elsewhere are returned."""

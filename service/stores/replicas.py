@@ -29,10 +29,14 @@ def lock_rate_windows(session: Session, api_key_ids: Iterable[int | None]) -> No
         )
 
 
-def take_rate(session: Session, api_key_id: int | None, per_minute: int) -> int | None:
-    """Count one request against the key's last minute: None when accepted, else the
-    seconds until the oldest request leaves the window. The key's window must be locked
-    (`lock_rate_windows`); the database's clock is the one clock all replicas share."""
+def take_rate(
+    session: Session, api_key_id: int | None, per_minute: int, requests: int = 1
+) -> list[int | None]:
+    """Count `requests` of one key against its last minute, in order: for each, None when
+    accepted, else the seconds until the oldest request leaves the window (a round of the
+    group commit takes its key's requests at once: four statements, not four each). The
+    key's window must be locked (`lock_rate_windows`); the database's clock is the one clock
+    all replicas share."""
     key = api_key_id or 0
     now: datetime = session.scalar(text("SELECT timezone('utc', clock_timestamp())"))
     where = RateEventRow.api_key_id == key
@@ -40,10 +44,11 @@ def take_rate(session: Session, api_key_id: int | None, per_minute: int) -> int 
     count, first = session.execute(
         select(func.count(), func.min(RateEventRow.at)).where(where)
     ).one()
-    if count >= per_minute:
-        return max(1, math.ceil((first + WINDOW - now).total_seconds()))
-    session.execute(insert(RateEventRow).values(api_key_id=key, at=now))
-    return None
+    accepted = max(0, min(requests, per_minute - count))
+    if accepted:
+        session.execute(insert(RateEventRow), [{"api_key_id": key, "at": now}] * accepted)
+    wait = max(1, math.ceil(((first or now) + WINDOW - now).total_seconds()))
+    return [None] * accepted + [wait] * (requests - accepted)
 
 
 def lease_calls(

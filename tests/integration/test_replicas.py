@@ -137,3 +137,30 @@ def test_identical_requests_in_flight_together_make_one_backend_call(replicas, l
     assert llm_server.calls() == 1
     scores = {r.json()["aggregate"]["mean"] for r in replies}
     assert len(scores) == 1
+
+
+def a_round_of_one_keys_requests_is_counted_in_order_against_its_window():
+    """take_rate counts a round's requests of one key together: the window's room is given
+    in order, the rest wait until the oldest request leaves it; a later round sees them."""
+    from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
+    from service.stores.replicas import lock_rate_windows, take_rate
+
+    reset_postgres(POSTGRES_URL)
+    upgrade(POSTGRES_URL)
+    sessions = make_sessionmaker(make_engine(POSTGRES_URL))
+    with session_scope(sessions) as session:
+        lock_rate_windows(session, [7])
+        first = take_rate(session, 7, 3, requests=5)
+    assert first[:3] == [None, None, None] and all(w in range(59, 61) for w in first[3:])
+    with session_scope(sessions) as session:
+        lock_rate_windows(session, [7, 8])
+        again, other = take_rate(session, 7, 3, requests=2), take_rate(session, 8, 3)
+    assert all(w in range(58, 61) for w in again) and len(again) == 2
+    assert other == [None]  # another key's window is its own
+
+
+if POSTGRES_URL:  # the shared rate window is PostgreSQL's (CI runs one; never skipped)
+    test_a_round_of_one_keys_requests_is_counted_in_order_against_its_window = (
+        a_round_of_one_keys_requests_is_counted_in_order_against_its_window
+    )
+
