@@ -324,7 +324,7 @@ def test_the_demo_grades_with_the_local_judge_when_it_is_installed_and_never_ins
         assert entry["litellm_params"]["api_base"] == f"http://127.0.0.1:{port}/v1"
         assert "judges   smollm2 (hosted_vllm/smollm2)" in done.stderr
         assert "STAND-INS" not in done.stderr
-        assert llm_server.calls_by_model() == {"smollm2": 24}  # the explanation set, graded
+        assert llm_server.calls_by_model() == {"smollm2": 150}  # the demo set's 1-5 answers
         assert "calibration (overall)" in done.stderr
     finally:
         server_pid.kill()
