@@ -112,8 +112,12 @@ def category_gap(evals: list[Evaluation], confidence: float = 0.95) -> dict[str,
         return {**cells, **found, "missing": too_few_clusters(fewest)}
     sides = [(ratio_se(s, n, None)[0], len(n) - 1) for s, n in blocks.values()]
     variance = sum(se**2 for se, _ in sides)
-    if variance == 0:  # every prompt's MAD is its category's: the gap is the same in any draw
-        return {**cells, **found, "ci": [delta, delta]}
+    if variance == 0:  # every prompt's MAD is its category's: nothing to estimate a spread from
+        return {
+            **cells,
+            **found,
+            "missing": "every prompt's MAD equals its category's: no variance",
+        }
     df = variance**2 / sum(se**4 / units for se, units in sides if se > 0)
     return {**cells, **found, "ci": t_interval(delta, variance**0.5, df, confidence)}
 

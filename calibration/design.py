@@ -55,6 +55,10 @@ MISSING = (
     "labelled item(s) without inclusion_prob among labels that have one: their design is unknown"
 )
 EMPTY = "no labelled item in queue stratum"
+UNIFORM_BESIDE_ESCALATIONS = (
+    "escalated labels (π = 1) weight 1; the labels without inclusion_prob a uniform random "
+    "sample of the other judged items (1/π, π = their share of them)"
+)
 
 
 @dataclass
@@ -153,6 +157,15 @@ def judge_weights(table: GradeTable, judged: np.ndarray, labelled: np.ndarray) -
         if certain.any():
             rule += " (escalated labels, π = 1, counted apart: weight 1)"
         return Weights(weights, empty, rule)
+    certain = certainty_units(table, labelled)
+    bare = labelled & np.isnan(probability)
+    if certain.any() and bare.any() and not (recorded & ~certain).any():
+        # labels without a design (rule 1: a uniform sample) beside escalations: the former
+        # a uniform sample of the judged items that were not escalated
+        weights = np.full(table.n_items, np.nan)
+        weights[certain] = 1.0
+        weights[bare] = (judged & ~certain).sum() / bare.sum()
+        return Weights(weights, {}, UNIFORM_BESIDE_ESCALATIONS)
     weights = np.where(recorded, 1 / np.where(recorded, probability, 1.0), np.nan)
     return Weights(weights, {}, "1/inclusion_prob as recorded")
 
@@ -211,6 +224,12 @@ def summary(table: GradeTable, ref: np.ndarray) -> dict[str, Any]:
                 "stratum (as the queue's rounds assume); labels picked any other way (by hand, "
                 "by score) bias every weighted value"
             )
+        return out
+    if found.rule == UNIFORM_BESIDE_ESCALATIONS:
+        out["assumption"] = (
+            "the labels without inclusion_prob are taken to be a simple random sample of the "
+            "judged items other than the escalated ones"
+        )
         return out
     keys = {k for k in _keys(table)[labelled] if k is not None}
     if keys:
@@ -280,6 +299,14 @@ def equal_probability_sample(
         return None, f"no threshold: {problem}"
     probability = np.where(labelled, 1 / np.where(labelled, found.weights, 1.0), np.nan)
     smallest = float(np.nanmin(probability))
+    if smallest >= 1.0 and (judged & ~labelled).any():
+        # every label is certain (escalations, no audit): the other items had no known
+        # chance of a label, perhaps none (audit_rate 0): nothing represents them
+        return None, (
+            f"no threshold: the {int(labelled.sum())} labels were all escalated (inclusion "
+            "probability 1) and the verdicts trusted at request time were never sampled; "
+            "audit a share of them (trust audit_rate > 0) or label a random sample"
+        )
     if np.allclose(probability[labelled], smallest):
         return labelled, None
     draws = np.array([_unit_draw(item) for item in table.items])

@@ -124,8 +124,11 @@ def selective_section(
         for value in table.attribute_values(attribute):
             blocks[f"{attribute}={value}"] = table.mask(attribute, value)
     evaluators = [[j] for j in _with_confidence(table, confidence)] + options.cascades
-    # a panel confidence is the other judges' agreement: its guarantee holds for this panel
-    panel = list(table.judges) if options.confidence == "panel" else None
+    # a panel confidence is the other judges' agreement: its guarantee holds for the judges
+    # whose verdicts made it (those that graded calibration items), not for another panel
+    graded = np.isfinite(table.judge_scores[labelled]).any(axis=0)
+    panel = [j for j, g in zip(table.judges, graded, strict=True) if g]
+    panel = panel if options.confidence == "panel" else None
     rows = []
     for stages in evaluators:
         columns = [table.judges.index(s) for s in stages]

@@ -190,11 +190,13 @@ class TrustDecider:
         stratum: str | None,
         calibrations: Mapping[str, Calibration],
         panel: list[str],
+        guard_skipped: list[str] | None = None,
     ) -> None:
         self.policy = policy
         self.stratum = stratum
         self.calibrations = calibrations
         self.panel = panel
+        self.guard_skipped = guard_skipped or []  # left out of this item's panel by the guard
         self.problem = self._cascade_problem()
 
     @property
@@ -299,7 +301,7 @@ class TrustDecider:
             binding = calibration.binding if calibration is not None else None
             if binding is None or binding.panel is None:
                 continue
-            why = _panel_difference(binding.panel, results)
+            why = _panel_difference(binding.panel, self.panel, self.guard_skipped, results)
             if why is not None:
                 changed[result.judge] = f"the panel changed since calibration ({why})"
         return changed
@@ -377,18 +379,27 @@ def _expired(calibration: Calibration, result: JudgeResult) -> str | None:
     return None
 
 
-def _panel_difference(panel: list[StageVersion], results: list[JudgeResult]) -> str | None:
-    """How this request's panel differs from the calibrated one, or None."""
-    then = {stage.judge: stage for stage in panel}
-    now = {result.judge: result for result in results}
-    if then.keys() != now.keys():
-        return f"calibrated with {', '.join(then)}; now {', '.join(now)}"
-    for judge, stage in then.items():
-        result = now[judge]
-        if result.status == "ok" and (
+def _panel_difference(
+    calibrated: list[StageVersion],
+    panel: list[str],
+    guard_skipped: list[str],
+    results: list[JudgeResult],
+) -> str | None:
+    """How this request's panel differs from the calibrated one, or None. A judge the
+    self-evaluation guard left out of this item's panel is no change (the calibration items
+    lacked its verdict wherever the guard applied to them too); a judge added, removed
+    otherwise, or grading with another model or template is."""
+    then = {stage.judge: stage for stage in calibrated}
+    now = [judge for judge in panel if judge not in guard_skipped]
+    expected = [judge for judge in then if judge not in guard_skipped]
+    if sorted(now) != sorted(expected):
+        return f"calibrated with {', '.join(then)}; now {', '.join(panel)}"
+    for result in results:
+        stage = then.get(result.judge)
+        if stage is not None and result.status == "ok" and (
             stage.model != result.model or stage.template_hash != result.template_hash
         ):
-            return f"{judge} now grades with another model or template"
+            return f"{result.judge} now grades with another model or template"
     return None
 
 

@@ -410,7 +410,8 @@ def _decider(session: Session, project: str, policy: Any, plan: PlannedGrade) ->
         calibrations = find_calibrations(
             session, project, plan.request.rubric.id, wanted, stratum, policy
         )
-    return TrustDecider(policy, stratum, calibrations, plan.panel.judges)
+    skipped = [s.judge for s in plan.panel.skipped]
+    return TrustDecider(policy, stratum, calibrations, plan.panel.judges, skipped)
 
 
 def _cascade_stop(item: _Item):

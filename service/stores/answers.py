@@ -52,52 +52,49 @@ def ensure_responses(session: Session, project: str, requests: list[GradeRequest
     error).
 
     Items (a prompt and its reference) repeat across answers, so the stored ones are looked
-    up before the rest are inserted; an answer is usually new, so answers are inserted at
-    once (ON CONFLICT DO NOTHING) and only those already stored are looked up after: one
-    statement fewer per transaction on the grading path."""
+    up before the rest are inserted. An answer is usually new: on SQLite answers are
+    inserted at once (ON CONFLICT DO NOTHING) and only those already stored looked up after,
+    one statement fewer per transaction on the grading path; on PostgreSQL a conflicting
+    INSERT still uses up a value of the id sequence, so answers are looked up first there
+    too (a regrade of stored answers would otherwise spend one per answer and run)."""
     if not requests:
         return []
+    now = utcnow()
     item_hashes = [_item_hash(r) for r in requests]
-    items = _existing(session, ItemRow, item_hashes)
-    new_items = {h: r for h, r in zip(item_hashes, requests, strict=True) if h not in items}
-    if new_items:
-        now = utcnow()
-        inserted = insert_missing(
-            session,
-            ItemRow,
-            [
-                {"content_hash": h, "prompt": r.prompt, "reference": r.reference, "created_at": now}
-                for h, r in new_items.items()
-            ],
-        )
-        items.update(inserted)
-        items.update(_existing(session, ItemRow, [h for h in new_items if h not in items]))
+    item_rows = {
+        h: {"content_hash": h, "prompt": r.prompt, "reference": r.reference, "created_at": now}
+        for h, r in zip(item_hashes, requests, strict=True)
+    }
+    items = _ensure(session, ItemRow, item_rows, look_first=True)
     response_hashes = [response_hash(r, project) for r in requests]
-    answers = {
-        h: (r, items[ih])
+    response_rows = {
+        h: {
+            "content_hash": h,
+            "project": project,
+            "item_id": items[ih],
+            "item_key": item_key(r),
+            "candidate_model": r.candidate_model,
+            "candidate_provider": r.candidate_provider,
+            "text": r.response,
+            "attributes": dict(r.metadata),
+            "created_at": now,
+        }
         for h, r, ih in zip(response_hashes, requests, item_hashes, strict=True)
     }
-    now = utcnow()
-    responses = insert_missing(
-        session,
-        ResponseRow,
-        [
-            {
-                "content_hash": h,
-                "project": project,
-                "item_id": item_id,
-                "item_key": item_key(r),
-                "candidate_model": r.candidate_model,
-                "candidate_provider": r.candidate_provider,
-                "text": r.response,
-                "attributes": dict(r.metadata),
-                "created_at": now,
-            }
-            for h, (r, item_id) in answers.items()
-        ],
-    )
-    responses.update(_existing(session, ResponseRow, [h for h in answers if h not in responses]))
+    postgresql = session.get_bind().dialect.name == "postgresql"
+    responses = _ensure(session, ResponseRow, response_rows, look_first=postgresql)
     return [responses[h] for h in response_hashes]
+
+
+def _ensure(session: Session, table, rows: dict[str, dict], look_first: bool) -> dict[str, int]:
+    """Ids by content hash of `rows`, inserting those not stored yet; with `look_first` the
+    stored ones are looked up before inserting, else after."""
+    found = _existing(session, table, list(rows)) if look_first else {}
+    missing = [h for h in rows if h not in found]
+    if missing:
+        found.update(insert_missing(session, table, [rows[h] for h in missing]))
+        found.update(_existing(session, table, [h for h in missing if h not in found]))
+    return found
 
 
 def _existing(session: Session, table, hashes: list[str]) -> dict[str, int]:

@@ -36,7 +36,8 @@ def take_rate(
     accepted, else the seconds until the oldest request leaves the window (a round of the
     group commit takes its key's requests at once: four statements, not four each). The
     key's window must be locked (`lock_rate_windows`); the database's clock is the one clock
-    all replicas share."""
+    all replicas share. `per_minute` > 0 (a limit of 0, none, never gets here:
+    `SharedLimits.take`)."""
     key = api_key_id or 0
     now: datetime = session.scalar(text("SELECT timezone('utc', clock_timestamp())"))
     where = RateEventRow.api_key_id == key

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibration.design import judge_weights, summary
+from calibration.design import equal_probability_sample, judge_weights, summary
 from calibration.estimate import EstimateOptions, estimate
 from calibration.formats.interchange import GradeFormatError, GradeRow, parse_csv, to_records
 from calibration.sme_queue import choose, queue_records
@@ -149,3 +149,39 @@ def test_escalated_labels_stand_for_themselves_beside_queue_labels() -> None:
     assert not plan["warnings"]
     queued = queue_records(choose(rows, 1, None, 0.05, seed=0))
     assert [r["inclusion_prob"] for r in queued] == [repr(3 / 8)]
+
+
+def _escalated(rows, items):
+    """Mark the human labels of `items` as escalated at request time: π = 1, no stratum."""
+    for row in rows:
+        if row.rater_kind == "human" and row.item_id in items:
+            row.inclusion_prob = 1.0
+    return rows
+
+
+def test_uniform_labels_beside_escalations_stand_for_the_items_not_escalated() -> None:
+    """20 judged items: 4 labelled without a design (a uniform sample, rule 1) and 2 more
+    escalated (π = 1). The escalations weigh 1; the uniform labels are a sample of the other
+    18 items, weight 18 / 4 = 4.5 each: 2 + 18 = the 20 items. Selective thresholds then
+    keep each escalation with probability π_min = 4/18 (thinning), the uniform ones all."""
+    rows = _escalated(_grades({"x": (20, 6)}), {"x004", "x005"})
+    table, weights, plan = _weights(rows)
+    labelled = np.flatnonzero(~np.isnan(table.human_scores[:, 0]))
+    assert weights.weights[labelled].tolist() == [4.5] * 4 + [1.0] * 2
+    assert "uniform random sample of the other judged items" in weights.rule
+    assert "other than the escalated ones" in plan["assumption"] and not plan["warnings"]
+    kept, note = equal_probability_sample(table, ~np.isnan(table.human_scores[:, 0]))
+    assert kept[labelled[:4]].all() and "π_min = 0.222" in note
+
+
+def test_escalations_alone_fix_no_threshold() -> None:
+    """Every label escalated (audit_rate 0): the trusted verdicts were never sampled, so
+    nothing stands for them; a census (every judged item labelled) is a sample of itself."""
+    rows = _escalated(_grades({"x": (20, 3)}), {"x000", "x001", "x002"})
+    table = build_table(rows)
+    kept, why = equal_probability_sample(table, ~np.isnan(table.human_scores[:, 0]))
+    assert kept is None and "were all escalated" in why and "audit_rate > 0" in why
+    census = _escalated(_grades({"x": (3, 3)}), {"x000", "x001", "x002"})
+    table = build_table(census)
+    kept, why = equal_probability_sample(table, ~np.isnan(table.human_scores[:, 0]))
+    assert kept.sum() == 3 and why is None

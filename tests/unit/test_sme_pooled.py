@@ -61,9 +61,9 @@ ERRORS = {
 }
 
 
-def five_prompt_rows() -> list[GradeRow]:
+def five_prompt_rows(table: dict = ERRORS) -> list[GradeRow]:
     out = []
-    for category, errors in ERRORS.items():
+    for category, errors in table.items():
         for p, pair in enumerate(errors):
             prompt = f"{category}-{p}"
             for target, error in zip(("t1", "t2"), pair, strict=True):
@@ -107,3 +107,14 @@ def test_a_judge_without_linguistic_grades_has_no_gap():
     gap = pooled(only_cultural)["category_gap"]["J"]
     assert gap["delta_mad_pp"] is None
     assert gap["linguistic"] == {"n": 0, "prompts": 0, "mad_pp": None}
+
+
+def test_a_gap_without_spread_has_no_interval_and_says_why():
+    """Every cultural answer off by 2, every linguistic one exact: Δ = 2 with no variance to
+    estimate, so no interval (a zero-width one would claim certainty)."""
+    errors = {"cultural": [(2, 2)] * 5, "linguistic": [(0, 0)] * 5}
+    rows = five_prompt_rows(errors)
+    gap = pooled(rows)["category_gap"]["J"]
+    assert gap["delta_mad_pp"] == 2.0 and gap["ci"] is None
+    assert gap["missing"] == "every prompt's MAD equals its category's: no variance"
+

@@ -256,6 +256,12 @@ def test_a_panel_confidence_expires_when_the_panel_changes():
                    calibrations, policy)  # fmt: skip
     assert moved.status == "escalated"
     assert "c now grades with another model or template" in moved.judges[0].reason
+    # the guard leaving c out of this item's panel is no change (the calibration items
+    # lacked c's verdict wherever the guard applied to them too), nor is a substitute's
+    # result beside the panel
+    guarded = TrustDecider(policy, "overall", calibrations, ["a", "b"], guard_skipped=["c"])
+    kept = guarded.outcome([result("a", 4.0), result("b", 4.0), result("sub", 2.0)], 0.5)
+    assert kept.status == "trusted" and kept.judge == "a"
 
 
 def testpanel_confidence_at_request_time():
