@@ -9,6 +9,11 @@ from calibration.render.plots import _png, plt
 
 
 def effects(report: dict[str, Any]) -> bytes:
+    return _png(figure(report))
+
+
+def figure(report: dict[str, Any]) -> plt.Figure:
+    """The figure itself (the PNG is `effects`); a legend entry per judge it plotted."""
     probes = [p["name"] for p in report["probes"]]
     judges = report["judges"]
     fig, ax = plt.subplots(figsize=(7.0, max(2.4, 0.42 * len(probes) + 1.2)))
@@ -35,9 +40,9 @@ def effects(report: dict[str, Any]) -> bytes:
     ax.set_xlabel("mean change of the grade (treated − baseline), points")
     q = report["options"]["q"]
     ax.set_title(f"probe effects (filled: moved, q ≤ {q:g})", fontsize=10)
-    if judges:
+    if ax.get_legend_handles_labels()[0]:  # a judge whose every cell lacks a change has none
         ax.legend(fontsize=7, loc="best")
-    return _png(fig)
+    return fig
 
 
 def _first(report: dict[str, Any], judge: str) -> dict[str, Any] | None:
