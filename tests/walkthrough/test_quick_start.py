@@ -66,8 +66,23 @@ def test_the_section_is_a_walk_from_make_run_to_a_report():
         assert step in script, f"the quick start lost its step {step!r}"
 
 
+def assert_venv_is_fresh() -> None:
+    """The copy's `make run` would install into this checkout's .venv (the symlink) from the
+    copy, pointing its editable install and scripts at a folder the test then deletes: a
+    .venv older than the declared dependencies (a stamp `make run` does not find) is named
+    before anything runs. CI's `make test` always leaves a fresh one."""
+    planned = subprocess.run(
+        ["make", "-n", "--no-print-directory", "run"], cwd=ROOT, capture_output=True,
+        text=True, check=True,
+    ).stdout
+    assert "pip install" not in planned, (
+        ".venv is older than pyproject.toml/requirements.lock: run `make venv`, then this test"
+    )
+
+
 @pytest.mark.timeout(900)
 def test_the_quick_start_runs_as_written(tmp_path):
+    assert_venv_is_fresh()
     blocks = quick_start_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
     repo = clean_copy(tmp_path / "qadi")
     script = "set -euo pipefail\n" + "\n".join(blocks)
