@@ -35,7 +35,8 @@ def test_the_demo_grades_and_calibrates_the_sample_with_a_real_model(local_judge
                 rating = row.probabilities["rating"]
                 assert rating["chosen"] == str(int(row.score))
                 assert sum(rating["probs"].values()) <= 1.0 + 1e-6
-                assert 1.0 <= row.expected_score <= 5.0
+                expected = sum(int(v) * p for v, p in rating["probs"].items())
+                assert row.expected_score == pytest.approx(expected / rating["mass"], abs=1e-4)
             else:
                 assert row.score is None and row.expected_score is None and row.raw_reply
         ok = sum(r.status == "ok" for r in rows)
