@@ -126,9 +126,7 @@ def selective_section(
     evaluators = [[j] for j in _with_confidence(table, confidence)] + options.cascades
     # a panel confidence is the other judges' agreement: its guarantee holds for the judges
     # whose verdicts made it (those that graded calibration items), not for another panel
-    graded = np.isfinite(table.judge_scores[labelled]).any(axis=0)
-    panel = [j for j, g in zip(table.judges, graded, strict=True) if g]
-    panel = panel if options.confidence == "panel" else None
+    panel = _calibration_panel(table, labelled) if options.confidence == "panel" else None
     rows = []
     for stages in evaluators:
         columns = [table.judges.index(s) for s in stages]
@@ -228,6 +226,12 @@ def _explained(result: Threshold, confidence: np.ndarray, options: SelectiveOpti
         )
         return result.model_copy(update={"reason": f"no confidence: {source}"})
     return result
+
+
+def _calibration_panel(table: GradeTable, labelled: np.ndarray) -> list[str]:
+    """The judges that graded at least one of the calibration items."""
+    graded = np.isfinite(table.judge_scores[labelled]).any(axis=0)
+    return [j for j, g in zip(table.judges, graded, strict=True) if g]
 
 
 def _binding(

@@ -52,23 +52,6 @@ def scoped_key(api_key_id: int | None, key: str) -> str:
     return f"{api_key_id if api_key_id is not None else '-'}:{key}"
 
 
-def claim(
-    session: Session,
-    project: str,
-    key: str | None,
-    body_hash: str,
-    api_key_id: int | None,
-    stale_before: datetime,
-) -> Claim | Replay:
-    """Create the request row in `project`, or answer from the earlier request with the same
-    key (keys are scoped by API key, and a key belongs to one project). Raises Conflict for
-    a key used with another body or still in progress."""
-    [claimed] = claim_many(session, project, [(key, body_hash)], api_key_id, stale_before)
-    if isinstance(claimed, Conflict):
-        raise claimed
-    return claimed
-
-
 def claim_many(
     session: Session,
     project: str,
@@ -76,10 +59,12 @@ def claim_many(
     api_key_id: int | None,
     stale_before: datetime,
 ) -> list[Claim | Replay | Conflict]:
-    """`claim` for several (key, body hash) of one caller, in order, a Conflict in place of
-    a request refused. Requests without a key have random ids, nothing to collide with, and
-    are inserted in one statement (the group commit of POST /judge claims a round at once);
-    a keyed one is claimed on its own."""
+    """Create the request row of each (key, body hash) of one caller in `project`, or answer
+    from the earlier request with the same key (keys are scoped by API key, and a key belongs
+    to one project); in order, a Conflict in place of a request refused (a key used with
+    another body or still in progress). Requests without a key have random ids, nothing to
+    collide with, and are inserted in one statement (the group commit of POST /judge claims
+    a round at once); a keyed one is claimed on its own."""
     now = utcnow()
     base = {"project": project, "api_key_id": api_key_id, "status": "pending", "attempt": 1,
             "claimed_at": now, "created_at": now}  # fmt: skip

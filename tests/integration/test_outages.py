@@ -49,9 +49,10 @@ def test_an_unreachable_database_is_a_json_503_and_the_service_recovers(
 def test_the_reaper_closes_requests_a_dead_process_left_pending(migrated_db, llm_server, tmp_path):
     sessions = make_sessionmaker(make_engine(migrated_db))
     with session_scope(sessions) as session:
-        dead = requests.claim(session, "default", "k", "h", None, utcnow())
+        [dead, live] = requests.claim_many(
+            session, "default", [("k", "h"), ("k2", "h")], None, utcnow()
+        )
         session.get(GradeRequestRow, dead.id).claimed_at = utcnow() - timedelta(hours=1)
-        live = requests.claim(session, "default", "k2", "h", None, utcnow())
     app = make_app(migrated_db, llm_server, tmp_path, reap_interval_seconds=0.2)
     before = REQUESTS_ABANDONED._value.get()  # the counter is per process, shared by tests
     with TestClient(app) as client:  # the lifespan starts the reaper

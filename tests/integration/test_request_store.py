@@ -26,7 +26,12 @@ def sessions(migrated_db):
 
 def claim(sessions, key="k1", body="h1", api_key=None, stale=timedelta(seconds=60)):
     with session_scope(sessions) as session:
-        return requests.claim(session, "default", key, body, api_key, utcnow() - stale)
+        [claimed] = requests.claim_many(
+            session, "default", [(key, body)], api_key, utcnow() - stale
+        )
+        if isinstance(claimed, requests.Conflict):
+            raise claimed
+        return claimed
 
 
 def age(sessions, request_id: str, seconds: float) -> None:
