@@ -266,5 +266,5 @@ def test_a_judges_rpm_spaces_its_calls(llm_server):
         assert stats.calls == {"ok": 10}
         return time.perf_counter() - started
 
-    assert timed() < 2.0
+    assert timed() < 3.0  # a loaded CI machine still runs 10 calls to the double well within it
     assert timed(rpm=150) >= 3.6
