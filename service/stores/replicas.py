@@ -30,7 +30,7 @@ def lock_rate_windows(session: Session, api_key_ids: Iterable[int | None]) -> No
 
 
 def take_rate(
-    session: Session, api_key_id: int | None, per_minute: int, requests: int = 1
+    session: Session, api_key_id: int | None, per_minute: int, requests: int
 ) -> list[int | None]:
     """Count `requests` of one key against its last minute, in order: for each, None when
     accepted, else the seconds until the oldest request leaves the window (a round of the

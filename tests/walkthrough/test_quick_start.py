@@ -57,6 +57,32 @@ def own_network() -> bool:
     return probe.returncode == 0
 
 
+def shell_command(script: str, env: dict[str, str]) -> list[str]:
+    """`bash -c script` where 127.0.0.1:8000 is free: in a network namespace of its own, or,
+    without namespaces, with the port rewritten to a free one (and QADI_PORT set to it)."""
+    if own_network():
+        return ["unshare", "-rn", "bash", "-c", 'ip link set lo up && exec bash -c "$0"', script]
+    port = str(free_port())
+    env["QADI_PORT"] = port
+    return ["bash", "-c", script.replace(f"127.0.0.1:{PORT}", f"127.0.0.1:{port}")]
+
+
+def test_the_wait_for_the_service_ends_when_make_run_dies(tmp_path):
+    """A `make run` that fails (a broken install, a taken port) must not leave the pasted
+    wait loop polling forever: it stops and says so."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "make").write_text("#!/bin/sh\necho 'make: *** [run] Error 2' >&2\nexit 2\n")
+    (fake / "make").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    first = quick_start_blocks((ROOT / "README.md").read_text(encoding="utf-8"))[0]
+    done = subprocess.run(
+        shell_command(first, env), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert "make: *** [run] Error 2" in done.stderr
+    assert "make run stopped: its output above says why" in done.stdout
+
+
 def test_the_section_is_a_walk_from_make_run_to_a_report():
     blocks = quick_start_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
     script = "\n".join(blocks)
@@ -94,12 +120,7 @@ def test_the_quick_start_runs_as_written(tmp_path):
     env["QADI_DATA_DIR"] = str(tmp_path / "data")  # not the user's ~/.local/share/qadi
     # a newcomer's machine: no local judge installed (`make run` would grade with it)
     env["QADI_VLLM_HOME"] = str(tmp_path / "no-local-judge")
-    if own_network():
-        command = ["unshare", "-rn", "bash", "-c", 'ip link set lo up && exec bash -c "$0"', script]
-    else:
-        port = str(free_port())
-        env["QADI_PORT"] = port
-        command = ["bash", "-c", script.replace(f"127.0.0.1:{PORT}", f"127.0.0.1:{port}")]
+    command = shell_command(script, env)
     log = tmp_path / "walkthrough.log"
     started = time.monotonic()
     with log.open("w") as output:
