@@ -94,11 +94,12 @@ def test_a_request_answered_from_stored_verdicts_needs_no_slot(migrated_db, llm_
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://qadi") as client:
             assert (await client.post("/judge", json=stored)).status_code == 200
-            llm_server.faults(latency_min=1.0, latency_max=1.0)
+            llm_server.faults(latency_min=3.0, latency_max=3.0)
             slow = asyncio.create_task(
                 client.post("/judge", json={**BODY, "response": "a slow new answer"})
             )
-            await asyncio.sleep(0.3)  # the slow request holds the only slot
+            while await asyncio.to_thread(llm_server.calls) < 2:  # the slow call reached the
+                await asyncio.sleep(0.02)  # judge: it holds the only slot for 3 s
             again = await client.post("/judge", json=stored)
             fresh = await client.post("/judge", json={**BODY, "response": "another new one"})
             return await slow, again, fresh
