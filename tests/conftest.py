@@ -72,6 +72,15 @@ class LLMServer:
     def calls(self) -> int:
         return httpx.get(f"{self.base}/_control/calls").json()["count"]
 
+    def settled_calls(self, pause: float = 0.3) -> int:
+        """The call count once two reads `pause` apart agree: a request a client sent just
+        before it was killed can still be read, and counted, after its death."""
+        last, now = None, self.calls()
+        while now != last:
+            time.sleep(pause)
+            last, now = now, self.calls()
+        return now
+
     def calls_by_model(self) -> dict[str, int]:
         return httpx.get(f"{self.base}/_control/calls").json()["models"]
 

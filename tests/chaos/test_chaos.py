@@ -10,6 +10,7 @@ import os
 import subprocess
 
 import httpx
+import pytest
 from sqlalchemy.engine import make_url
 
 from tests.chaos.harness import PROVIDER_FAULTS, Chaos
@@ -42,6 +43,16 @@ def test_provider_faults_under_load_store_every_call_and_fabricate_nothing(datab
     assert figures["calls_recorded"] == figures["backend_calls"]
 
 
+async def judges_thinking(chaos: Chaos, calls: int, within: float = 120) -> None:
+    """Until the double has received `calls` calls (it answers each after 3 s, and qadi
+    retries a call 1.5 s after sending it: the kill must come between)."""
+    deadline = asyncio.get_running_loop().time() + within
+    while await asyncio.to_thread(chaos.server.calls) < calls:
+        assert asyncio.get_running_loop().time() < deadline, f"{calls} calls never arrived"
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.timeout(900)  # two service starts and a stale claim's minute, on a busy machine
 def test_kill_then_ten_concurrent_retries_per_key_take_over_exactly_once(database, tmp_path):
     chaos = Chaos(tmp_path, database, faults={"latency_min": 3.0, "latency_max": 3.0})
 
@@ -62,7 +73,7 @@ def test_kill_then_ten_concurrent_retries_per_key_take_over_exactly_once(databas
 
     async def scenario():
         attempts = asyncio.create_task(first_attempts())
-        await asyncio.sleep(1.5)  # the judges are thinking
+        await judges_thinking(chaos, calls=10 * 2)  # each key's two first calls, not retried yet
         await asyncio.to_thread(chaos.service.kill)
         await attempts
         httpx.post(f"{chaos.server.base}/_control/faults", json={}).raise_for_status()

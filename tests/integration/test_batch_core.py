@@ -253,7 +253,7 @@ def test_a_failed_call_is_not_shared_each_waiter_calls_for_itself(judges_config,
 
 
 def test_a_judges_rpm_spaces_its_calls(llm_server):
-    # rpm 150 = one call every 0.4 s: 10 calls start over >= 9 * 0.4 = 3.6 s even with 10 in
+    # rpm 100 = one call every 0.6 s: 10 calls start over >= 9 * 0.6 = 5.4 s even with 10 in
     # flight allowed; the same run without rpm is not held back
     import time
 
@@ -266,5 +266,5 @@ def test_a_judges_rpm_spaces_its_calls(llm_server):
         assert stats.calls == {"ok": 10}
         return time.perf_counter() - started
 
-    assert timed() < 3.0  # a loaded CI machine still runs 10 calls to the double well within it
-    assert timed(rpm=150) >= 3.6
+    assert timed() < 4.0  # a fraction of a second idle; a loaded CI machine has room to spare
+    assert timed(rpm=100) >= 5.4

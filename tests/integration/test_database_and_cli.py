@@ -115,7 +115,7 @@ def test_qadi_serve_grades_end_to_end(migrated_db, llm_server, tmp_path):
     )
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_for_http(f"{base}/healthz", process=process, timeout=60)
+        wait_for_http(f"{base}/healthz", process=process, timeout=180)
         body = {
             "kind": "rubric",
             "response": "شكو يعني شنو اكو",

@@ -227,7 +227,7 @@ def test_the_exact_commands_run_outside_a_container(db_url, tmp_path):
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for_http(f"http://127.0.0.1:{port}/healthz", timeout=60, process=process)
+        wait_for_http(f"http://127.0.0.1:{port}/healthz", timeout=180, process=process)
         probe = healthcheck_url(services["qadi"]).replace(":8000/", f":{port}/")
         answer = httpx.get(probe)
         assert answer.status_code == 200 and answer.json()["database"] == "ok"

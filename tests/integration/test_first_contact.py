@@ -232,6 +232,6 @@ def test_judges_check_latency_is_the_call_not_the_start_up(llm_server, tmp_path)
     rows = [line.split("│") for line in lines if "│" in line]
     latencies = {row[1].strip(): float(row[column]) for row in rows}
     assert set(latencies) == {"gpt-judge", "claude-judge", "llama-judge"}
-    # 300 ms of backend delay, plus the call's own work (a few ms; 250 ms of slack for a
-    # loaded 2-core machine), and far below the 1.3-1.8 s the first call takes
-    assert all(300 <= ms < 550 for ms in latencies.values()), latencies
+    # 300 ms of backend delay, plus the call's own work (a few ms; 700 ms of slack for a
+    # loaded 2-core machine), and below the 1.3-1.8 s an idle machine's first call takes
+    assert all(300 <= ms < 1000 for ms in latencies.values()), latencies

@@ -84,7 +84,7 @@ def replicas(request, llm_server_process, tmp_path_factory):
             )
             bases.append(f"http://127.0.0.1:{port}")
         for base, process in zip(bases, processes, strict=True):
-            wait_for_http(f"{base}/healthz", timeout=60, process=process)
+            wait_for_http(f"{base}/healthz", timeout=180, process=process)
         yield bases, db_url
     finally:
         for process in processes:
