@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,17 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # one Router, so only the tests need the higher cap.
 os.environ.setdefault("LITELLM_MAX_CALLBACKS", "100000")
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def settled(read: Callable[[], Any], pause: float, unchanged: int) -> Any:
+    """`read()` once it has returned the same value `unchanged` times in a row after the
+    first, `pause` seconds apart: what a killed process left in flight has landed."""
+    last, same = read(), 0
+    while same < unchanged:
+        time.sleep(pause)
+        now = read()
+        same, last = (same + 1 if now == last else 0), now
+    return last
 
 
 def free_port() -> int:
@@ -72,14 +84,10 @@ class LLMServer:
     def calls(self) -> int:
         return httpx.get(f"{self.base}/_control/calls").json()["count"]
 
-    def settled_calls(self, pause: float = 0.3) -> int:
-        """The call count once two reads `pause` apart agree: a request a client sent just
-        before it was killed can still be read, and counted, after its death."""
-        last, now = None, self.calls()
-        while now != last:
-            time.sleep(pause)
-            last, now = now, self.calls()
-        return now
+    def settled_calls(self) -> int:
+        """The call count once it stops moving: a request a client sent just before it was
+        killed can still be read, and counted, after its death."""
+        return settled(self.calls, pause=0.3, unchanged=1)
 
     def calls_by_model(self) -> dict[str, int]:
         return httpx.get(f"{self.base}/_control/calls").json()["models"]

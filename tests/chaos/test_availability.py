@@ -165,9 +165,9 @@ def _exhaust_connections(seconds: float):
         still exiting or not yet authenticated holds a slot pg_stat_activity does not list:
         no connection left to cut is not proof, all slots held is."""
         held: list = []
+        fill(held)
+        slots = int(held[0].execute("SHOW max_connections").fetchone()[0])
         for _ in range(200):
-            fill(held)
-            slots = int(held[0].execute("SHOW max_connections").fetchone()[0])
             cut = held[0].execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> "
                 "pg_backend_pid() AND backend_type = 'client backend' "
@@ -177,6 +177,7 @@ def _exhaust_connections(seconds: float):
             if not cut and len(held) == slots:  # the service can open none
                 return held
             time.sleep(0.05)  # a terminated backend frees its slot a moment later
+            fill(held)
         raise AssertionError(f"{len(held)} slots held after 200 rounds of cuts")
 
     async def event() -> None:

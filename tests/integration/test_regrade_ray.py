@@ -20,7 +20,7 @@ import ray
 import yaml
 
 from service.db.engine import upgrade
-from tests.conftest import ROOT, judges_config_data
+from tests.conftest import ROOT, judges_config_data, settled
 from tests.conftest import run_cli as qadi
 from tests.integration.test_regrade import RUBRIC, stored
 
@@ -181,8 +181,8 @@ def test_a_killed_ray_run_resumes_with_every_answer_graded_once(ray_address, llm
     process.send_signal(signal.SIGKILL)
     process.wait()
     # Ray ends the dead driver's actors; calls in flight then may still be saved, so wait
-    # until nothing moves before counting
-    done_before, before = settled(url, llm_server)
+    # until nothing moves for 3 s before counting (a starved actor can stall for one)
+    done_before, before = settled(lambda: (len(stored(url)), llm_server.calls()), 1.0, 3)
     assert 5 + 8 <= done_before < 40
     assert before >= done_before
     llm_server.faults()
@@ -194,17 +194,6 @@ def test_a_killed_ray_run_resumes_with_every_answer_graded_once(ray_address, llm
     assert {r.cache_key: r.id for r in rows if r.cache_key in first} == first
     lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert sorted(x["id"] for x in lines) == sorted(r.id for r in rows)
-
-
-def settled(url, llm_server) -> tuple[int, int]:
-    """(stored judgments, backend calls) once neither has changed for three seconds (an
-    actor starved of CPU on a busy machine can stall for one)."""
-    last, unchanged = None, 0
-    while unchanged < 3:
-        time.sleep(1.0)
-        now = (len(stored(url)), llm_server.calls())
-        unchanged, last = (unchanged + 1 if now == last else 0), now
-    return last
 
 
 def test_ray_options_are_refused_with_the_local_engine(regrade, tmp_path):
