@@ -57,6 +57,7 @@ class Chaos:
     faults: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
     qadi: dict = field(default_factory=dict)  # judges-file `qadi:` options over the defaults
+    workers: int = 1  # uvicorn worker processes
     records: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -92,7 +93,7 @@ class Chaos:
         )
         os.environ["QADI_CHAOS_KEY"] = SECRET
         env = {"QADI_AUTH": "on", "QADI_REAP_INTERVAL_SECONDS": "1", **self.env}
-        self.service = Service(self.url, config, free_port(), self.workdir, env)
+        self.service = Service(self.url, config, free_port(), self.workdir, env, self.workers)
         self.headers = {"Authorization": f"Bearer {api_key(self.url)}"}
         self.service.start()
         self.base = f"http://127.0.0.1:{self.service.port}"

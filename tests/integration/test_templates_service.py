@@ -6,6 +6,7 @@ its hash. Judge calls go to the test double."""
 from __future__ import annotations
 
 import json
+import time
 
 import yaml
 
@@ -147,3 +148,19 @@ def test_a_bare_number_is_a_parse_error_with_the_reply_kept(service, llm_server)
     [result] = answer.json()["results"]
     assert (result["status"], result["score"], result["raw_reply"]) == ("parse_error", None, "4")
     assert result["error"] == 'reply is a bare number; it must be {"rating": <integer>}'
+
+
+def test_a_template_that_computes_too_much_is_a_422_naming_the_limit_at_once(service):  # noqa: F811
+    """Issue 42 finding 1: four nested `**` cost 13 s of CPU (the worker froze) before its
+    422; now the render stops at the number bound, and the same request without the
+    freezing line is graded."""
+    freezing = {**USER_TEMPLATE, "user": USER_TEMPLATE["user"] + " {{ ((((10)**64)**64)**64)**64 }}"}
+    started = time.monotonic()
+    refused = service.post("/judge", json=judge_body(template=freezing))
+    assert time.monotonic() - started < 5  # a loaded CI machine; before: 13 s at least
+    assert refused.status_code == 422, refused.text
+    [problem] = refused.json()["detail"]
+    assert problem["loc"] == ["body", "template"]
+    assert "support-judge@1: a number the template computes is over 256 bits" in problem["msg"]
+    assert service.get("/judgments").json()["items"] == []  # no call was made, nothing graded
+    assert service.post("/judge", json=judge_body(template=USER_TEMPLATE)).status_code == 200

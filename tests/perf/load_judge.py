@@ -69,7 +69,9 @@ class Service:
         port: int,
         workdir: Path,
         env: dict[str, str] | None = None,
+        workers: int = 1,
     ) -> None:
+        self.workers = workers
         self.env = {
             **os.environ,
             "QADI_DATABASE_URL": database_url,
@@ -83,7 +85,8 @@ class Service:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--port", str(self.port)],
+            [sys.executable, "-m", "service", "serve", "--port", str(self.port),
+             "--workers", str(self.workers)],  # fmt: skip
             cwd=ROOT,
             env=self.env,
             stdout=subprocess.DEVNULL,

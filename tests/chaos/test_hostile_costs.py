@@ -1,0 +1,71 @@
+"""Chaos runs of requests that cost the service too much (issue 42): each is refused at its
+bound while ordinary load goes on, with the usual accounting (0 × 500, 0 duplicated, 0 lost,
+0 fabricated). Against a real `qadi serve` with two workers (tests/chaos/harness.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+
+from tests.chaos.harness import Chaos
+
+FREEZING = "{{ ((((10)**64)**64)**64)**64 }}"  # 13 s of CPU per request before issue 42
+
+
+def hostile_template_body(number: int) -> dict:
+    """A penalty-weighted request (the load's rubric) with an inline template that shows all
+    it must and then computes a number of 10^(64^4) digits."""
+    user = "{{ criteria }}\n{{ reply_format }}\n{{ prompt }}\n{{ answer }}\n" + FREEZING
+    return {
+        "kind": "rubric",
+        "prompt": "شنو معنى شكو؟",
+        "response": f"hostile answer {number}",
+        "candidate_model": "Qwen/Qwen2.5-7B-Instruct",
+        "rubric_id": "iraqi-linguistic-shaku-maku",
+        "template": {"id": "hostile", "version": 1, "output": "criteria_json", "user": user},
+        "metadata": {"item_id": f"hostile-{number}"},
+    }
+
+
+def test_freezing_templates_under_load_are_refused_at_once_and_the_workers_keep_serving(
+    database, tmp_path
+):
+    chaos = Chaos(tmp_path, database, faults={"latency_min": 0.02, "latency_max": 0.1}, workers=2)
+    hostile: list[tuple[int, float, str]] = []
+    health: list[float] = []
+
+    async def send_hostile() -> None:
+        async with httpx.AsyncClient(base_url=chaos.base, timeout=60, headers=chaos.headers) as c:
+            for number in range(12):
+                started = time.monotonic()
+                answer = await c.post("/judge", json=hostile_template_body(number))
+                hostile.append((answer.status_code, time.monotonic() - started, answer.text))
+
+    async def watch_health() -> None:
+        async with httpx.AsyncClient(base_url=chaos.base, timeout=60) as client:
+            for _ in range(40):
+                started = time.monotonic()
+                (await client.get("/healthz")).raise_for_status()
+                health.append(time.monotonic() - started)
+                await asyncio.sleep(0.1)
+
+    async def scenario():
+        await chaos.load(clients=4, seconds=6, events=[(0.5, send_hostile), (0.5, watch_health)])
+        await chaos.settle()
+        scenario.figures = chaos.account(strict_calls=True)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        chaos.close()
+    figures = scenario.figures
+    assert len(hostile) == 12
+    for status, seconds, text in hostile:
+        assert status == 422 and "over 256 bits" in text, text
+        assert seconds < 3, f"a refused template took {seconds:.1f} s"
+    assert max(health) < 2, f"/healthz waited {max(health):.1f} s"
+    assert figures["statuses"].get(200, 0) > 10
+    assert (figures["500"], figures["non_json"]) == (0, 0)
+    assert (figures["duplicates"], figures["lost"], figures["fabricated"]) == (0, 0, 0)
