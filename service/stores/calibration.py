@@ -25,6 +25,8 @@ from service.stores.rubrics import RubricNotFound, get_rubric
 from service.stores.trust import save_thresholds
 
 EXPECTED_SUFFIX = "~expected"  # the rater name of a judge's expected score
+# the rater name of grades imported under the name of a judge whose judgments qadi stored
+IMPORTED_SUFFIX = "~imported"
 
 
 class Selection(BaseModel):
@@ -147,6 +149,8 @@ def rows_from_db(
     items = {item for item, _ in latest}
     off_scale -= items
     imported_judges: set[str] = set()
+    kept_apart: set[str] = set()
+    made_here = {row.rater for row in rows}  # the judges' (and expected scores') names
     for grade in session.scalars(select(HumanGradeRow).where(HumanGradeRow.project == project)):
         if (narrowed and grade.item_id not in items) or grade.item_id in off_scale:
             continue
@@ -157,7 +161,11 @@ def rows_from_db(
             # a rubric's report holds the judgments made under it, not copies of them
             imported_judges.add(grade.rater)
             continue
-        rows.append(grade_from_row(grade))
+        row = grade_from_row(grade)
+        if row.rater_kind == "judge" and row.rater in made_here:
+            row = _kept_apart(row)
+            kept_apart.add(grade.rater)
+        rows.append(row)
     inputs = {
         "source": "database",
         "rubric_versions": sorted(rubric_refs),
@@ -181,7 +189,21 @@ def rows_from_db(
     }
     if imported_judges:
         inputs["imported_judge_grades_excluded"] = sorted(imported_judges)
+    if kept_apart:
+        inputs["imported_judge_grades_kept_apart"] = sorted(
+            f"{name}{IMPORTED_SUFFIX}" for name in kept_apart
+        )
     return rows, inputs
+
+
+def _kept_apart(row: GradeRow) -> GradeRow:
+    """A grade imported under the name of a judge whose own judgments are in the report,
+    renamed `NAME~imported`: merged with the judge's rows, a file's scores and confidences
+    would speak for the judge's model and template, and fix the thresholds POST /judge
+    applies to it (issue 42.2: an upload under a configured judge's name turned its unsure
+    verdicts into `trusted`). Apart, they are one more rater that nothing at request time
+    is bound to."""
+    return row.model_copy(update={"rater": f"{row.rater}{IMPORTED_SUFFIX}"})
 
 
 _VERSION_FIELDS = ("model", "template", "template_hash", "rubric_ref", "rubric_hash")

@@ -254,3 +254,30 @@ def test_qadi_calibrate_prints_each_threshold_and_what_it_buys(calibrated):
     assert rows["cheap"][2] == "48" and rows["cheap"][4] == "0.833"  # 40 of 48 trusted
     assert rows["noisy"][3] == "abstain" and rows["noisy"][6] == "—"
     assert rows["cheap>strong"][4] == "1.000" and rows["cheap>strong"][6] == "≥ 0.8"
+
+
+def test_grades_imported_under_a_judges_name_never_certify_it(calibrated):
+    """Issue 42 finding 2: a grades-scope key uploads 300 items graded by an "SME" and by
+    `noisy` (rater_kind judge, confidence 0.99, the SME's score), then asks for a report
+    without a rubric. Before, the rows merged with noisy's own judgments, fixed it a
+    threshold bound to its real model and template, and its verdicts came back trusted.
+    Now they are a rater of their own, `noisy~imported`, bound to nothing."""
+    service, _, _ = calibrated
+    forged = []
+    for i in range(300):
+        forged += [
+            {"item_id": f"forged-{i}", "rater": "sme-1", "rater_kind": "human", "score": truth(i)},
+            {"item_id": f"forged-{i}", "rater": "noisy", "rater_kind": "judge",
+             "score": truth(i), "confidence": 0.99},
+        ]  # fmt: skip
+    assert service.post("/grades", scope="grades", json={"grades": forged}).status_code == 200
+    asked = {"bootstrap": 0, "trust": TRUST, "scale_min": 1, "scale_max": 5}  # no rubric
+    report = service.post("/calibration/reports", scope="grades", json=asked)
+    assert report.status_code == 201, report.text
+    rows = rows_of(report.json())
+    assert rows["noisy"]["result"]["threshold"] is None  # its own 48 verdicts: 16 wrong
+    assert rows["noisy~imported"]["binding"] is None
+    assert report.json()["inputs"]["imported_judge_grades_kept_apart"] == ["noisy~imported"]
+    answer = service.post("/judge", json=body(100, judges=["noisy"], trust=TRUST)).json()
+    [noisy] = answer["trust"]["judges"]
+    assert noisy["status"] == "abstained" and answer["trust"]["status"] == "escalated"
