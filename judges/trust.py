@@ -162,6 +162,11 @@ class TrustOutcome(BaseModel):
     guarantee: Guarantee | None = None
     reason: str | None = Field(default=None, description="why the item was escalated")
     queued: Queued | None = None
+    queue_note: str | None = Field(
+        default=None,
+        description="why an item that would have gone to the SMEs did not (the key's "
+        "queue budget)",
+    )
 
 
 def cascade_key(judges: list[str]) -> str:

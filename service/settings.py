@@ -81,6 +81,35 @@ class Settings(BaseSettings):
         description="how long an idle HTTP connection stays open (above clients' pool and "
         "load balancers' idle times, so they close it first)",
     )
+    page_bytes_max: int = Field(
+        default=8_000_000,
+        gt=0,
+        description="most bytes of texts one page of a list endpoint returns (GET /sme/queue): "
+        "a page stops early, with a cursor to the rest, rather than carry long answers past it",
+    )
+    sme_overlap_share: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="share of queued items graded by two SMEs, blind to each other, for "
+        "their agreement",
+    )
+    sme_route_by: list[str] = Field(
+        default=["dialect"],
+        description="item attributes whose value an SME must have among her expertise tags "
+        "to get the item (the first one an item has routes it; e.g. dialect=egy)",
+    )
+    sme_queue_per_key_per_day: int = Field(
+        default=2000,
+        ge=0,
+        description="most items one API key may add to the SME queue in 24 h (POST /judge "
+        "with trust); past it a verdict is still answered, the item not queued; 0 = no limit",
+    )
+    sme_reservation_minutes: float = Field(
+        default=30.0,
+        gt=0,
+        description="how long an item an SME opened stays hers; then it returns to the queue",
+    )
 
 
     @model_validator(mode="after")

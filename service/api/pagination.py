@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from datetime import datetime
+
+from pydantic import BaseModel
 
 from service.api.errors import invalid
 from service.db.filters import parse_pairs
@@ -40,3 +43,16 @@ def query_pairs(values: list[str], field: str) -> dict[str, str]:
         return parse_pairs(values, field)
     except ValueError as exc:
         raise invalid(str(exc), "query") from None
+
+
+def within_bytes(rows: Sequence[BaseModel], max_bytes: int) -> list[BaseModel]:
+    """The first rows whose JSON fits in `max_bytes` (at least one, so a page always moves
+    on): a page of long texts stops early and its cursor leads to the rest, instead of one
+    response of tens of megabytes (200 copies of a 300 kB answer were 60 MB)."""
+    kept, used = [], 0
+    for row in rows:
+        used += len(row.model_dump_json().encode())
+        if kept and used > max_bytes:
+            break
+        kept.append(row)
+    return kept

@@ -197,7 +197,7 @@ def _write_escalated(reason: str | None, out_path: Path, project: str | None) ->
     empty."""
     from service.db.engine import session_scope
     from service.stores.projects import Tenant
-    from service.stores.trust import queued_items
+    from service.stores.sme_queue import queued_items
 
     if reason not in (None, "escalated", "audit"):
         fail(f"--reason: '{reason}' is not escalated or audit")

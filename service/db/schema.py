@@ -49,6 +49,9 @@ class ProjectRow(Base):
 
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+    # the metadata attribute trust strata are pinned to, read from the item's stored
+    # attributes instead of the request's (issue 42.12; service/stores/trust.py)
+    trust_stratum: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class RubricRow(Base):
@@ -192,6 +195,8 @@ class HumanGradeRow(Base):
     # an imported judge grade's probability of its verdict (selective judging); NULL if none
     confidence: Mapped[float | None] = mapped_column(Float, nullable=True)
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    # the grader's reason for her grade (the workbench's rationale; migration 0011)
+    rationale: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
 
 
@@ -356,21 +361,137 @@ class TrustThresholdRow(Base):
 
 
 class SmeQueueRow(Base):
-    """An item sent to the SMEs at request time: escalated (no judge's verdict was trusted;
-    inclusion probability 1) or audited (a trusted verdict drawn at the policy's audit rate;
-    that rate), so an estimate over the labels can weight each by its inverse."""
+    """An item waiting for the SMEs, once per (item, rubric version, reason): escalated at
+    request time (no judge's verdict was trusted; inclusion probability 1), audited (a
+    trusted verdict drawn at the policy's audit rate; that rate), or drawn from stored
+    judgments for a calibration sample or a label budget (its round's probability and
+    stratum), so an estimate over the labels can weight each by its inverse.
+
+    `labels_wanted` is 2 for the overlap share (two SMEs, blind to each other), else 1;
+    `route_tag` ("dialect=egy", or "") sends it only to SMEs with that expertise;
+    `order_key` (a uniform draw fixed by the item) is the order SMEs get items in, so the
+    labelled part of a round is a random part of it; `status` is open until its labels
+    are in (done)."""
 
     __tablename__ = "sme_queue"
-    __table_args__ = (Index("ix_sme_queue_project_created", "project", "created_at", "id"),)
+    __table_args__ = (
+        UniqueConstraint(
+            "project", "item_id", "rubric_ref", "reason", name="uq_sme_queue_item_reason"
+        ),
+        Index("ix_sme_queue_project_created", "project", "created_at", "id"),
+        Index("ix_sme_queue_open", "project", "status", "route_tag", "order_key"),
+        Index("ix_sme_queue_key_created", "api_key_id", "created_at"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     project: Mapped[str] = project_column("sme_queue")
-    request_id: Mapped[str] = mapped_column(ForeignKey("grade_requests.id"), unique=True)
+    request_id: Mapped[str | None] = mapped_column(
+        ForeignKey("grade_requests.id"), index=True, nullable=True
+    )
     response_id: Mapped[int] = mapped_column(ForeignKey("responses.id"), index=True)
     item_id: Mapped[str] = mapped_column(String(256), index=True)
     rubric_ref: Mapped[str] = mapped_column(String(160))
-    reason: Mapped[str] = mapped_column(String(16))  # escalated | audit
+    reason: Mapped[str] = mapped_column(String(16))  # escalated | audit | sample
     inclusion_prob: Mapped[float] = mapped_column(Float)
-    trust: Mapped[dict[str, Any]] = mapped_column(JSONType)  # the request's trust outcome
+    inclusion_stratum: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    trust: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     attributes: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    api_key_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    labels_wanted: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    route_tag: Mapped[str] = mapped_column(String(128), default="", server_default="")
+    order_key: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    status: Mapped[str] = mapped_column(String(16), default="open", server_default="open")
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class SmeRow(Base):
+    """A person of the workbench: an SME, a senior SME (may adjudicate) or a lead (invites,
+    adjudicates, reads agreement). `handle` is her rater name in the grades; `tags` are her
+    expertise ("dialect=egy"), matched against the queue's `route_tag`."""
+
+    __tablename__ = "smes"
+    __table_args__ = (UniqueConstraint("project", "handle", name="uq_smes_project_handle"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("smes")
+    handle: Mapped[str] = mapped_column(String(128))
+    display_name: Mapped[str] = mapped_column(String(256))
+    role: Mapped[str] = mapped_column(String(16))  # sme | senior | lead
+    tags: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+
+
+class SmeInviteRow(Base):
+    """A one-time sign-in link: only its hash is kept; used, expired or revoked, it opens
+    nothing."""
+
+    __tablename__ = "sme_invites"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("sme_invites")
+    sme_id: Mapped[int] = mapped_column(ForeignKey("smes.id"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(80), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime())
+    used_at: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+
+
+class WebSessionRow(Base):
+    """A browser session of the workbench, opened by an invite: `id` is the hash of the
+    cookie's secret; `csrf_token` is what every form of the session must send back."""
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    project: Mapped[str] = project_column("web_sessions")
+    sme_id: Mapped[int] = mapped_column(ForeignKey("smes.id"), index=True)
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+
+
+class SmeAssignmentRow(Base):
+    """One label slot of a queued item, held by one SME: reserved while she has it open
+    (until `reserved_until`, then another SME may take it), then submitted (`grade_id`) or
+    closed as cannot-judge (`note` is her reason; never a score). The unique slots are how
+    the server keeps an item to `labels_wanted` labels whatever the browsers do; the unique
+    (item, SME) pair keeps the two labels of an overlap item from one person."""
+
+    __tablename__ = "sme_assignments"
+    __table_args__ = (
+        UniqueConstraint("queue_id", "slot", name="uq_sme_assignments_slot"),
+        UniqueConstraint("queue_id", "sme_id", name="uq_sme_assignments_sme"),
+        Index("ix_sme_assignments_sme_status", "sme_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("sme_assignments")
+    queue_id: Mapped[int] = mapped_column(ForeignKey("sme_queue.id"))
+    slot: Mapped[int] = mapped_column(Integer)
+    sme_id: Mapped[int] = mapped_column(ForeignKey("smes.id"))
+    status: Mapped[str] = mapped_column(String(16))  # reserved | submitted | cannot_judge
+    reserved_until: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+    draft: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    grade_id: Mapped[int | None] = mapped_column(ForeignKey("human_grades.id"), nullable=True)
+    note: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+
+
+class SmeAdjudicationRow(Base):
+    """How a disagreement of two SMEs on an item was settled (by a lead or a senior SME),
+    kept beside both labels, which stay as they were."""
+
+    __tablename__ = "sme_adjudications"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("sme_adjudications")
+    queue_id: Mapped[int] = mapped_column(ForeignKey("sme_queue.id"), unique=True)
+    sme_id: Mapped[int] = mapped_column(ForeignKey("smes.id"))
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    criteria: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    rationale: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)

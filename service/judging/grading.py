@@ -56,7 +56,8 @@ from service.stores import requests
 from service.stores.group import GroupCommit
 from service.stores.judgments import find_done_in, project_batcher, write_judgments
 from service.stores.projects import DEFAULT_PROJECT
-from service.stores.trust import enqueue, find_calibrations
+from service.stores.sme_queue import QueuePolicy, enqueue, room_left
+from service.stores.trust import find_calibrations
 
 log = logging.getLogger("qadi")
 FINISH_PATIENCE_SECONDS = 120.0  # how long a finished grade waits for the database to return
@@ -71,6 +72,24 @@ class _Item:
     plan: PlannedGrade | None = None
     slots: int = 0  # judge calls admitted (`Admission`), released when the request ends
     trust: TrustDecider | None = None  # the request asked whether its verdict may stand
+    queue_room: QueueRoom | None = None  # its key's SME queue budget (with trust)
+
+
+@dataclass
+class QueueRoom:
+    """What is left of a key's SME queue budget for a round of its requests (None: no
+    budget). Counted from the stored queue when the round starts, so concurrent rounds of
+    one key can overshoot by at most their size."""
+
+    left: int | None
+
+    def take(self) -> bool:
+        if self.left is None:
+            return True
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
 
 
 class GradingService:
@@ -98,6 +117,11 @@ class GradingService:
             self.shared = SharedLimits(settings.rate_limit_per_minute, owner=new_id())
         else:
             self.rate = RateLimit(settings.rate_limit_per_minute)
+        self.queue_policy = QueuePolicy(
+            overlap_share=settings.sme_overlap_share,
+            route_by=tuple(settings.sme_route_by),
+            per_key_per_day=settings.sme_queue_per_key_per_day,
+        )
         self._finishing: set[asyncio.Task] = set()
         self._preparing = GroupCommit(factory, self._prepare_all)
         self._closing = GroupCommit(factory, self._finish_all)
@@ -205,10 +229,11 @@ class GradingService:
             (item.claim, g, answer)
             for item, g, answer in zip(planned, graded, answers, strict=True)
         ]
+        job = (project, api_key_id, finished)
         try:
-            landed = await self._closing.submit((project, finished))
+            landed = await self._closing.submit(job)
         except StorageUnavailable as exc:
-            self._finish_later(project, finished)
+            self._finish_later(job)
             for item in planned:
                 outcomes[item.index] = exc
             return
@@ -255,6 +280,7 @@ class GradingService:
             if item.slots:
                 self.admission.release(item.slots)
             item.slots, item.claim, item.plan, item.trust = 0, None, None, None
+            item.queue_room = None
             outcomes[item.index] = None
 
     def _prepare(
@@ -268,6 +294,7 @@ class GradingService:
     ) -> None:
         stale_before = utcnow() - self.stale_after
         batch = self.batch_for(project)
+        room: QueueRoom | None = None  # looked up once, for the first request with trust
         allowed = []
         waits = (
             self.shared.take(session, api_key_id, len(items))
@@ -316,6 +343,10 @@ class GradingService:
             item.plan = plan
             if policy is not None:
                 item.trust = _decider(session, project, policy, plan)
+                if room is None:
+                    per_day = self.queue_policy.per_key_per_day
+                    room = QueueRoom(room_left(session, project, api_key_id, per_day))
+                item.queue_room = room
 
     def _answer(self, item: _Item, graded: Graded, project: str) -> tuple[str, dict[str, Any]]:
         for judged in graded.result.results:
@@ -323,19 +354,21 @@ class GradingService:
         outcome, payload = outcome_of(item.claim.id, graded.result)
         if item.trust is not None and graded.result.status != "failed":
             trust = item.trust.outcome(graded.result.results, _audit_draw(item.claim.id))
+            if trust.queued is not None and not item.queue_room.take():
+                trust = trust.model_copy(update={"queued": None, "queue_note": _BUDGET_NOTE})
             metrics.observe_trust(trust, project)
             payload["trust"] = trust.model_dump(mode="json")
         return outcome, payload
 
-    def _finish_all(self, session: Session, jobs: list[tuple[str, list]]) -> list[list[bool]]:
+    def _finish_all(self, session: Session, jobs: list[tuple]) -> list[list[bool]]:
         """Each request's judgments and its answer, in one transaction: a crash leaves all or
         none (a request left pending is retried, or closed as abandoned by the reaper). A
         request another attempt has taken over keeps that attempt's judgments only; which
-        requests landed is returned, per job (a project and its finished requests)."""
-        ends = [(claimed, *answer) for _, job in jobs for claimed, _, answer in job]
+        requests landed is returned, per job (a project, its key, its finished requests)."""
+        ends = [(claimed, *answer) for _, _, job in jobs for claimed, _, answer in job]
         ended = iter(requests.finish_many(session, ends))
-        landed = [[next(ended) for _ in job] for _, job in jobs]
-        for (project, job), landed_here in zip(jobs, landed, strict=True):
+        landed = [[next(ended) for _ in job] for _, _, job in jobs]
+        for (project, api_key_id, job), landed_here in zip(jobs, landed, strict=True):
             kept = [
                 (claimed, graded, payload)
                 for (claimed, graded, (_, payload)), k in zip(job, landed_here, strict=True)
@@ -350,11 +383,13 @@ class GradingService:
                     for claimed, graded, payload in kept
                     if (payload.get("trust") or {}).get("queued")
                 ],
+                api_key_id,
+                self.queue_policy,
             )
         if self.shared is not None:  # kept or not, these calls are over
             called = {
                 r.cache_key
-                for _, job in jobs
+                for _, _, job in jobs
                 for _, g, _ in job
                 for r in g.result.results
                 if not r.cached  # a shared result's call is ended by the request that made it
@@ -362,11 +397,11 @@ class GradingService:
             self.shared.release(session, called)
         return landed
 
-    def _finish_later(
-        self, project: str, finished: list[tuple[requests.Claim, Graded, Any]]
-    ) -> None:
-        """The database failed after the judges answered: keep the grades and write them
-        when it is back, so the calls are not lost and a retry replays them."""
+    def _finish_later(self, job: tuple[str, int | None, list[tuple[Any, Graded, Any]]]) -> None:
+        """The database failed after the judges answered: keep the grades (a project, its
+        key, its finished requests) and write them when it is back, so the calls are not
+        lost and a retry replays them."""
+        finished = job[2]
 
         async def retry() -> None:
             waited, delay = 0.0, 0.5
@@ -374,9 +409,7 @@ class GradingService:
                 await asyncio.sleep(delay)
                 waited += delay
                 try:
-                    await asyncio.to_thread(
-                        storage_guard, self.factory, self._finish_all, [(project, finished)]
-                    )
+                    await asyncio.to_thread(storage_guard, self.factory, self._finish_all, [job])
                     return
                 except StorageUnavailable:
                     delay = min(2 * delay, 10.0)
@@ -412,6 +445,12 @@ def _decider(session: Session, project: str, policy: Any, plan: PlannedGrade) ->
         )
     skipped = [s.judge for s in plan.panel.skipped]
     return TrustDecider(policy, stratum, calibrations, plan.panel.judges, skipped)
+
+
+_BUDGET_NOTE = (
+    "not queued: this API key's SME queue budget for the last 24 h is used up "
+    "(QADI_SME_QUEUE_PER_KEY_PER_DAY)"
+)
 
 
 def _cascade_stop(item: _Item):
