@@ -27,6 +27,7 @@ from judges import (
     Grader,
     GradeRequest,
     PlannedGrade,
+    RequestError,
 )
 from judges.trust import TrustDecider, TrustOutcome, evaluators, stratum_for
 from rubrics import Rubric, content_hash
@@ -53,11 +54,12 @@ from service.judging.outcomes import (
 )
 from service.settings import Settings
 from service.stores import requests
+from service.stores.answers import item_key
 from service.stores.group import GroupCommit
 from service.stores.judgments import find_done_in, project_batcher, write_judgments
-from service.stores.projects import DEFAULT_PROJECT
+from service.stores.projects import DEFAULT_PROJECT, pinned_stratum
 from service.stores.sme_queue import QueuePolicy, enqueue, room_left
-from service.stores.trust import find_calibrations
+from service.stores.trust import find_calibrations, stored_attribute
 
 log = logging.getLogger("qadi")
 FINISH_PATIENCE_SECONDS = 120.0  # how long a finished grade waits for the database to return
@@ -295,6 +297,7 @@ class GradingService:
         stale_before = utcnow() - self.stale_after
         batch = self.batch_for(project)
         room: QueueRoom | None = None  # looked up once, for the first request with trust
+        pins: list[str | None] = []  # the project's pinned stratum, looked up likewise
         allowed = []
         waits = (
             self.shared.take(session, api_key_id, len(items))
@@ -331,6 +334,10 @@ class GradingService:
                 policy = getattr(item.body, "trust", None)
                 if policy is not None and policy.cascade:
                     request = request.model_copy(update={"judges": policy.cascade})
+                if policy is not None:
+                    if not pins:
+                        pins.append(pinned_stratum(session, project))
+                    policy = _pinned(policy, pins[0], project)
                 plan = batch.plan(request)
                 if isinstance(plan, Exception):
                     raise plan
@@ -342,7 +349,7 @@ class GradingService:
                 continue
             item.plan = plan
             if policy is not None:
-                item.trust = _decider(session, project, policy, plan)
+                item.trust = _decider(session, project, policy, plan, pins[0])
                 if room is None:
                     per_day = self.queue_policy.per_key_per_day
                     room = QueueRoom(room_left(session, project, api_key_id, per_day))
@@ -432,11 +439,33 @@ class GradingService:
         return closed
 
 
-def _decider(session: Session, project: str, policy: Any, plan: PlannedGrade) -> TrustDecider:
+def _pinned(policy: Any, pinned: str | None, project: str) -> Any:
+    """The policy with the project's pinned stratum attribute as its `by`; a request asking
+    for another attribute is refused (it would choose its own, perhaps laxest, stratum)."""
+    if pinned is None:
+        return policy
+    if policy.by not in (None, pinned):
+        raise RequestError(
+            f"trust.by: project {project} pins trust strata to '{pinned}'; leave trust.by out "
+            f"or give '{pinned}'",
+            "trust",
+        )
+    return policy.model_copy(update={"by": pinned})
+
+
+def _decider(
+    session: Session, project: str, policy: Any, plan: PlannedGrade, pinned: str | None
+) -> TrustDecider:
     """The request's trust policy with the calibrations it needs, looked up in the prepare
     transaction (the project's newest stored report that calibrated them for this α, δ,
-    stratum)."""
-    stratum = stratum_for(policy, plan.request.metadata)
+    stratum). With a pinned stratum attribute, its value is the item's stored one when
+    the item is stored, whatever the request's metadata claims."""
+    metadata = plan.request.metadata
+    if pinned is not None:
+        stored = stored_attribute(session, project, item_key(plan.request), pinned)
+        if stored is not None:
+            metadata = {**metadata, pinned: stored}
+    stratum = stratum_for(policy, metadata)
     calibrations = {}
     if stratum is not None:
         wanted = evaluators(policy, plan.panel.judges)

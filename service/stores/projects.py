@@ -98,3 +98,15 @@ def projects_with_keys(session: Session) -> list[tuple[str, datetime, int]]:
         .order_by(ProjectRow.name)
     ).all()
     return [(name, created, keys or 0) for name, created, keys in rows]
+
+
+def pin_trust_stratum(session: Session, name: str, attribute: str | None) -> None:
+    """Pin (or, with None, unpin) the metadata attribute trust strata of `name` come from:
+    the item's stored value of it (service/stores/trust.py `stored_attribute`), not the
+    request's claim."""
+    session.get(ProjectRow, require_project(session, name)).trust_stratum = attribute
+
+
+def pinned_stratum(session: Session, name: str) -> str | None:
+    """The attribute `name` pins trust strata to, if any."""
+    return session.scalar(select(ProjectRow.trust_stratum).where(ProjectRow.name == name))

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from judges.trust import Calibration, TrustPolicy
 from rubrics import split_ref
 from service.db.schema import (
+    ResponseRow,
     TrustThresholdRow,
     utcnow,
 )
@@ -90,3 +91,17 @@ def find_calibrations(
             found[row.evaluator] = Calibration.model_validate(row.entry)
     return found
 
+
+
+def stored_attribute(session: Session, project: str, item_id: str, attribute: str) -> str | None:
+    """The value of `attribute` stored with the item's answer when it was first stored in
+    `project` (a regrade, an import, or the first request that carried it); None when the
+    item is not stored yet or was stored without it. A later request cannot change it."""
+    attributes = session.scalar(
+        select(ResponseRow.attributes)
+        .where(ResponseRow.project == project, ResponseRow.item_key == item_id)
+        .order_by(ResponseRow.id)
+        .limit(1)
+    )
+    value = (attributes or {}).get(attribute)
+    return None if value in (None, "") else str(value)

@@ -281,3 +281,28 @@ def test_grades_imported_under_a_judges_name_never_certify_it(calibrated):
     answer = service.post("/judge", json=body(100, judges=["noisy"], trust=TRUST)).json()
     [noisy] = answer["trust"]["judges"]
     assert noisy["status"] == "abstained" and answer["trust"]["status"] == "escalated"
+
+
+def test_a_project_pins_the_trust_stratum_to_the_items_stored_attribute(calibrated):
+    """Issue 42 finding 12: the stratum came from the request's own metadata, so a caller
+    could claim the laxest one. Pinned, a stored item is placed by its stored value whatever
+    the request claims, and a request may not name another attribute."""
+    service, _, _ = calibrated
+    env = {"QADI_DATABASE_URL": service.settings.database_url}
+    claim = {"item_id": "item-005", "dialect": "msa"}  # stored as gulf by the fixture
+    before = service.post("/judge", json=body(5, metadata=claim, trust=TRUST)).json()
+    assert before["trust"]["stratum"] == "overall"  # unpinned: the request chooses
+    done = run_cli("projects", "pin-stratum", "default", "dialect", env=env)
+    assert done.returncode == 0, done.stderr
+    pinned = service.post("/judge", json=body(5, metadata=claim, trust=TRUST)).json()["trust"]
+    assert pinned["stratum"] == "dialect=gulf" and pinned["policy"]["by"] == "dialect"
+    other = service.post("/judge", json=body(5, trust={**TRUST, "by": "candidate_model"}))
+    assert other.status_code == 422
+    [problem] = other.json()["detail"]
+    assert problem["loc"] == ["body", "trust"] and "pins trust strata to 'dialect'" in problem["msg"]
+    new = {"item_id": "item-200", "dialect": "msa"}  # never stored: its claim is all there is
+    fresh = service.post("/judge", json=body(5, metadata=new, trust=TRUST)).json()["trust"]
+    assert fresh["stratum"] == "dialect=msa"
+    assert run_cli("projects", "pin-stratum", "default", "--unpin", env=env).returncode == 0
+    again = service.post("/judge", json=body(5, metadata=claim, trust=TRUST)).json()["trust"]
+    assert again["stratum"] == "overall"
