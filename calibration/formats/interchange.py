@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from calibration.formats.lines import check_record, csv_reader, jsonl_records
 
 REQUIRED = ("item_id", "rater", "rater_kind", "score")
-OPTIONAL = ("criteria", "inclusion_prob", "confidence")
+OPTIONAL = ("criteria", "inclusion_prob", "confidence", "rationale")
 
 
 class GradeFormatError(ValueError):
@@ -45,6 +45,9 @@ class _Grade(BaseModel):
     inclusion_prob: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
     confidence: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
     attributes: dict[str, str] = Field(default_factory=dict)
+    rationale: str | None = Field(
+        default=None, max_length=20_000, description="the grader's reason for this grade"
+    )
 
     @model_validator(mode="after")
     def _judges_have_confidence(self):
@@ -169,7 +172,7 @@ def _row(record: dict[str, Any], model: type[Row] = GradeRow) -> Row:
     optional = {
         # a CSV cell; an empty one (an unqueued label, a judge without one) is absent
         name: (value.strip() or None) if isinstance(value, str) else value
-        for name in ("inclusion_prob", "confidence")
+        for name in ("inclusion_prob", "confidence", "rationale")
         for value in [record.get(name)]
     }
     return model.model_validate(

@@ -66,6 +66,7 @@ def upsert_grades(
             "inclusion_prob": row.inclusion_prob,
             "confidence": row.confidence,
             "attributes": row.attributes,
+            "rationale": row.rationale,
             "created_at": now,
         }
         for row in latest.values()
@@ -81,6 +82,7 @@ def upsert_grades(
             "inclusion_prob": replaced.inclusion_prob,
             "confidence": replaced.confidence,
             "attributes": replaced.attributes,
+            "rationale": replaced.rationale,
         },
     )
     session.connection().execute(upsert, values)  # Core executemany: one compiled statement
@@ -109,6 +111,7 @@ def check_storable(rows: list[GradeRow], first_row: int = 1) -> None:
 
 def _unstorable(number: int, row: GradeRow) -> list[str]:
     fields = [("item_id", row.item_id), ("rater", row.rater)]
+    fields += [("rationale", row.rationale)] if row.rationale else []
     fields += [(f"criteria.{k}", k) for k in row.criteria or {}]
     for key, value in row.attributes.items():
         fields += [(f"attributes.{key}", key), (f"attributes.{key}", value)]
@@ -126,6 +129,7 @@ def grade_from_row(row: HumanGradeRow) -> GradeRow:
         inclusion_prob=row.inclusion_prob,
         confidence=row.confidence,
         attributes=row.attributes or {},
+        rationale=row.rationale,
     )
 
 
