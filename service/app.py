@@ -31,6 +31,7 @@ from service.errors import StorageUnavailable
 from service.judging.grading import GradingService
 from service.settings import Settings, get_settings
 from service.stores.projects import require_project
+from service.web import install as install_workbench
 
 log = logging.getLogger("qadi")
 
@@ -83,6 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (calibration, estimates, probes, sme):  # their errors, documented in one shape
         app.include_router(module.router, responses=errors.error_responses(401, 403, 422, 503))
     errors.install(app)
+    install_workbench(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(HttpMetrics)
     return app

@@ -105,6 +105,21 @@ class Settings(BaseSettings):
         description="most items one API key may add to the SME queue in 24 h (POST /judge "
         "with trust); past it a verdict is still answered, the item not queued; 0 = no limit",
     )
+    workbench_session_hours: float = Field(
+        default=168.0,
+        gt=0,
+        description="how long a workbench sign-in lasts in a browser (an invite link opens "
+        "one session; revoking the person ends it at once)",
+    )
+    workbench_invite_hours: float = Field(
+        default=72.0, gt=0, description="how long an invite link works (once) before it expires"
+    )
+    public_url: str = Field(
+        default="",
+        description="the address people reach the service at, for invite links (e.g. "
+        "https://qadi.example.org); default: the address a request came to, and for `qadi "
+        "sme invite` http://127.0.0.1:QADI_PORT",
+    )
     sme_reservation_minutes: float = Field(
         default=30.0,
         gt=0,

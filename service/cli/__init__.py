@@ -15,6 +15,7 @@ from service.cli import (  # noqa: F401  (registers commands)
     projects,
     regrade,
     serve,
+    sme,
 )
 from service.cli.app import app
 

@@ -1,4 +1,5 @@
-"""`qadi estimate` (judge-corrected means, PPI++) and `qadi sme queue` (what SMEs grade next)."""
+"""`qadi estimate` (judge-corrected means, PPI++) and `qadi sme queue` (what SMEs grade next;
+the other `qadi sme` commands, the workbench's people, are service/cli/sme.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,7 @@ from rich.table import Table
 
 from service.cli.app import app, console, fail, open_project, out, project_option, split_names
 from service.cli.calibrate import parse_scale
-
-sme_app = typer.Typer(help="Work for subject-matter experts.", no_args_is_help=True)
-app.add_typer(sme_app, name="sme")
+from service.cli.sme import sme_app
 
 
 def _read(grades_file: Path):

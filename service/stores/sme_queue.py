@@ -172,3 +172,17 @@ def _listed(queued: SmeQueueRow, response: ResponseRow, item: ItemRow) -> dict[s
         "queued_at": queued.created_at,
     }
 
+
+
+def texts_of(session: Session, project: str, queue_id: int) -> dict[str, Any] | None:
+    """The question, answer and reference of a queued item of `project`."""
+    found = session.execute(
+        select(ItemRow.prompt, ItemRow.reference, ResponseRow.text)
+        .join(ResponseRow, ResponseRow.item_id == ItemRow.id)
+        .join(SmeQueueRow, SmeQueueRow.response_id == ResponseRow.id)
+        .where(SmeQueueRow.id == queue_id, SmeQueueRow.project == project)
+    ).first()
+    if found is None:
+        return None
+    prompt, reference, response = found
+    return {"prompt": prompt, "reference": reference, "response": response}

@@ -28,6 +28,14 @@ _HANDLE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _TAG = re.compile(r"^[A-Za-z0-9_]{1,64}=[^\s=]{1,64}$")
 
 
+INVITE_PATH = "/workbench/invite/"
+
+
+def invite_url(base_url: str, secret: str) -> str:
+    """The link a person signs in by (the page that uses it: service/web/signin.py)."""
+    return f"{base_url.rstrip('/')}{INVITE_PATH}{secret}"
+
+
 class PeopleError(ValueError):
     """Bad input about a person (a malformed handle or tag, an unknown role or person)."""
 

@@ -1,0 +1,56 @@
+// The grading page's keyboard: number keys mark criterion N (met, then not met on a second
+// press) or choose rating N; Enter submits; Ctrl+Enter submits from a text box. Every key
+// goes through the page's own radio buttons, so what is sent is what the page shows, and
+// the change event autosaves the marks as a click would.
+(function () {
+  "use strict";
+
+  function typing(target) {
+    return target && (target.tagName === "TEXTAREA" ||
+      (target.tagName === "INPUT" && target.type === "text"));
+  }
+
+  function choose(input) {
+    input.checked = true;
+    input.focus();
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
+  function markCriterion(form, number) {
+    var set = form.querySelector('fieldset[data-key="' + number + '"]');
+    if (!set) return;
+    var met = set.querySelector('input[value="met"]');
+    var notMet = set.querySelector('input[value="not_met"]');
+    choose(met.checked ? notMet : met);
+  }
+
+  function chooseRating(form, number) {
+    var sets = form.querySelectorAll("fieldset[data-dimension]");
+    var target = null;
+    var focused = document.activeElement && document.activeElement.closest("fieldset[data-dimension]");
+    if (focused) target = focused;
+    for (var i = 0; !target && i < sets.length; i++) {
+      if (!sets[i].querySelector("input:checked")) target = sets[i];
+    }
+    target = target || sets[0];
+    var input = target && target.querySelector('input[value="' + number + '"]');
+    if (input) choose(input);
+  }
+
+  document.addEventListener("keydown", function (event) {
+    var form = document.getElementById("label-form");
+    if (!form || event.altKey || event.metaKey) return;
+    if (event.key === "Enter") {
+      var here = event.target === document.body || form.contains(event.target);
+      if (!here || event.target.tagName === "BUTTON") return; // other forms keep their Enter
+      if (typing(event.target) && !event.ctrlKey) return; // a new line in the reasoning
+      event.preventDefault();
+      form.requestSubmit();
+      return;
+    }
+    if (event.ctrlKey || typing(event.target) || !/^[1-9]$/.test(event.key)) return;
+    event.preventDefault();
+    if (form.dataset.kind === "criteria") markCriterion(form, event.key);
+    else chooseRating(form, event.key);
+  });
+})();
