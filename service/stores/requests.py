@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from service.db.schema import GradeRequestRow, new_id, utcnow
 from service.errors import Conflict
+from service.stores.chunks import chunked
 
 GRADED, NO_VERDICT, OUTAGE, REJECTED = "graded", "no_verdict", "outage", "rejected"
 IN_PROGRESS = "a request with this Idempotency-Key is in progress"
@@ -114,22 +115,19 @@ def _insert_keyed(session: Session, rows: list[dict[str, Any]]) -> set[str]:
 def _earlier(session: Session, rows: list[dict[str, Any]]) -> list[Any | None]:
     """The stored request of each row's key, None when there is none now (an outage's
     request let go of its key since the insert)."""
-    if not rows:
-        return []
-    found = {
-        r.idempotency_key: r
-        for r in session.execute(
-            select(
-                GradeRequestRow.id,
-                GradeRequestRow.idempotency_key,
-                GradeRequestRow.body_hash,
-                GradeRequestRow.status,
-                GradeRequestRow.attempt,
-                GradeRequestRow.outcome,
-                GradeRequestRow.result,
-            ).where(GradeRequestRow.idempotency_key.in_({r["idempotency_key"] for r in rows}))
-        )
-    }
+    columns = (
+        GradeRequestRow.id,
+        GradeRequestRow.idempotency_key,
+        GradeRequestRow.body_hash,
+        GradeRequestRow.status,
+        GradeRequestRow.attempt,
+        GradeRequestRow.outcome,
+        GradeRequestRow.result,
+    )
+    found = {}
+    for keys in chunked(sorted({r["idempotency_key"] for r in rows})):
+        query = select(*columns).where(GradeRequestRow.idempotency_key.in_(keys))
+        found.update({r.idempotency_key: r for r in session.execute(query)})
     return [found.get(r["idempotency_key"]) for r in rows]
 
 

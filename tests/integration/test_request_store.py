@@ -194,7 +194,7 @@ def test_a_round_is_claimed_in_order_whatever_its_keys_did_before(sessions):
     assert isinstance(tenant, requests.Claim) and tenant.id not in (new.id, unkeyed.id)
 
 
-KEYS = [f"round-{n:03d}" for n in range(200)]
+KEYS = [f"round-{n:04d}" for n in range(1200)]  # more than one page of inserts and lookups
 
 
 @pytest.mark.parametrize("earlier", ["none", "a dead process"])
@@ -205,9 +205,9 @@ def test_two_rounds_claiming_keys_in_opposite_orders_do_not_deadlock(sessions, e
     deadlock by failing one (DeadlockDetected, a 503 for its whole round). Now one round
     waits for the other: each key is claimed once, and in progress for the other round."""
     if earlier == "a dead process":
-        for key in KEYS:
-            claim(sessions, key=key)
         with session_scope(sessions) as session:
+            asks = [requests.Ask("default", None, key, "h1") for key in KEYS]
+            requests.claim_many(session, asks, utcnow())
             session.execute(
                 update(GradeRequestRow).values(claimed_at=utcnow() - timedelta(hours=1))
             )
