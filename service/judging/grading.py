@@ -262,8 +262,20 @@ class GradingService:
             self._reset(items, outcomes)
         if self.shared is not None:
             self.shared.lock(session, [api_key_id for _, api_key_id, _, _ in jobs])
-        for items, api_key_id, project, outcomes in jobs:
-            self._prepare(session, items, api_key_id, project, outcomes, rubrics)
+        allowed = [
+            self._within_rate(session, items, api_key_id, outcomes)
+            for items, api_key_id, _, outcomes in jobs
+        ]
+        # the round's requests are claimed together: keys in one order (`claim_many`)
+        asks = [
+            requests.Ask(project, api_key_id, item.key, _body_hash(item))
+            for (_, api_key_id, project, _), items in zip(jobs, allowed, strict=True)
+            for item in items
+        ]
+        claims = iter(requests.claim_many(session, asks, utcnow() - self.stale_after))
+        for (_, api_key_id, project, outcomes), items in zip(jobs, allowed, strict=True):
+            claimed = [next(claims) for _ in items]
+            self._prepare(session, items, claimed, api_key_id, project, outcomes, rubrics)
         # cache keys carry their project (`project_batcher`): one lookup serves every job
         planned = [item.plan for items, _, _, _ in jobs for item in items if item.plan]
         keys = [k for plan in planned for k in plan.keys.values()]
@@ -285,25 +297,15 @@ class GradingService:
             item.queue_room = None
             outcomes[item.index] = None
 
-    def _prepare(
-        self,
-        session: Session,
-        items: list[_Item],
-        api_key_id,
-        project: str,
-        outcomes: list,
-        rubrics: dict,
-    ) -> None:
-        stale_before = utcnow() - self.stale_after
-        batch = self.batch_for(project)
-        room: QueueRoom | None = None  # looked up once, for the first request with trust
-        pins: list[str | None] = []  # the project's pinned stratum, looked up likewise
+    def _within_rate(
+        self, session: Session, items: list[_Item], api_key_id, outcomes: list
+    ) -> list[_Item]:
+        """The items the key's shared rate window lets through (all without one); the others
+        are answered 429."""
+        if self.shared is None:
+            return items
+        waits = self.shared.take(session, api_key_id, len(items))
         allowed = []
-        waits = (
-            self.shared.take(session, api_key_id, len(items))
-            if self.shared is not None
-            else [None] * len(items)
-        )
         for item, wait in zip(items, waits, strict=True):
             try:
                 _check_rate(wait, self.settings.rate_limit_per_minute)
@@ -311,9 +313,24 @@ class GradingService:
                 outcomes[item.index] = exc
                 continue
             allowed.append(item)
-        wanted = [(item.key, content_hash(item.body.model_dump(mode="json"))) for item in allowed]
-        claims = requests.claim_many(session, project, wanted, api_key_id, stale_before)
-        for item, claimed in zip(allowed, claims, strict=True):
+        return allowed
+
+    def _prepare(
+        self,
+        session: Session,
+        items: list[_Item],
+        claims: list[requests.Claim | requests.Replay | ServiceError],
+        api_key_id,
+        project: str,
+        outcomes: list,
+        rubrics: dict,
+    ) -> None:
+        """Each claimed item's rubric, plan and trust policy; a replay or a refusal is its
+        outcome."""
+        batch = self.batch_for(project)
+        room: QueueRoom | None = None  # looked up once, for the first request with trust
+        pins: list[str | None] = []  # the project's pinned stratum, looked up likewise
+        for item, claimed in zip(items, claims, strict=True):
             if isinstance(claimed, ServiceError):
                 outcomes[item.index] = claimed
                 continue
@@ -491,6 +508,11 @@ def _audit_draw(request_id: str) -> float:
     """A uniform draw in [0, 1) for the audit of a trusted verdict, fixed by the request id
     (random, and the same if the request's finish is retried)."""
     return int(hashlib.sha256(request_id.encode()).hexdigest()[:13], 16) / 16**13
+
+
+def _body_hash(item: _Item) -> str:
+    """What an Idempotency-Key is bound to: a retry must send the same body."""
+    return content_hash(item.body.model_dump(mode="json"))
 
 
 def _check_rate(wait: int | None, per_minute: int) -> None:

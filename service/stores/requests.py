@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from service.db.schema import GradeRequestRow, new_id, utcnow
 from service.errors import Conflict
+from service.stores.chunks import chunked
 
 GRADED, NO_VERDICT, OUTAGE, REJECTED = "graded", "no_verdict", "outage", "rejected"
 IN_PROGRESS = "a request with this Idempotency-Key is in progress"
@@ -52,64 +53,94 @@ def scoped_key(api_key_id: int | None, key: str) -> str:
     return f"{api_key_id if api_key_id is not None else '-'}:{key}"
 
 
+@dataclass(frozen=True)
+class Ask:
+    """A request to claim: its caller's project and API key, its Idempotency-Key (None: the
+    request has none), and the hash of its body."""
+
+    project: str
+    api_key_id: int | None
+    key: str | None
+    body_hash: str
+
+
 def claim_many(
-    session: Session,
-    project: str,
-    wanted: list[tuple[str | None, str]],
-    api_key_id: int | None,
-    stale_before: datetime,
+    session: Session, asks: list[Ask], stale_before: datetime
 ) -> list[Claim | Replay | Conflict]:
-    """Create the request row of each (key, body hash) of one caller in `project`, or answer
-    from the earlier request with the same key (keys are scoped by API key, and a key belongs
-    to one project); in order, a Conflict in place of a request refused (a key used with
-    another body or still in progress). Requests without a key have random ids, nothing to
-    collide with, and are inserted in one statement (the group commit of POST /judge claims
-    a round at once); a keyed one is claimed on its own."""
+    """Create the request row of each ask, or answer from the earlier request with the same
+    key (keys are scoped by API key, and a key belongs to one project); in order, a Conflict
+    in place of a request refused (a key used with another body or still in progress). The
+    group commit of POST /judge claims a whole round (many callers) at once.
+
+    Keyed rows are inserted in one statement in the order of their scoped keys, and the
+    requests of a dead process are taken over in that order too. An insert whose key another
+    transaction has just inserted (or is updating) waits for it, so on PostgreSQL two rounds
+    claiming overlapping keys in different orders each held a key the other waited for: a
+    deadlock. Taken in one order, the first key they share decides which waits for the other,
+    and the waiter then finds the key claimed (in progress) or answered (a replay)."""
     now = utcnow()
-    base = {"project": project, "api_key_id": api_key_id, "status": "pending", "attempt": 1,
-            "claimed_at": now, "created_at": now}  # fmt: skip
-    claimed: list[Claim | Replay | Conflict | None] = [None] * len(wanted)
-    fresh = []
-    for index, (key, body_hash) in enumerate(wanted):
-        row = {**base, "id": new_id(), "body_hash": body_hash}
-        if key is None:
-            fresh.append(row)
-            claimed[index] = Claim(row["id"], 1)
-            continue
-        try:
-            claimed[index] = _claim_key(session, row, key, stale_before)
-        except Conflict as exc:
-            claimed[index] = exc
+    rows = [
+        {"id": new_id(), "project": a.project, "api_key_id": a.api_key_id,
+         "idempotency_key": None if a.key is None else scoped_key(a.api_key_id, a.key),
+         "body_hash": a.body_hash, "status": "pending", "attempt": 1, "claimed_at": now,
+         "created_at": now}
+        for a in asks
+    ]  # fmt: skip
+    keyed = sorted((r for r in rows if r["idempotency_key"]), key=lambda r: r["idempotency_key"])
+    fresh = [r for r in rows if not r["idempotency_key"]]  # random ids: nothing to wait for
     if fresh:
         session.execute(insert(TABLE), fresh)
-    return claimed  # type: ignore[return-value]
+    inserted = _insert_keyed(session, keyed)
+    claimed: dict[str, Claim | Replay | Conflict] = {r["id"]: Claim(r["id"], 1) for r in fresh}
+    claimed.update({i: Claim(i, 1) for i in inserted})
+    taken = [r for r in keyed if r["id"] not in inserted]
+    for row, earlier in zip(taken, _earlier(session, taken), strict=True):
+        try:
+            claimed[row["id"]] = _answer_from(session, row, earlier, stale_before)
+        except Conflict as exc:
+            claimed[row["id"]] = exc
+    return [claimed[r["id"]] for r in rows]
 
 
-def _claim_key(session: Session, row: dict[str, Any], key: str, stale_before: datetime):
-    """The request of an Idempotency-Key: new, replayed, or taken over from a dead process."""
-    row["idempotency_key"] = scoped_key(row["api_key_id"], key)
+def _insert_keyed(session: Session, rows: list[dict[str, Any]]) -> set[str]:
+    """INSERT ... ON CONFLICT DO NOTHING of `rows`, in their order; the ids inserted (a row
+    whose key is already stored, or repeated in `rows`, is not)."""
+    if not rows:
+        return set()
     dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    inserted = session.scalar(
-        dialect.insert(TABLE).values(**row).on_conflict_do_nothing().returning(TABLE.c.id)
+    statement = dialect.insert(TABLE).on_conflict_do_nothing().returning(TABLE.c.id)
+    return set(session.scalars(statement, rows))
+
+
+def _earlier(session: Session, rows: list[dict[str, Any]]) -> list[Any | None]:
+    """The stored request of each row's key, None when there is none now (an outage's
+    request let go of its key since the insert)."""
+    columns = (
+        GradeRequestRow.id,
+        GradeRequestRow.idempotency_key,
+        GradeRequestRow.body_hash,
+        GradeRequestRow.status,
+        GradeRequestRow.attempt,
+        GradeRequestRow.outcome,
+        GradeRequestRow.result,
     )
-    if inserted is not None:
-        return Claim(inserted, 1)
-    found = session.execute(
-        select(
-            GradeRequestRow.id,
-            GradeRequestRow.body_hash,
-            GradeRequestRow.status,
-            GradeRequestRow.attempt,
-            GradeRequestRow.claimed_at,
-            GradeRequestRow.outcome,
-            GradeRequestRow.result,
-        ).where(GradeRequestRow.idempotency_key == row["idempotency_key"])
-    ).one()
-    if found.body_hash != row["body_hash"]:
+    found = {}
+    for keys in chunked(sorted({r["idempotency_key"] for r in rows})):
+        query = select(*columns).where(GradeRequestRow.idempotency_key.in_(keys))
+        found.update({r.idempotency_key: r for r in session.execute(query)})
+    return [found.get(r["idempotency_key"]) for r in rows]
+
+
+def _answer_from(session: Session, row: dict[str, Any], earlier: Any, stale_before: datetime):
+    """The answer to a key already claimed: replayed, taken over from a dead process, or a
+    Conflict (another body, or still in progress)."""
+    if earlier is None:
+        raise Conflict(IN_PROGRESS, retry_after=2)
+    if earlier.body_hash != row["body_hash"]:
         raise Conflict("Idempotency-Key was already used with a different body")
-    if found.status == "done":
-        return Replay(found.id, found.outcome or GRADED, found.result or {})
-    return _take_over(session, found.id, found.attempt, stale_before)
+    if earlier.status == "done":
+        return Replay(earlier.id, earlier.outcome or GRADED, earlier.result or {})
+    return _take_over(session, earlier.id, earlier.attempt, stale_before)
 
 
 def _take_over(session: Session, request_id: str, attempt: int, stale_before: datetime) -> Claim:

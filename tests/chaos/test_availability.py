@@ -15,6 +15,7 @@ import httpx
 import psycopg
 from sqlalchemy.engine import make_url
 
+from service.stores.requests import IN_PROGRESS
 from tests.chaos.harness import Chaos
 from tests.chaos.test_chaos import run
 from tests.conftest import POSTGRES_URL
@@ -25,6 +26,24 @@ def assert_clean(figures: dict) -> None:
     assert (figures["500"], figures["non_json"]) == (0, 0)
     assert (figures["duplicates"], figures["lost"], figures["fabricated"]) == (0, 0, 0)
     assert figures["secrets_leaked"] == 0
+
+
+def thirty_keys(prefix: str, first: int) -> dict[str, dict]:
+    """30 Idempotency-Keys, each with its own body."""
+    return {f"{prefix}-{k}": body_for(first + k, 0) for k in range(30)}
+
+
+async def send_copies(
+    client: httpx.AsyncClient, bodies: dict[str, dict], copies: int
+) -> list[httpx.Response]:
+    """`copies` concurrent requests of each key (same key, same body), all sent at once."""
+    return await asyncio.gather(
+        *(
+            client.post("/judge", json=body, headers={"Idempotency-Key": key})
+            for key, body in bodies.items()
+            for _ in range(copies)
+        )
+    )
 
 
 def test_thirty_keys_sent_ten_times_at_once_get_200_and_409_only(database, tmp_path):
@@ -43,17 +62,7 @@ def test_thirty_keys_sent_ten_times_at_once_get_200_and_409_only(database, tmp_p
         async with httpx.AsyncClient(
             base_url=chaos.base, timeout=60, headers=chaos.headers
         ) as client:
-            sent = await asyncio.gather(
-                *(
-                    client.post(
-                        "/judge",
-                        json=body_for(2000 + k, 0),
-                        headers={"Idempotency-Key": f"dup-{k}"},
-                    )
-                    for k in range(30)
-                    for _ in range(10)
-                )
-            )
+            sent = await send_copies(client, thirty_keys("dup", 2000), copies=10)
         scenario.codes = Counter(r.status_code for r in sent)
         scenario.refused = [r.text for r in sent if r.status_code not in (200, 409)][:3]
         scenario.graded = {r.json()["request_id"] for r in sent if r.status_code == 200}
@@ -66,6 +75,60 @@ def test_thirty_keys_sent_ten_times_at_once_get_200_and_409_only(database, tmp_p
     # 30 keys x 2 judges, no more (fewer reach the double when its socket is swamped)
     assert scenario.figures["backend_calls"] <= 60
     assert scenario.figures["judgments"] == 60
+    assert_clean(scenario.figures)
+
+
+BURSTS = 4
+
+
+def test_copies_of_keys_on_two_workers_wait_or_replay_never_deadlock(database, tmp_path):
+    """Issue 42.8: the same bursts on two workers. Each worker claimed its round's keys one
+    by one in arrival order, so two rounds holding overlapping keys in opposite orders
+    deadlocked on PostgreSQL: 503 "database unavailable (DeadlockDetected)" for 33 and 46
+    requests in two of four bursts. Every copy must get its key's one result (200, or 409
+    while it is in progress), and a later retry replays it."""
+    chaos = Chaos(
+        tmp_path,
+        database,
+        faults={"latency_min": 1.0, "latency_max": 1.0},
+        qadi={"num_retries": 3},
+        workers=2,
+    )
+
+    bodies = [thirty_keys(f"burst{n}", 4000 + 30 * n) for n in range(BURSTS)]
+
+    async def scenario():
+        async with httpx.AsyncClient(
+            base_url=chaos.base, timeout=60, headers=chaos.headers
+        ) as client:
+            sent = [r for burst in bodies for r in await send_copies(client, burst, copies=10)]
+            await chaos.settle()
+            every = {key: body for burst in bodies for key, body in burst.items()}
+            later = await send_copies(client, every, copies=1)
+        scenario.codes = Counter(r.status_code for r in sent)
+        scenario.refused = Counter(r.text for r in sent if r.status_code not in (200, 409))
+        scenario.waits = Counter(r.json()["detail"][0]["msg"] for r in sent if r.status_code == 409)
+        scenario.results = {}
+        for r in sent:
+            if r.status_code == 200:
+                key = r.request.headers["Idempotency-Key"]
+                scenario.results.setdefault(key, set()).add(r.json()["request_id"])
+        scenario.later = {r.request.headers["Idempotency-Key"]: r for r in later}
+        scenario.figures = chaos.account(strict_calls=True)
+
+    run(chaos, scenario)
+    assert set(scenario.codes) <= {200, 409}, (scenario.codes, scenario.refused)
+    assert set(scenario.waits) <= {IN_PROGRESS}, scenario.waits
+    keys = 30 * BURSTS
+    # one result per key: every 200 of a key is the same request, and so is a later retry
+    assert len(scenario.results) == len(scenario.later) == keys
+    assert all(len(ids) == 1 for ids in scenario.results.values()), scenario.results
+    assert {k: r.status_code for k, r in scenario.later.items()} == dict.fromkeys(
+        scenario.later, 200
+    )
+    for key, ids in scenario.results.items():
+        assert {scenario.later[key].json()["request_id"]} == ids, key
+    assert scenario.figures["judgments"] == 2 * keys  # one judgment per judge per key
     assert_clean(scenario.figures)
 
 

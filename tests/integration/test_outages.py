@@ -50,7 +50,9 @@ def test_the_reaper_closes_requests_a_dead_process_left_pending(migrated_db, llm
     sessions = make_sessionmaker(make_engine(migrated_db))
     with session_scope(sessions) as session:
         [dead, live] = requests.claim_many(
-            session, "default", [("k", "h"), ("k2", "h")], None, utcnow()
+            session,
+            [requests.Ask("default", None, "k", "h"), requests.Ask("default", None, "k2", "h")],
+            utcnow(),
         )
         session.get(GradeRequestRow, dead.id).claimed_at = utcnow() - timedelta(hours=1)
     app = make_app(migrated_db, llm_server, tmp_path, reap_interval_seconds=0.2)

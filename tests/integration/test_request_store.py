@@ -3,11 +3,12 @@ winner among concurrent take-overs, replays, conflicts, keys scoped by API key, 
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.db.schema import GradeRequestRow, utcnow
@@ -27,7 +28,7 @@ def sessions(migrated_db):
 def claim(sessions, key="k1", body="h1", api_key=None, stale=timedelta(seconds=60)):
     with session_scope(sessions) as session:
         [claimed] = requests.claim_many(
-            session, "default", [(key, body)], api_key, utcnow() - stale
+            session, [requests.Ask("default", api_key, key, body)], utcnow() - stale
         )
         if isinstance(claimed, requests.Conflict):
             raise claimed
@@ -164,3 +165,65 @@ def test_finishing_a_round_together_lands_each_request_as_its_own_finish_would(s
     assert rows[old.id].status == "pending" and rows[old.id].attempt == 2  # the retry's now
     assert rows[kept.id].status == "done" and rows[kept.id].result == {"by": "kept"}
     assert rows[down.id].status == "done" and rows[down.id].idempotency_key is None
+
+
+def test_a_round_is_claimed_in_order_whatever_its_keys_did_before(sessions):
+    """One claim_many for a round of several callers: each ask gets its own answer, in the
+    order asked (keys are claimed in another order, see the next test)."""
+    done = claim(sessions, key="done")
+    with session_scope(sessions) as session:
+        requests.finish(session, done, requests.GRADED, {"done": 1})
+    claim(sessions, key="live")
+    asks = [
+        requests.Ask("default", None, "new", "h1"),
+        requests.Ask("default", None, None, "h1"),
+        requests.Ask("default", None, "done", "h1"),
+        requests.Ask("default", None, "live", "h1"),
+        requests.Ask("default", None, "done", "h2"),
+        requests.Ask("default", None, "new", "h1"),  # the same key twice in one round
+        requests.Ask("default", 7, "new", "h1"),  # another tenant's key of that name
+    ]
+    with session_scope(sessions) as session:
+        answers = requests.claim_many(session, asks, utcnow() - timedelta(seconds=60))
+    new, unkeyed, replay, live, other_body, again, tenant = answers
+    assert isinstance(new, requests.Claim) and isinstance(unkeyed, requests.Claim)
+    assert replay == requests.Replay(done.id, requests.GRADED, {"done": 1})
+    assert isinstance(live, Conflict) and live.message == requests.IN_PROGRESS
+    assert isinstance(other_body, Conflict) and "different body" in other_body.message
+    assert isinstance(again, Conflict) and again.message == requests.IN_PROGRESS
+    assert isinstance(tenant, requests.Claim) and tenant.id not in (new.id, unkeyed.id)
+
+
+KEYS = [f"round-{n:04d}" for n in range(1200)]  # more than one page of inserts and lookups
+
+
+@pytest.mark.parametrize("earlier", ["none", "a dead process"])
+def test_two_rounds_claiming_keys_in_opposite_orders_do_not_deadlock(sessions, earlier):
+    """Issue 42.8: two workers' rounds claim overlapping keys at once, in opposite orders
+    (new keys, or the requests of a dead process to take over). Claimed one by one in the
+    order given, each round held keys the other waited for, and PostgreSQL broke the
+    deadlock by failing one (DeadlockDetected, a 503 for its whole round). Now one round
+    waits for the other: each key is claimed once, and in progress for the other round."""
+    if earlier == "a dead process":
+        with session_scope(sessions) as session:
+            asks = [requests.Ask("default", None, key, "h1") for key in KEYS]
+            requests.claim_many(session, asks, utcnow())
+            session.execute(
+                update(GradeRequestRow).values(claimed_at=utcnow() - timedelta(hours=1))
+            )
+    both = threading.Barrier(2)
+
+    def claim_round(keys: list[str]) -> list:
+        with session_scope(sessions) as session:
+            both.wait(timeout=30)
+            asks = [requests.Ask("default", None, key, "h1") for key in keys]
+            return requests.claim_many(session, asks, utcnow() - timedelta(seconds=60))
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        forward, backward = pool.map(claim_round, [KEYS, KEYS[::-1]])
+    attempt = 1 if earlier == "none" else 2
+    for key, answers in zip(KEYS, zip(forward, backward[::-1], strict=True), strict=True):
+        claims = [a for a in answers if isinstance(a, requests.Claim)]
+        refused = [a for a in answers if isinstance(a, Conflict)]
+        assert [c.attempt for c in claims] == [attempt], (key, answers)
+        assert [c.message for c in refused] == [requests.IN_PROGRESS], (key, answers)
