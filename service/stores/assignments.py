@@ -14,11 +14,12 @@ score.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, func, or_, select, update
+from sqlalchemy import and_, exists, func, or_, select, union_all, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -37,6 +38,7 @@ from service.stores.grades import upsert_grades
 from service.stores.smes import Person
 
 CANDIDATES = 20  # open items tried per reservation before giving up (others took them)
+COUNTED = 1000  # open items counted for her progress: "1,000 or more" past it
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class Assignment:
 class Progress:
     done: int  # labels she submitted (or closed as cannot judge)
     today: int
-    waiting: int  # open items she could get next
+    waiting: int  # open items she could get next, up to COUNTED
 
 
 def _takeable(now: datetime):
@@ -74,9 +76,9 @@ def _takeable(now: datetime):
     )
 
 
-def _open_for(person: Person, now: datetime):
-    """The queue's open items `person` may get: her expertise, not hers already, not an
-    item she graded under another reason, and a label still wanted."""
+def _open_for(person: Person, now: datetime, tags: Sequence[str] | None = None):
+    """The queue's open items `person` may get: her expertise (or just `tags` of it), not
+    hers already, not an item she graded under another reason, and a label still wanted."""
     mine = exists().where(
         SmeAssignmentRow.queue_id == SmeQueueRow.id, SmeAssignmentRow.sme_id == person.id
     )
@@ -93,7 +95,7 @@ def _open_for(person: Person, now: datetime):
     return and_(
         SmeQueueRow.project == person.project,
         SmeQueueRow.status == "open",
-        SmeQueueRow.route_tag.in_(["", *person.tags]),
+        SmeQueueRow.route_tag.in_(["", *person.tags] if tags is None else tags),
         ~mine,
         ~graded,
         taken < SmeQueueRow.labels_wanted,
@@ -119,17 +121,32 @@ def reserve_next(session: Session, person: Person, minutes: float) -> int | None
     if held is not None:
         _renew(session, held, until)
         return held
-    candidates = session.execute(
-        select(SmeQueueRow.id, SmeQueueRow.labels_wanted)
-        .where(_open_for(person, now))
-        .order_by(SmeQueueRow.order_key, SmeQueueRow.id)
-        .limit(CANDIDATES)
-    ).all()
+    candidates = _first_open(
+        session, person, now, CANDIDATES, SmeQueueRow.id, SmeQueueRow.labels_wanted
+    )
     for queue_id, wanted in candidates:
         claimed = _claim_slot(session, person, queue_id, wanted, now, until)
         if claimed is not None:
             return claimed
     return None
+
+
+def _first_open(session: Session, person: Person, now: datetime, limit: int, *columns) -> list:
+    """The first `limit` open items she may get, in the queue's order: one ordered scan of
+    the (project, status, route_tag, order_key) index per expertise tag of hers, merged.
+    A single query over all her tags at once cannot follow the index's order: PostgreSQL
+    then sorted every open item of her tags (190 ms at 100,000 queued; 10 ms this way)."""
+    parts = [
+        select(*columns, SmeQueueRow.order_key.label("k"), SmeQueueRow.id.label("i"))
+        .where(_open_for(person, now, [tag]))
+        .order_by(SmeQueueRow.order_key, SmeQueueRow.id)
+        .limit(limit)
+        .subquery()
+        for tag in ("", *person.tags)
+    ]
+    merged = union_all(*(select(part) for part in parts)).subquery()
+    picked = session.execute(select(merged).order_by(merged.c.k, merged.c.i).limit(limit))
+    return [row[: len(columns)] for row in picked]
 
 
 def _renew(session: Session, assignment_id: int, until: datetime) -> None:
@@ -339,7 +356,9 @@ def progress(session: Session, person: Person) -> Progress:
         SmeAssignmentRow.status.in_(("submitted", "cannot_judge")),
     )
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    waiting = select(func.count()).select_from(SmeQueueRow).where(_open_for(person, now))
+    # counted up to COUNTED: an exact count of a long queue costs a scan of it per page
+    open_ids = select(SmeQueueRow.id).where(_open_for(person, now)).limit(COUNTED).subquery()
+    waiting = select(func.count()).select_from(open_ids)
     return Progress(
         done=session.scalar(closed) or 0,
         today=session.scalar(closed.where(SmeAssignmentRow.submitted_at >= midnight)) or 0,
@@ -349,12 +368,8 @@ def progress(session: Session, person: Person) -> Progress:
 
 def upcoming(session: Session, person: Person, limit: int) -> list[dict[str, Any]]:
     """The next open items she would get, in order (why each is queued, its expertise)."""
-    rows = session.execute(
-        select(SmeQueueRow.reason, SmeQueueRow.route_tag, SmeQueueRow.created_at)
-        .where(_open_for(person, utcnow()))
-        .order_by(SmeQueueRow.order_key, SmeQueueRow.id)
-        .limit(limit)
-    ).all()
+    columns = (SmeQueueRow.reason, SmeQueueRow.route_tag, SmeQueueRow.created_at)
+    rows = _first_open(session, person, utcnow(), limit, *columns)
     return [{"reason": r, "route_tag": t, "queued_at": c} for r, t, c in rows]
 
 

@@ -49,6 +49,7 @@ def _queue_view(session: Session, person: Person) -> dict[str, Any]:
         "held": assignments.current(session, person),
         "upcoming": assignments.upcoming(session, person, UPCOMING),
         "recent": assignments.recent(session, person, UPCOMING),
+        "counted": assignments.COUNTED,
     }
 
 
