@@ -1,5 +1,6 @@
 """`qadi sme ...`: the workbench's people (invite an SME, a senior SME or a lead by a one-time
-sign-in link; withdraw one; list them). `qadi sme queue` is in service/cli/estimate.py."""
+sign-in link; withdraw one; list them) and its calibration samples. `qadi sme queue`, which
+writes files, is in service/cli/estimate.py."""
 
 from __future__ import annotations
 
@@ -95,3 +96,45 @@ def people_list(project: str | None = project_option()) -> None:
             str(done.get(person.id, 0)), access,
         )  # fmt: skip
     out.print(table)
+
+
+@sme_app.command("sample")
+def sample(
+    rubric: str = typer.Option(..., help="'id' or 'id@version' of the judgments to sample"),
+    n: int = typer.Option(..., "--n", min=1, help="how many items to queue"),
+    by: str | None = typer.Option(None, help="the strata attribute, e.g. candidate_model"),
+    alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="1 − confidence"),
+    seed: int = typer.Option(0, help="seed of the random draw inside a stratum"),
+    floor: int = typer.Option(
+        5, "--floor", min=2, help="labels every stratum gets first, before widths are compared"
+    ),
+    project: str | None = project_option(),
+) -> None:
+    """Queue a calibration sample in the workbench: N items drawn from the stored judgments
+    of the rubric as `qadi sme queue` draws them (every stratum first gets --floor labels,
+    then the widest corrected intervals; at random inside a stratum), each with its
+    inclusion probability and stratum, for the SMEs to grade (reason "Calibration sample")."""
+    from calibration.sme_queue import choose, queue_records
+    from service.db.engine import session_scope
+    from service.settings import get_settings
+    from service.stores.calibration import Selection, rows_from_db
+    from service.stores.sme_queue import QueuePolicy, enqueue_sample
+
+    settings = get_settings()
+    policy = QueuePolicy(settings.sme_overlap_share, tuple(settings.sme_route_by))
+    sessions, chosen = open_project(project)
+    with session_scope(sessions) as session:
+        rows, inputs = rows_from_db(session, chosen, Selection(rubric=rubric))
+        versions = inputs["rubric_versions"]
+        if len(versions) != 1:
+            found = ", ".join(versions) or "none"
+            fail(f"--rubric: the judgments of '{rubric}' are under {found}; name one version")
+        try:
+            drawn = queue_records(choose(rows, n, by, alpha, seed, floor))
+        except ValueError as exc:
+            fail(f"--{exc}" if str(exc).startswith("by:") else str(exc))
+        queued = enqueue_sample(session, chosen, versions[0], drawn, policy)
+    out.print(
+        f"{queued} item(s) of {versions[0]} queued in the workbench as a calibration sample"
+        + (f" ({len(drawn) - queued} drawn were queued already)" if queued < len(drawn) else "")
+    )

@@ -186,3 +186,47 @@ def texts_of(session: Session, project: str, queue_id: int) -> dict[str, Any] | 
         return None
     prompt, reference, response = found
     return {"prompt": prompt, "reference": reference, "response": response}
+
+
+def enqueue_sample(
+    session: Session,
+    project: str,
+    rubric_ref: str,
+    records: list[dict[str, str]],
+    policy: QueuePolicy,
+) -> int:
+    """A calibration sample drawn from stored judgments (calibration/sme_queue.py `choose`,
+    records with `item_id`, `inclusion_prob`, `inclusion_stratum`), queued for the workbench
+    with reason `sample`; items already queued for it stay as they were. The number queued."""
+    items = [r["item_id"] for r in records]
+    answers = {}
+    for item, response_id, attributes in session.execute(
+        select(ResponseRow.item_key, ResponseRow.id, ResponseRow.attributes)
+        .where(ResponseRow.project == project, ResponseRow.item_key.in_(items))
+        .order_by(ResponseRow.id.desc())  # the first stored answer of a key wins below
+    ):
+        answers[item] = (response_id, attributes or {})
+    now = utcnow()
+    rows = []
+    for record in records:
+        if record["item_id"] not in answers:
+            continue  # graded from a file, never stored: no texts for the SME to read
+        response_id, attributes = answers[record["item_id"]]
+        attributes = {k: v for k, v in attributes.items() if k != "item_id"}
+        rows.append({
+            "project": project, "request_id": None, "response_id": response_id,
+            "item_id": record["item_id"], "rubric_ref": rubric_ref, "reason": "sample",
+            "inclusion_prob": float(record["inclusion_prob"]),
+            "inclusion_stratum": record.get("inclusion_stratum") or None,
+            "trust": None, "attributes": attributes, "api_key_id": None,
+            "route_tag": route_tag(attributes, policy.route_by), "status": "open",
+            "created_at": now, **placement(project, record["item_id"], rubric_ref, policy),
+        })  # fmt: skip
+    if not rows:
+        return 0
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    inserted = session.execute(
+        dialect.insert(SmeQueueRow).on_conflict_do_nothing().returning(SmeQueueRow.id),
+        sorted(rows, key=lambda row: row["item_id"]),
+    )
+    return len(inserted.all())

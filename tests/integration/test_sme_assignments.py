@@ -241,3 +241,33 @@ def test_an_incomplete_label_is_refused_and_nothing_is_stored(world):
     with session_scope(sessions) as session:
         assert session.scalar(select(func.count()).select_from(HumanGradeRow)) == 0
         assert session.get(SmeAssignmentRow, slot).status == "reserved"
+
+
+def test_a_calibration_sample_drawn_from_stored_judgments_is_graded_with_its_design(
+    world, migrated_db
+):
+    """`qadi sme sample` draws items from the stored judgments as `qadi sme queue` does and
+    queues them for the workbench; the label carries the draw's probability and stratum."""
+    from tests.conftest import run_cli
+
+    service, sessions = world()
+    for i in range(10):  # graded, no trust: nothing escalated
+        body = {**criteria_body(f"g{i}"), "trust": None}
+        assert service.post("/judge", json=body).status_code == 200
+    env = {"QADI_DATABASE_URL": migrated_db}
+    done = run_cli("sme", "sample", "--rubric", "iraqi-linguistic-shaku-maku", "--n", "4",
+                   env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "4 item(s) of iraqi-linguistic-shaku-maku@2 queued" in done.stdout
+    ada = person(sessions, "ada")
+    slot = reserve(sessions, ada)
+    with session_scope(sessions) as session:
+        assert assignments.assignment(session, ada, slot).reason == "sample"
+    assert submit(sessions, ada, slot)
+    with session_scope(sessions) as session:
+        [grade] = session.scalars(select(HumanGradeRow)).all()
+        queued = session.scalars(select(SmeQueueRow.reason)).all()
+    assert queued == ["sample"] * 4
+    assert grade.inclusion_prob == pytest.approx(4 / 10)  # 4 of the stratum's 10 items
+    assert grade.attributes["inclusion_stratum"] == "all"
+    assert grade.attributes["queue_reason"] == "sample"
