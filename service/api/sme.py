@@ -1,7 +1,8 @@
 """GET /sme/queue: the items sent to the SMEs at request time (escalated: no judge's verdict
-was trusted; audit: a trusted verdict drawn at the policy's audit rate), each with its
-inclusion probability, to be graded in the workbench or uploaded through POST /grades with
-it. An item is listed once per rubric version and reason, however many requests sent it."""
+was trusted; audit: a trusted verdict drawn at the policy's audit rate) and calibration
+samples drawn from stored judgments (`qadi sme sample`), each with its inclusion probability,
+to be graded in the workbench or uploaded through POST /grades with it. An item is listed once
+per rubric version and reason, however many requests sent it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from service.api.errors import error_responses, invalid
 from service.api.pagination import decode_cursor, encode_cursor, naive_utc, within_bytes
 from service.stores.sme_queue import queued_items
 
+Reason = Literal["escalated", "audit", "sample"]
 router = APIRouter(tags=["sme"], responses=error_responses(401, 403, 422, 503))
 
 
@@ -25,10 +27,14 @@ class SmeQueueItem(BaseModel):
     item_id: str
     request_id: str | None = Field(description="the request that queued it first")
     rubric_ref: str
-    reason: Literal["escalated", "audit"]
+    reason: Reason
     inclusion_prob: float = Field(
         description="the item's chance of reaching the SMEs: 1 when escalated, the audit "
-        "rate when audited; upload the SME's grade with it (POST /grades `inclusion_prob`)"
+        "rate when audited, its round's probability for a calibration sample (`qadi sme "
+        "sample`); upload the SME's grade with it (POST /grades `inclusion_prob`)"
+    )
+    inclusion_stratum: str | None = Field(
+        description="a calibration sample's stratum (upload it as `inclusion_stratum`)"
     )
     labels_wanted: int = Field(description="2 when two SMEs grade it (their agreement)")
     route_tag: str = Field(description="the expertise it needs ('dialect=egy'), or ''")
@@ -57,7 +63,7 @@ def sme_queue(
     request: Request,
     session: SessionDep,
     caller: GradesKey,
-    reason: Literal["escalated", "audit"] | None = Query(None),
+    reason: Reason | None = Query(None),
     since: datetime | None = Query(None, description="queued at or after this time"),
     cursor: str | None = Query(None, max_length=512),
     limit: int = Query(100, ge=1, le=500),

@@ -203,6 +203,8 @@ def _write_escalated(reason: str | None, out_path: Path, project: str | None) ->
     sessions, chosen = open_project(project)
     with session_scope(sessions) as session:
         items = queued_items(session, Tenant(chosen), reason)
+    # sent at request time only: a calibration sample (`qadi sme sample`) is the workbench's
+    items = [item for item in items if item["reason"] in ("escalated", "audit")]
     records = [
         {
             "item_id": item["item_id"],

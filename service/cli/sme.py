@@ -17,9 +17,14 @@ app.add_typer(sme_app, name="sme")
 def invite(
     handle: str = typer.Argument(..., help="her rater name in the grades, e.g. amira"),
     name: str | None = typer.Option(None, help="her name as the pages show it"),
-    role: str = typer.Option("sme", help="sme, senior (also settles disagreements) or lead"),
-    tag: list[str] = typer.Option(
-        [], "--tag", help="expertise, attribute=value (e.g. dialect=egy); repeat for several"
+    role: str | None = typer.Option(
+        None, help="sme (a new person's default), senior (also settles disagreements) or lead"
+    ),
+    tag: list[str] | None = typer.Option(
+        None,
+        "--tag",
+        help="expertise, attribute=value (e.g. dialect=egy; a space in the value as _); "
+        "repeat for several",
     ),
     hours: float | None = typer.Option(
         None, min=0.01, help="how long the link works (default QADI_WORKBENCH_INVITE_HOURS)"
@@ -33,7 +38,8 @@ def invite(
 ) -> None:
     """Invite a person to the workbench: prints a sign-in link that works once, until it
     expires. Send it to her; opening it signs her in. Inviting someone again (a lost link)
-    makes a new link and keeps her grades; it also updates her name, role and expertise."""
+    makes a new link, and her earlier unused links stop working; her grades, and her name,
+    role and expertise unless given here, stay as they were."""
     import os
 
     from service.db.engine import session_scope
@@ -82,7 +88,7 @@ def revoke(
 def people_list(project: str | None = project_option()) -> None:
     """The project's people: role, expertise, labels submitted, access."""
     from service.db.engine import session_scope
-    from service.stores.adjudications import labels_by_person
+    from service.stores.queue_overview import labels_by_person
     from service.stores.smes import people
 
     sessions, chosen = open_project(project)
@@ -91,8 +97,9 @@ def people_list(project: str | None = project_option()) -> None:
     table = Table("rater", "name", "role", "expertise", "labels", "access")
     for person, revoked in everyone:
         access = f"withdrawn {revoked:%Y-%m-%d}" if revoked else "active"
+        expertise = ", ".join(person.tags) or "untagged items"
         table.add_row(
-            person.handle, person.display_name, person.role, ", ".join(person.tags) or "any",
+            person.handle, person.display_name, person.role, expertise,
             str(done.get(person.id, 0)), access,
         )  # fmt: skip
     out.print(table)
@@ -126,9 +133,14 @@ def sample(
     with session_scope(sessions) as session:
         rows, inputs = rows_from_db(session, chosen, Selection(rubric=rubric))
         versions = inputs["rubric_versions"]
-        if len(versions) != 1:
-            found = ", ".join(versions) or "none"
-            fail(f"--rubric: the judgments of '{rubric}' are under {found}; name one version")
+        if not versions:
+            fail(
+                f"--rubric: project {chosen} stores no judgment under '{rubric}'; grade answers "
+                "with it first (POST /judge, qadi regrade)"
+            )
+        if len(versions) > 1:
+            fail(f"--rubric: the judgments of '{rubric}' are under {', '.join(versions)}; "
+                 "name one version (id@version)")  # fmt: skip
         try:
             drawn = queue_records(choose(rows, n, by, alpha, seed, floor))
         except ValueError as exc:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rubrics.labels import LabelGrade
@@ -39,6 +39,15 @@ class DoubleLabelled:
     rubric_ref: str
     labels: list[Label] = field(default_factory=list)
     outcome: dict[str, Any] | None = None
+
+    @property
+    def raters(self) -> list[str]:
+        return [label.rater for label in self.labels]
+
+    @property
+    def complete(self) -> bool:
+        """Both labels are in."""
+        return len(self.labels) >= 2
 
     @property
     def disagree(self) -> bool:
@@ -94,9 +103,10 @@ def adjudicate(
     session: Session, person: Person, queue_id: int, grade: LabelGrade, rationale: str
 ) -> bool:
     """Settle a disagreement (a later decision replaces an earlier one, and says who);
-    False when the item is not a disagreement of this project."""
+    False when the item is not a disagreement of this project, or she gave one of its labels
+    (a senior SME does not settle her own disagreement)."""
     [item] = double_labelled(session, person.project, queue_id) or [None]
-    if item is None or not item.disagree:
+    if item is None or not item.disagree or person.handle in item.raters:
         return False
     row = session.scalar(select(SmeAdjudicationRow).where(SmeAdjudicationRow.queue_id == queue_id))
     if row is None:
@@ -106,25 +116,3 @@ def adjudicate(
     row.rationale, row.created_at = rationale or None, utcnow()
     session.flush()
     return True
-
-
-def labels_by_person(session: Session, project: str) -> dict[int, int]:
-    """How many labels each person of the project submitted."""
-    rows = session.execute(
-        select(SmeAssignmentRow.sme_id, func.count())
-        .where(SmeAssignmentRow.project == project, SmeAssignmentRow.status == "submitted")
-        .group_by(SmeAssignmentRow.sme_id)
-    )
-    return dict(rows.all())
-
-
-def queue_counts(session: Session, project: str) -> dict[str, int]:
-    """Open and done items of the project's queue."""
-    counts = dict(
-        session.execute(
-            select(SmeQueueRow.status, func.count())
-            .where(SmeQueueRow.project == project)
-            .group_by(SmeQueueRow.status)
-        ).all()
-    )
-    return {"open": counts.get("open", 0), "done": counts.get("done", 0)}

@@ -63,8 +63,9 @@ class Assignment:
 
 @dataclass(frozen=True)
 class Progress:
-    done: int  # labels she submitted (or closed as cannot judge)
+    done: int  # labels she submitted
     today: int
+    cannot: int  # items she could not judge
     waiting: int  # open items she could get next, up to COUNTED
 
 
@@ -119,7 +120,7 @@ def reserve_next(session: Session, person: Person, minutes: float) -> int | None
     until = now + timedelta(minutes=minutes)
     held = current(session, person)
     if held is not None:
-        _renew(session, held, until)
+        renew(session, person, held, minutes)
         return held
     candidates = _first_open(
         session, person, now, CANDIDATES, SmeQueueRow.id, SmeQueueRow.labels_wanted
@@ -149,11 +150,16 @@ def _first_open(session: Session, person: Person, now: datetime, limit: int, *co
     return [row[: len(columns)] for row in picked]
 
 
-def _renew(session: Session, assignment_id: int, until: datetime) -> None:
+def renew(session: Session, person: Person, assignment_id: int, minutes: float) -> None:
+    """She opened her item again: it stays hers for another `minutes`."""
     session.execute(
         update(SmeAssignmentRow)
-        .where(SmeAssignmentRow.id == assignment_id)
-        .values(reserved_until=until)
+        .where(
+            SmeAssignmentRow.id == assignment_id,
+            SmeAssignmentRow.sme_id == person.id,
+            SmeAssignmentRow.status == "reserved",
+        )
+        .values(reserved_until=utcnow() + timedelta(minutes=minutes))
     )
 
 
@@ -351,18 +357,16 @@ def skip(session: Session, person: Person, assignment_id: int) -> None:
 
 def progress(session: Session, person: Person) -> Progress:
     now = utcnow()
-    closed = select(func.count()).where(
-        SmeAssignmentRow.sme_id == person.id,
-        SmeAssignmentRow.status.in_(("submitted", "cannot_judge")),
-    )
+    mine = select(func.count()).where(SmeAssignmentRow.sme_id == person.id)
+    submitted = mine.where(SmeAssignmentRow.status == "submitted")
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
     # counted up to COUNTED: an exact count of a long queue costs a scan of it per page
     open_ids = select(SmeQueueRow.id).where(_open_for(person, now)).limit(COUNTED).subquery()
-    waiting = select(func.count()).select_from(open_ids)
     return Progress(
-        done=session.scalar(closed) or 0,
-        today=session.scalar(closed.where(SmeAssignmentRow.submitted_at >= midnight)) or 0,
-        waiting=session.scalar(waiting) or 0,
+        done=session.scalar(submitted) or 0,
+        today=session.scalar(submitted.where(SmeAssignmentRow.submitted_at >= midnight)) or 0,
+        cannot=session.scalar(mine.where(SmeAssignmentRow.status == "cannot_judge")) or 0,
+        waiting=session.scalar(select(func.count()).select_from(open_ids)) or 0,
     )
 
 

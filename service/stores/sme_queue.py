@@ -47,10 +47,11 @@ def uniform(*parts: str) -> float:
 
 
 def route_tag(attributes: dict[str, Any], route_by: Sequence[str]) -> str:
-    """The expertise an item needs ("dialect=egy"): the first routing attribute it has."""
+    """The expertise an item needs ("dialect=egy"): the first routing attribute it has, its
+    spaces as "_" ("dialect=Gulf_Arabic"), as a person's tags are written."""
     for name in route_by:
-        value = attributes.get(name)
-        if value not in (None, ""):
+        value = "_".join(str(attributes.get(name) or "").split())
+        if value:
             return f"{name}={value}"
     return ""
 

@@ -25,7 +25,7 @@ from service.stores.projects import require_project
 Role = Literal["sme", "senior", "lead"]
 ROLES: tuple[Role, ...] = ("sme", "senior", "lead")
 _HANDLE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
-_TAG = re.compile(r"^[A-Za-z0-9_]{1,64}=[^\s=]{1,64}$")
+_TAG = re.compile(r"^[A-Za-z0-9_]{1,64}=[^\s=]{1,128}$")
 
 
 INVITE_PATH = "/workbench/invite/"
@@ -85,7 +85,8 @@ def check_tags(tags: list[str]) -> list[str]:
     for tag in tags:
         if not _TAG.fullmatch(tag):
             raise PeopleError(
-                f"tag: '{tag}' is not attribute=value (e.g. dialect=egy; no spaces)"
+                f"tag: '{tag}' is not attribute=value (e.g. dialect=egy; write a space in the "
+                "value as _, e.g. dialect=Gulf_Arabic)"
             )
     return sorted(set(tags))
 
@@ -95,26 +96,35 @@ def add_person(
     project: str,
     handle: str,
     display_name: str | None = None,
-    role: Role = "sme",
+    role: Role | None = None,
     tags: list[str] | None = None,
 ) -> Person:
-    """A new person of `project`, or the existing one with this handle updated (name, role,
-    tags) and, if she was revoked, active again."""
+    """A new person of `project` (role `sme` unless given), or the existing one with this
+    handle, active again if she was revoked, with what is given changed and the rest kept:
+    inviting her again for a lost link must not turn a lead into an SME."""
     require_project(session, project)
     if not _HANDLE.fullmatch(handle):
         raise PeopleError(
             f"handle: '{handle}' is not a handle (lowercase letters, digits, '.', '_' and '-', "
             "starting with a letter or digit, at most 64); it is her rater name in the grades"
         )
-    if role not in ROLES:
+    if role is not None and role not in ROLES:
         raise PeopleError(f"role: '{role}' is not one of {', '.join(ROLES)}")
-    tags = check_tags(tags or [])
+    checked = check_tags(tags) if tags is not None else None
     row = session.scalar(select(SmeRow).where(SmeRow.project == project, SmeRow.handle == handle))
     if row is None:
-        row = SmeRow(project=project, handle=handle, created_at=utcnow())
+        row = SmeRow(
+            project=project, handle=handle, display_name=handle, role="sme", tags=[],
+            created_at=utcnow(),
+        )  # fmt: skip
         session.add(row)
-    row.display_name = (display_name or handle)[:256]
-    row.role, row.tags, row.revoked_at = role, tags, None
+    if display_name:
+        row.display_name = display_name[:256]
+    if role is not None:
+        row.role = role
+    if checked is not None:
+        row.tags = checked
+    row.revoked_at = None
     session.flush()
     return _person(row)
 
@@ -133,7 +143,10 @@ def people(session: Session, project: str) -> list[tuple[Person, datetime | None
 
 
 def invite(session: Session, person: Person, hours: float) -> str:
-    """A one-time sign-in secret for `person`, valid `hours`; only its hash is kept."""
+    """A one-time sign-in secret for `person`, valid `hours`; only its hash is kept. Her
+    earlier links that were never used stop working: a new link is asked for when the old
+    one was lost, and a lost link should open nothing."""
+    revoke_invites(session, person)
     secret = secrets.token_urlsafe(32)
     now = utcnow()
     session.add(

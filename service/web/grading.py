@@ -30,8 +30,8 @@ NOTICES = {
     "done": "Saved. That was the last item waiting for you.",
     "skipped": "Skipped: the item goes to another SME.",
     "cannot": "Noted: the item goes to another SME with your reason.",
-    "closed": "That item is no longer open for you (submitted, or returned to the queue "
-    "after a long pause and taken by another SME).",
+    "closed": "That item is not open for you: it is not in your queue, or it returned to the "
+    "queue after a long pause and another SME took it. Your queue has the next one.",
 }
 UPCOMING = 20
 
@@ -70,6 +70,8 @@ async def item_page(request: Request, slot: str, signed: Viewer) -> HTMLResponse
     if isinstance(view, HTMLResponse):
         return view
     held, rubric = view
+    minutes = request.app.state.settings.sme_reservation_minutes
+    await in_db(request, assignments.renew, signed.person, held.id, minutes)  # she is back
     draft = held.draft or {}
     return page(request, "grade.html.j2", signed, **_grading_context(held, rubric, draft, []))
 
@@ -96,7 +98,7 @@ async def save_draft(request: Request, slot: str, signed: Poster) -> HTMLRespons
 async def submit(request: Request, slot: str, signed: Poster) -> HTMLResponse | RedirectResponse:
     view = await _held(request, signed, slot)
     if isinstance(view, HTMLResponse):
-        return view
+        return _gone(view)
     held, rubric = view
     form = await request.form()
     try:
@@ -118,7 +120,7 @@ async def cannot_judge(
 ) -> HTMLResponse | RedirectResponse:
     view = await _held(request, signed, slot)
     if isinstance(view, HTMLResponse):
-        return view
+        return _gone(view)
     held, rubric = view
     reason = str((await request.form()).get("reason") or "").strip()[:2000]
     if not reason:
@@ -136,14 +138,18 @@ async def skip(request: Request, slot: str, signed: Poster) -> RedirectResponse:
     return await _to_next(request, signed, "skipped")
 
 
+def _gone(page_: HTMLResponse) -> HTMLResponse | RedirectResponse:
+    """A form for an item no longer hers: back to her queue, which says so."""
+    return see_other("/workbench/queue?notice=closed") if page_.status_code == 404 else page_
+
+
 async def _held(
     request: Request, signed: SignedIn, slot: str
 ) -> tuple[assignments.Assignment, Rubric] | HTMLResponse:
     """Her open slot and its rubric, or the page that says why she cannot work on it."""
     found = await in_db(request, _slot_and_rubric, signed.person, slot)
     if found is None:
-        text = "This item is not in your queue. Go back to your queue for the next one."
-        return message(request, "Not your item", text, 404, signed)
+        return message(request, "Not your item", NOTICES["closed"], 404, signed)
     held, rubric = found
     if held.status != "reserved":
         text = "You have finished with this item. Go back to your queue for the next one."

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from rubrics import PenaltyWeightedRubric, RubricError
 from rubrics.labels import grade_of
-from service.stores import adjudications
+from service.stores import adjudications, queue_overview
 from service.stores.rubrics import RubricNotFound, get_rubric
 from service.stores.sme_queue import texts_of
 from service.stores.smes import (
@@ -43,11 +43,13 @@ async def team_page(request: Request, signed: Lead) -> HTMLResponse:
 
 
 def _team_view(session: Session, project: str) -> dict[str, Any]:
-    done = adjudications.labels_by_person(session, project)
+    done = queue_overview.labels_by_person(session, project)
     overlap = adjudications.double_labelled(session, project)
     return {
         "people": [(p, revoked, done.get(p.id, 0)) for p, revoked in people(session, project)],
-        "queue": adjudications.queue_counts(session, project),
+        "queue": queue_overview.queue_counts(session, project),
+        "unroutable": queue_overview.unroutable(session, project),
+        "cannot": queue_overview.cannot_judge_notes(session, project),
         "overlap": overlap,
         "open_disagreements": sum(1 for i in overlap if i.disagree and i.outcome is None),
         "new_link": None,
@@ -73,10 +75,10 @@ async def invite_person(request: Request, signed: LeadPoster) -> HTMLResponse:
 
 
 def _invite(session: Session, project: str, fields: dict[str, str], hours: float):
-    tags = [t for t in fields["tags"].replace(",", " ").split() if t]
-    person = add_person(
-        session, project, fields["handle"], fields["name"] or None, fields["role"] or "sme", tags
-    )
+    """A new person, or a new link for one: empty fields keep what she has."""
+    tags = [t for t in fields["tags"].replace(",", " ").split() if t] or None
+    role = fields["role"] or None
+    person = add_person(session, project, fields["handle"], fields["name"] or None, role, tags)
     return person, invite(session, person, hours)
 
 
@@ -112,7 +114,7 @@ async def disagreements(request: Request, signed: Adjudicator) -> HTMLResponse:
 
 @router.get("/adjudicate/{queue_id}", response_model=None)
 async def adjudication_page(request: Request, queue_id: str, signed: Adjudicator) -> HTMLResponse:
-    found = await in_db(request, _disputed, signed.person.project, queue_id)
+    found = await in_db(request, _disputed, signed.person, queue_id)
     if isinstance(found, str):
         return message(request, "No such disagreement", found, 404, signed)
     return page(request, "adjudicate.html.j2", signed, **_context(*found, []))
@@ -122,7 +124,7 @@ async def adjudication_page(request: Request, queue_id: str, signed: Adjudicator
 async def settle(
     request: Request, queue_id: str, signed: AdjudicatorPoster
 ) -> HTMLResponse | RedirectResponse:
-    found = await in_db(request, _disputed, signed.person.project, queue_id)
+    found = await in_db(request, _disputed, signed.person, queue_id)
     if isinstance(found, str):
         return message(request, "No such disagreement", found, 404, signed)
     item, rubric, texts = found
@@ -139,13 +141,16 @@ async def settle(
     return see_other("/workbench/adjudicate")
 
 
-def _disputed(session: Session, project: str, queue_id: str):
-    """The disagreement, its rubric and texts, or why there is none to settle."""
+def _disputed(session: Session, person: Person, queue_id: str):
+    """The disagreement, its rubric and texts, or why there is none for her to settle."""
+    project = person.project
     if not queue_id.isdigit():
         return "That is not an item of this workbench."
     found = adjudications.double_labelled(session, project, int(queue_id))
     if not found or not found[0].disagree:
         return "This item has no disagreement to settle."
+    if person.handle in found[0].raters:
+        return "You gave one of its two labels: another senior SME or a lead settles it."
     try:
         rubric = get_rubric(session, project, found[0].rubric_ref)
     except RubricNotFound:

@@ -150,11 +150,15 @@ def sign_in(chromium, link: str, name: str) -> Page:
 
 
 def grade_criteria(page: Page, marks: str, rationale: str) -> None:
-    """Keys 1–5 set each criterion: a digit once is met, twice is not met."""
+    """Mark criterion k by its number key: once for its first choice, twice for the other;
+    `marks` says per criterion "m" (met; for an error, present) or "x" (not met; absent)."""
     page.locator("body").press("Escape")
-    for number, met in enumerate(marks, start=1):
-        page.keyboard.press(str(number))
-        if met == "n":
+    for number, mark in enumerate(marks, start=1):
+        wanted = "met" if mark == "m" else "not_met"
+        values = page.locator(f'fieldset[data-key="{number}"] input').evaluate_all(
+            "inputs => inputs.map(i => i.value)"
+        )
+        for _ in range(values.index(wanted) + 1):
             page.keyboard.press(str(number))
     reasoning(page).fill(rationale)
     reasoning(page).press("Control+Enter")
@@ -235,9 +239,9 @@ def test_items_escalated_at_request_time_are_graded_and_settled_in_the_workbench
     first.reload()
     assert reasoning(first).input_value() == "first thoughts"
     plan_first = {
-        c_both: ("criteria", "yynnn", "يشرح شكو وماكو بدقة"),
+        c_both: ("criteria", "mmxxx", "يشرح شكو وماكو بدقة"),
         s_both: ("scale", 4, "Close to the reference."),
-        c_one: ("criteria", "ynnnn", "Only shaku explained."),
+        c_one: ("criteria", "mxxxx", "Only shaku explained."),
         s_one: ("scale", 5, "Exactly the reference's meaning."),
         s_hard: ("cannot", "The proverb is new to me."),
     }
@@ -247,7 +251,7 @@ def test_items_escalated_at_request_time_are_graded_and_settled_in_the_workbench
     second = sign_in(chromium, badr, "sme2")
     second.get_by_role("button", name="Start grading").click()
     plan_second = {
-        c_both: ("criteria", "yynnn", "Both words explained."),
+        c_both: ("criteria", "mmxxx", "Both words explained."),
         s_both: ("scale", 2, "Misses the point of cooperation."),
         s_hard: ("scale", 3, "Partly right."),
     }

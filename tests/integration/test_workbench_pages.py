@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 
 from service.db.engine import make_engine, make_sessionmaker, session_scope
-from service.db.schema import HumanGradeRow, SmeInviteRow, SmeQueueRow, utcnow
+from service.db.schema import HumanGradeRow, SmeAssignmentRow, SmeInviteRow, SmeQueueRow, utcnow
 from service.stores.projects import ensure_project
 from service.stores.smes import add_person, invite
 from tests.integration.test_service_api import IRAQI
@@ -294,3 +294,90 @@ def test_queue_status_in_the_database_follows_the_labels(bench):
     ada.post(f"{path}/submit", data={**fields, "csrf": csrf_of(page)})
     with session_scope(sessions) as session:
         assert session.scalar(select(SmeQueueRow.status)) == "done"
+
+
+def test_inviting_again_keeps_her_details_and_retires_her_unused_link(bench):
+    service, sessions = bench
+    first = link_for(sessions, "lina", role="lead", tags=("dialect=egy",))
+    with session_scope(sessions) as session:
+        again = invite(session, add_person(session, "default", "lina"), 1)  # a lost link
+    assert browser(service).post(f"/workbench/invite/{first}").status_code == 410
+    lead = sign_in(service, again)
+    team = lead.get("/workbench/team")
+    assert team.status_code == 200  # still a lead
+    assert "<td>dialect=egy</td>" in team.text
+
+
+def test_an_answer_in_a_dialect_with_a_space_goes_to_the_expert_tagged_with_it(bench):
+    service, sessions = bench
+    queue_items(service, [criteria_body("c1", dialect="Gulf Arabic")])
+    plain = sign_in(service, link_for(sessions, "ada", tags=("dialect=iraqi",)))
+    token = csrf_of(plain.get("/workbench/queue").text)
+    assert plain.post("/workbench/next", data={"csrf": token}).headers["location"].endswith("empty")
+    gulf = sign_in(service, link_for(sessions, "bea", tags=("dialect=Gulf_Arabic",)))
+    path, _ = open_next(gulf)
+    assert path.startswith("/workbench/items/")
+
+
+def test_the_team_page_names_items_nobody_can_get_and_why_experts_could_not_judge(bench):
+    service, sessions = bench
+    queue_items(service, [criteria_body("c1"), criteria_body("c2", dialect="egy")])
+    ada = sign_in(service, link_for(sessions, "ada", tags=("dialect=iraqi",)))
+    path, page = open_next(ada)
+    ada.post(f"{path}/cannot-judge", data={"reason": "answer cut off", "csrf": csrf_of(page)})
+    lead = sign_in(service, link_for(sessions, "lina", role="lead", tags=()))
+    team = lead.get("/workbench/team").text
+    assert "<td>dialect=egy</td><td>1</td>" in team  # nobody holds dialect=egy
+    assert '<td dir="auto">answer cut off</td>' in team
+
+
+def test_a_form_for_an_item_taken_by_another_sme_sends_her_back_to_her_queue(bench):
+    service, sessions = bench
+    queue_items(service, [criteria_body("c1")])
+    ada = sign_in(service, link_for(sessions, "ada"))
+    path, page = open_next(ada)
+    with session_scope(sessions) as session:
+        session.execute(update(SmeAssignmentRow).values(reserved_until=utcnow() - timedelta(1)))
+    bea = sign_in(service, link_for(sessions, "bea"))
+    assert open_next(bea)[0] == path  # the lapsed item, now hers
+    fields = {f"mark.{k}": "met" if v else "not_met" for k, v in IRAQI.items()}
+    late = ada.post(f"{path}/submit", data={**fields, "csrf": csrf_of(page)})
+    assert late.headers["location"] == "/workbench/queue?notice=closed"
+    assert "another SME took it" in ada.get(late.headers["location"]).text
+    assert grades_count(sessions) == 0
+
+
+def test_a_senior_sme_does_not_settle_a_disagreement_she_is_part_of(migrated_db, llm_server,
+                                                                   tmp_path):  # fmt: skip
+    service = workbench_service(migrated_db, llm_server, tmp_path, sme_overlap_share=1.0)
+    sessions = make_sessionmaker(make_engine(migrated_db))
+    queue_items(service, [scale_body("s1")])
+    sen = sign_in(service, link_for(sessions, "sen", role="senior"))
+    bea = sign_in(service, link_for(sessions, "bea"))
+    for client, rating in ((sen, "2"), (bea, "5")):
+        path, page = open_next(client)
+        client.post(f"{path}/submit", data={"rating.accuracy": rating, "csrf": csrf_of(page)})
+    listed = sen.get("/workbench/adjudicate").text
+    assert "(you graded it)" in listed
+    with session_scope(sessions) as session:
+        queue_id = session.scalar(select(SmeQueueRow.id))
+    refused = sen.get(f"/workbench/adjudicate/{queue_id}")
+    assert refused.status_code == 404 and "You gave one of its two labels" in refused.text
+    lead = sign_in(service, link_for(sessions, "lina", role="lead"))
+    assert lead.get(f"/workbench/adjudicate/{queue_id}").status_code == 200
+
+
+def test_the_api_lists_a_calibration_sample_with_its_stratum(bench, migrated_db):
+    service, sessions = bench
+    for i in range(6):
+        assert service.post("/judge", json={**criteria_body(f"g{i}"), "trust": None}).status_code == 200
+    from tests.conftest import run_cli
+
+    env = {"QADI_DATABASE_URL": migrated_db}
+    assert run_cli("sme", "sample", "--rubric", "iraqi-linguistic-shaku-maku", "--n", "2",
+                   env=env).returncode == 0  # fmt: skip
+    listed = service.get("/sme/queue", scope="grades")
+    assert listed.status_code == 200, listed.text
+    assert {(i["reason"], i["inclusion_stratum"]) for i in listed.json()["items"]} == {
+        ("sample", "all")
+    }

@@ -1,5 +1,6 @@
-// The grading page's keyboard: number keys mark criterion N (met, then not met on a second
-// press) or choose rating N; Enter submits; Ctrl+Enter submits from a text box. Every key
+// The grading page's keyboard: number keys mark criterion N (its first choice, the harmless
+// one: met, or for an error absent; a second press the other) or choose rating N; Enter
+// submits; Ctrl+Enter (Cmd+Enter on a Mac) submits from a text box. Every key
 // goes through the page's own radio buttons, so what is sent is what the page shows, and
 // the change event autosaves the marks as a click would.
 (function () {
@@ -19,9 +20,8 @@
   function markCriterion(form, number) {
     var set = form.querySelector('fieldset[data-key="' + number + '"]');
     if (!set) return;
-    var met = set.querySelector('input[value="met"]');
-    var notMet = set.querySelector('input[value="not_met"]');
-    choose(met.checked ? notMet : met);
+    var choices = set.querySelectorAll('input[type="radio"]');
+    choose(choices[0].checked ? choices[1] : choices[0]);
   }
 
   function chooseRating(form, number) {
@@ -39,16 +39,17 @@
 
   document.addEventListener("keydown", function (event) {
     var form = document.getElementById("label-form");
-    if (!form || event.altKey || event.metaKey) return;
+    if (!form || event.altKey) return;
+    var modified = event.ctrlKey || event.metaKey;
     if (event.key === "Enter") {
       var here = event.target === document.body || form.contains(event.target);
       if (!here || event.target.tagName === "BUTTON") return; // other forms keep their Enter
-      if (typing(event.target) && !event.ctrlKey) return; // a new line in the reasoning
+      if (typing(event.target) && !modified) return; // a new line in the reasoning
       event.preventDefault();
       form.requestSubmit();
       return;
     }
-    if (event.ctrlKey || typing(event.target) || !/^[1-9]$/.test(event.key)) return;
+    if (modified || typing(event.target) || !/^[1-9]$/.test(event.key)) return;
     event.preventDefault();
     if (form.dataset.kind === "criteria") markCriterion(form, event.key);
     else chooseRating(form, event.key);
