@@ -24,8 +24,9 @@ to know both whether the SMEs measure the same thing and whether one of them is 
   other ask one question (his leniency is hers with the sign turned), so the pair counts once.
 
 No interval below `MIN_UNITS` items (or clusters): a t interval on 3 discrete differences has
-no power and often no spread (`calibration.cell_tests`), and α's jackknife on so few units is
-no better. A standard error of 0 (every difference equal) is not certainty: no interval.
+no power and often no spread (`calibration.cell_tests`), and α's jackknife would rest on as
+few leave-one-out values; 5 is also the cluster floor. A standard error of 0 (every
+difference equal) is not certainty: no interval.
 """
 
 from __future__ import annotations
@@ -130,35 +131,23 @@ def sme_agreement(
     formed. Raises ValueError, naming the field, on input it cannot read."""
     _check_options(level, scale_min, scale_max, confidence)
     items, raters, ratings = _table(list(labels), scale_min, scale_max)
-    counts = (~np.isnan(ratings)).sum(1)
-    paired = counts >= 2
-    items = [item for item, keep in zip(items, paired, strict=True) if keep]
-    ratings = ratings[paired]
-    keep_raters = ~np.isnan(ratings).all(0)
-    raters = [r for r, keep in zip(raters, keep_raters, strict=True) if keep]
-    ratings = ratings[:, keep_raters]
+    unpaired = int(((~np.isnan(ratings)).sum(1) == 1).sum())
+    items, raters, ratings = _paired(items, raters, ratings)
+    clustered = clusters is not None
     codes = _cluster_codes(items, clusters)
-    notes = _unpaired_note(int((counts == 1).sum()))
-    agreement = _alpha(ratings, level, codes, clusters is not None, confidence, resamples, seed)
+    agreement = _alpha(ratings, level, codes, clustered, confidence, resamples, seed)
     mirrors = _mirrors(ratings)
     leniency = _flag(
-        [_leniency(r, raters[r], ratings, codes, clusters is not None, confidence,
-                   scale_max - scale_min) for r in range(len(raters))],  # fmt: skip
+        [_leniency(r, raters[r], ratings, codes, clustered, confidence, scale_max - scale_min)
+         for r in range(len(raters))],  # fmt: skip
         mirrors,
         1 - confidence,
     )
-    notes += [
-        f"{raters[r]} and {raters[s]} shared items only with each other: one's leniency is "
-        "the other's with the sign turned, one test counted once in the Holm family"
-        for r, s in mirrors.items()
-    ]
-    notes += [f"α: {text}" for text in (agreement.undefined, agreement.no_interval) if text]
-    notes += [f"{r.rater}: {r.no_interval}" for r in leniency if r.no_interval]
     return SmeAgreement(
         n_items=len(items),
-        n_unpaired=int((counts == 1).sum()),
+        n_unpaired=unpaired,
         n_raters=len(raters),
-        n_clusters=None if clusters is None else int(np.unique(codes).size),
+        n_clusters=int(np.unique(codes).size) if clustered else None,
         confidence=confidence,
         alpha=agreement,
         raters=leniency,
@@ -167,8 +156,9 @@ def sme_agreement(
             "intervals": {**{k: INTERVALS[k] for k in ALPHA_METHODS}, **LENIENCY_METHODS},
             "tests": {k: TESTS[k] for k in ("t", "bounded_constant")},
         },
-        assumptions=_assumptions(level, clusters is not None, confidence),
-        notes=notes,
+        assumptions=_assumptions(level, clustered, confidence),
+        notes=_notes(unpaired, [(raters[r], raters[s]) for r, s in mirrors.items()],
+                     agreement, leniency),  # fmt: skip
     )
 
 
@@ -215,13 +205,38 @@ def _cluster_codes(items: list[str], clusters: Mapping[str, str] | None) -> np.n
     return np.array([found.setdefault(key, len(found)) for key in keys], dtype=int)
 
 
-def _unpaired_note(unpaired: int) -> list[str]:
-    if not unpaired:
-        return []
-    return [
-        f"{unpaired} overlap item(s) have one label so far and are left out until the "
-        "second SME grades them"
+def _paired(
+    items: list[str], raters: list[str], ratings: np.ndarray
+) -> tuple[list[str], list[str], np.ndarray]:
+    """The items with two labels or more, and the raters with a label on one of them."""
+    paired = (~np.isnan(ratings)).sum(1) >= 2
+    ratings = ratings[paired]
+    present = ~np.isnan(ratings).all(0)
+    return (
+        [item for item, keep in zip(items, paired, strict=True) if keep],
+        [rater for rater, keep in zip(raters, present, strict=True) if keep],
+        ratings[:, present],
+    )
+
+
+def _notes(
+    unpaired: int, mirrored: list[tuple[str, str]], agreement: Alpha, leniency: list[Leniency]
+) -> list[str]:
+    """What a reader of the numbers should know: left-out items, a pair tested once, and
+    why an interval or an estimate is missing."""
+    out = []
+    if unpaired:
+        out.append(
+            f"{unpaired} overlap item(s) have one label so far and are left out until the "
+            "second SME grades them"
+        )
+    out += [
+        f"{r} and {s} shared items only with each other: one's leniency is the other's with "
+        "the sign turned, one test counted once in the Holm family"
+        for r, s in mirrored
     ]
+    out += [f"α: {text}" for text in (agreement.undefined, agreement.no_interval) if text]
+    return out + [f"{row.rater}: {row.no_interval}" for row in leniency if row.no_interval]
 
 
 def _alpha(
