@@ -16,19 +16,11 @@ from calibration import design
 from calibration.agreement import alpha, alpha_features, check_labels
 from calibration.alt_test import MIN_ANNOTATORS, alt_test_family
 from calibration.blocks import block_metrics, clusters_of, number, resamples, unit_codes
-from calibration.bootstrap import jackknife_weights
 from calibration.cell_tests import METHODS as CELL_TESTS
 from calibration.checks import check_attributes, check_scale
 from calibration.criteria import criterion_blocks
 from calibration.formats.interchange import Row, as_labels
-from calibration.intervals import (
-    BCA_MAX_UNITS,
-    METHODS,
-    MIN_CLUSTERS,
-    bootstrap_interval,
-    jackknife_z_interval,
-    units_of,
-)
+from calibration.intervals import METHODS, alpha_interval
 from calibration.metrics import METRIC_UNITS, human_alpha_reason, reference_scores
 from calibration.options import CalibrationOptions
 from calibration.report import (
@@ -255,25 +247,15 @@ def _humans(table, level, values, options, rng) -> HumanBlock:
             undefined={"human_alpha": reason},
         )
     pairable = (~np.isnan(table.human_scores)).sum(1) >= 2
-    clusters = clusters_of(table, options.cluster)
-    units = units_of(pairable, clusters)
-    codes = unit_codes(table, options)
-    jack = None
-    if 0 < units <= BCA_MAX_UNITS:
-        left_out = np.unique(codes[pairable])
-        jack = np.concatenate([alpha(w, feats) for w in jackknife_weights(codes, left_out)])
-    interval = None
-    if clusters is None or units >= MIN_CLUSTERS:
-        interval = jackknife_z_interval(point, jack, units, options.confidence)
-    if interval is None:
-        interval = bootstrap_interval(
-            np.concatenate(samples) if samples else None,
-            point,
-            jack,
-            units,
-            clusters is not None,
-            options.confidence,
-        )
+    interval = alpha_interval(
+        feats,
+        point,
+        np.concatenate(samples) if samples else None,
+        unit_codes(table, options),
+        pairable,
+        options.cluster is not None,
+        options.confidence,
+    )
     return HumanBlock(
         n_raters=len(table.humans),
         human_alpha=point,

@@ -44,7 +44,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from calibration.bootstrap import bca_interval, bootstrap_se, percentile_interval
+from calibration.agreement import AlphaFeatures, alpha
+from calibration.bootstrap import (
+    bca_interval,
+    bootstrap_se,
+    jackknife_weights,
+    percentile_interval,
+)
 from calibration.ppi import classical_mean
 from calibration.registry import Metric, Prepared
 
@@ -319,3 +325,30 @@ def bootstrap_interval(
     if ci is None:
         return Interval(None, se, None, "no resample defines this metric")
     return Interval(ci, se, method)
+
+
+def alpha_interval(
+    feats: AlphaFeatures,
+    point: float,
+    samples: np.ndarray | None,
+    codes: np.ndarray,
+    pairable: np.ndarray,
+    clustered: bool,
+    confidence: float,
+) -> Interval:
+    """Krippendorff's α among raters by the rule of every agreement coefficient, so the
+    humans' α of a report and the SMEs' α of the workbench are one number on one set of
+    labels: the jackknife on Fisher's z over the units holding pairable items (at least
+    `MIN_CLUSTERS` clusters), BCa or percentile bootstrap from the resampled `samples` where
+    it cannot be formed. `codes`: each item's unit (itself, or its cluster)."""
+    left_out = np.unique(codes[pairable])
+    units = int(left_out.size)
+    jack = None
+    if 0 < units <= BCA_MAX_UNITS:
+        jack = np.concatenate([alpha(w, feats) for w in jackknife_weights(codes, left_out)])
+    found = None
+    if not clustered or units >= MIN_CLUSTERS:
+        found = jackknife_z_interval(point, jack, units, confidence)
+    if found is not None:
+        return found
+    return bootstrap_interval(samples, point, jack, units, clustered, confidence)
