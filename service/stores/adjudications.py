@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from rubrics.labels import LabelGrade
 from service.db.schema import (
     HumanGradeRow,
+    ResponseRow,
     SmeAdjudicationRow,
     SmeAssignmentRow,
     SmeQueueRow,
@@ -37,6 +38,7 @@ class DoubleLabelled:
     queue_id: int
     item_id: str
     rubric_ref: str
+    prompt_id: int  # the question answered (items.id): answers to one prompt are a cluster
     labels: list[Label] = field(default_factory=list)
     outcome: dict[str, Any] | None = None
 
@@ -63,7 +65,8 @@ def double_labelled(
 ) -> list[DoubleLabelled]:
     """The project's overlap items with at least one submitted label (or just `queue_id`)."""
     query = (
-        select(SmeQueueRow, SmeRow.handle, HumanGradeRow)
+        select(SmeQueueRow, ResponseRow.item_id, SmeRow.handle, HumanGradeRow)
+        .join(ResponseRow, ResponseRow.id == SmeQueueRow.response_id)
         .join(SmeAssignmentRow, SmeAssignmentRow.queue_id == SmeQueueRow.id)
         .join(SmeRow, SmeRow.id == SmeAssignmentRow.sme_id)
         .join(HumanGradeRow, HumanGradeRow.id == SmeAssignmentRow.grade_id)
@@ -77,9 +80,9 @@ def double_labelled(
     if queue_id is not None:
         query = query.where(SmeQueueRow.id == queue_id)
     items: dict[int, DoubleLabelled] = {}
-    for queued, handle, grade in session.execute(query):
+    for queued, prompt_id, handle, grade in session.execute(query):
         item = items.setdefault(
-            queued.id, DoubleLabelled(queued.id, queued.item_id, queued.rubric_ref)
+            queued.id, DoubleLabelled(queued.id, queued.item_id, queued.rubric_ref, prompt_id)
         )
         item.labels.append(Label(handle, grade.score, grade.criteria, grade.rationale))
     if items:

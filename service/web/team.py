@@ -29,6 +29,7 @@ from service.stores.smes import (
     people,
     revoke_person,
 )
+from service.web.agreement import agreement_by_rubric
 from service.web.forms import FormProblem, label_of
 from service.web.pages import in_db, message, page, see_other
 from service.web.session import Adjudicator, AdjudicatorPoster, Lead, LeadPoster
@@ -51,6 +52,7 @@ def _team_view(session: Session, project: str) -> dict[str, Any]:
         "unroutable": queue_overview.unroutable(session, project),
         "cannot": queue_overview.cannot_judge_notes(session, project),
         "overlap": overlap,
+        "agreement": agreement_by_rubric(session, project, overlap),
         "open_disagreements": sum(1 for i in overlap if i.disagree and i.outcome is None),
         "new_link": None,
         "problems": [],

@@ -260,7 +260,11 @@ def test_items_escalated_at_request_time_are_graded_and_settled_in_the_workbench
     lead = sign_in(chromium, lina, "lead")
     lead.goto(f"{server.base}/workbench/team")
     check_page(lead, "lead-2-team")
-    assert "1 disagreement to settle" in lead.locator("main").inner_text()
+    team = lead.locator("main").inner_text()
+    assert "1 disagreement to settle" in team
+    # the scale item's two grades, 4 and 2: amira +2 against badr, badr −2 (one pair)
+    assert "Krippendorff's α (ordinal) = 0.00" in team
+    assert re.search(r"amira\s+1\s+\+2\.00", team) and re.search(r"badr\s+1\s+-2\.00", team)
     lead.get_by_role("link", name="1 disagreement to settle").click()
     check_page(lead, "lead-3-disagreements")
     lead.get_by_role("link", name=s_both).click()
