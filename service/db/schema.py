@@ -3,7 +3,7 @@ source tree) create them. Every judge call, ok or failed, is one row of `judgmen
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -11,11 +11,13 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    Date,
     DateTime,
     Float,
     ForeignKey,
     Index,
     Integer,
+    PrimaryKeyConstraint,
     String,
     Text,
     UniqueConstraint,
@@ -494,4 +496,125 @@ class SmeAdjudicationRow(Base):
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     criteria: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     rationale: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class CalibrationScopeRow(Base):
+    """What a project recalibrates by itself (service/recalibration/): a rubric with the
+    trust options of `qadi calibrate --trust-*` (`options`), run after `every_labels` new SME
+    labels or every `every_hours`, its live guarantees audited on slices of `audit_slice`
+    fresh labels. One replica runs it at a time: the lease (`lease_owner`, `lease_until`) is
+    taken by a conditional UPDATE."""
+
+    __tablename__ = "calibration_scopes"
+    __table_args__ = (
+        UniqueConstraint("project", "name", name="uq_calibration_scopes_project_name"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("calibration_scopes")
+    name: Mapped[str] = mapped_column(String(64))
+    rubric: Mapped[str] = mapped_column(String(160))
+    options: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    every_labels: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    every_hours: Mapped[float | None] = mapped_column(Float, nullable=True)
+    audit_slice: Mapped[int] = mapped_column(Integer)
+    enabled: Mapped[bool] = mapped_column(Boolean)
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+    labels_seen: Mapped[int] = mapped_column(Integer)  # SME labels at the last run
+    audited_through: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+    due_reason: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    last_run_at: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+    last_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    last_message: Mapped[str | None] = mapped_column(Text, nullable=True)
+    last_report_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    runs: Mapped[int] = mapped_column(Integer)
+    lease_owner: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+
+
+class GuaranteeChangeRow(Base):
+    """A change of a live threshold: what POST /judge applies for (rubric, evaluator,
+    stratum, α, δ, confidence) before and after a stored report, with the labels it rests
+    on, what set it off and who."""
+
+    __tablename__ = "guarantee_changes"
+    __table_args__ = (Index("ix_guarantee_changes_project_created", "project", "created_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("guarantee_changes")
+    report_id: Mapped[str] = mapped_column(String(32))
+    scope: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    rubric_id: Mapped[str] = mapped_column(String(128))
+    evaluator: Mapped[str] = mapped_column(String(512))
+    stratum: Mapped[str] = mapped_column(String(256))
+    alpha: Mapped[float] = mapped_column(Float)
+    delta: Mapped[float] = mapped_column(Float)
+    confidence: Mapped[str] = mapped_column(String(16))
+    old_threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
+    new_threshold: Mapped[float | None] = mapped_column(Float, nullable=True)
+    old_report_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    coverage: Mapped[float | None] = mapped_column(Float, nullable=True)
+    n_calibration: Mapped[int] = mapped_column(Integer)
+    trigger: Mapped[str] = mapped_column(String(64))
+    actor: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class GuaranteeAuditRow(Base):
+    """A slice of fresh SME labels of trusted verdicts tested against a live guarantee
+    (calibration/transport.py); `labels_through` is the newest label of the slice."""
+
+    __tablename__ = "guarantee_audits"
+    __table_args__ = (Index("ix_guarantee_audits_project_created", "project", "created_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    project: Mapped[str] = project_column("guarantee_audits")
+    scope: Mapped[str] = mapped_column(String(64))
+    report_id: Mapped[str] = mapped_column(String(32))
+    evaluator: Mapped[str] = mapped_column(String(512))
+    stratum: Mapped[str] = mapped_column(String(256))
+    audit: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    passed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    labels_through: Mapped[datetime] = mapped_column(DateTime())
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class TrustOutcomeCountRow(Base):
+    """POST /judge's trust outcomes counted per day, rubric, evaluator (the cascade, or the
+    panel's first judge), stratum and status (trusted, audited, escalated, uncalibrated), as
+    requests finish: the dashboard's series, which never reads the requests themselves."""
+
+    __tablename__ = "trust_outcome_counts"
+    __table_args__ = (
+        PrimaryKeyConstraint(
+            "project", "day", "rubric_id", "evaluator", "stratum", "status",
+            name="pk_trust_outcome_counts",
+        ),  # fmt: skip
+    )
+
+    project: Mapped[str] = project_column("trust_outcome_counts")
+    day: Mapped[date] = mapped_column(Date)
+    rubric_id: Mapped[str] = mapped_column(String(128))
+    evaluator: Mapped[str] = mapped_column(String(512))
+    stratum: Mapped[str] = mapped_column(String(256))
+    status: Mapped[str] = mapped_column(String(16))
+    n: Mapped[int] = mapped_column(Integer)
+
+
+class ReportPointRow(Base):
+    """A stored report's summary for the history plots (calibration/history.py
+    `history_point`): a dashboard reads a few hundred bytes per report, never the report."""
+
+    __tablename__ = "report_points"
+    __table_args__ = (Index("ix_report_points_project_scope", "project", "scope", "created_at"),)
+
+    report_id: Mapped[str] = mapped_column(
+        ForeignKey("calibration_reports.id", ondelete="CASCADE"), primary_key=True
+    )
+    project: Mapped[str] = project_column("report_points")
+    scope: Mapped[str] = mapped_column(String(256))
+    kind: Mapped[str] = mapped_column(String(16))
+    point: Mapped[dict[str, Any]] = mapped_column(JSONType)
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
