@@ -1,20 +1,30 @@
-"""Hostile input (issue 13, items 4, 8, 9, 10): each is a 422 naming the field, or stored
-faithfully; never a 500, never a NaN score, never an error answer for something stored."""
+"""Hostile input (issue 13, items 4, 8, 9, 10; issue 42, items 4 and 9): each is a 422 naming
+the field, or stored faithfully; never a 500, never a NaN score, never an error answer for
+something stored."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import csv
 import io
 import json
+import math
 import threading
 
 import pytest
+from sqlalchemy import select
 
 from calibration.formats.interchange import GradeRow
+from judges import Grader, GradeRequest, parse_config
+from judges.logprobs import TokenProbabilities
+from rubrics import library_rubric
 from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.db.schema import JudgmentRow
+from service.db.values import NonFiniteValue
 from service.stores.grades import upsert_grades
-from tests.conftest import run_cli
+from service.stores.judgments import project_batcher
+from tests.conftest import judges_config_data, run_cli
 from tests.integration.test_service_api import rubric_body
 
 WEIGHTED = {
@@ -434,3 +444,127 @@ def test_duplicates_in_json_lines_are_numbered_by_line_as_errors_are(service):
     assert uploaded.json()["duplicates"]["rows"] == [
         {"row": 4, "item_id": "i1", "rater": "r", "repeats_row": 1}
     ]
+
+
+# --- issue 42.4: token probabilities that are not log-probabilities -------------------------
+
+
+def explanation(marker: str) -> dict:
+    """A 1-5 explanation graded by llama-judge, which asks for token probabilities."""
+    return {
+        "kind": "explanation",
+        "response": f"answer {marker}",
+        "reference": "كناية عن الطيبة",
+        "candidate_model": "Qwen/Qwen2.5-7B-Instruct",
+        "rubric_id": "kinayat-explanation",
+        "judges": ["llama-judge"],
+    }
+
+
+def rated(marker: str, rating: int, alternatives: dict[str, float], raw: str | None = None):
+    """A test-double rule: the reply to `marker`'s item, its rating token's alternatives,
+    and (`raw`) the logprob a broken provider sends for that token, as JSON text."""
+    reply = {"content": json.dumps({"rating": rating}), "top_logprobs": {str(rating): alternatives}}
+    if raw is not None:
+        reply["raw_logprobs"] = {str(rating): raw}
+    return {"match": f"answer {marker}", "reply": reply}
+
+
+def assert_grade_without_distribution(result: dict, score: float, raw: str) -> None:
+    """The verdict's grade stands; its distribution is null, with the reason."""
+    assert (result["status"], result["score"]) == ("ok", score)
+    assert (result["expected_score"], result["confidence"]) == (None, None)
+    probabilities = result["probabilities"]
+    assert (probabilities["rating"], probabilities["expected"]) == (None, None)
+    sent = {"1000": "1000.0", "NaN": "nan", "Infinity": "inf"}[raw]
+    assert probabilities["unavailable"] == (
+        f"token ' {int(score)}' has logprob {sent}, not a finite number <= 0: the judge's "
+        "token probabilities are unusable"
+    )
+
+
+@pytest.mark.parametrize("raw", ["1000", "NaN", "Infinity"])
+def test_a_broken_logprob_keeps_the_grade_without_a_distribution(service, llm_server, raw):
+    """exp(1000) overflowed (500, then 409 for the key until abandoned); NaN and Infinity
+    were stored (SQLite: every replay a 500; PostgreSQL: a 422 after the paid call)."""
+    llm_server.rules(rated("broken", 4, {"4": 0.7, "3": 0.3}, raw))
+    headers = {"Idempotency-Key": f"broken-{raw}"}
+    first = service.post("/judge", json=explanation("broken"), headers=headers)
+    assert first.status_code == 200, first.text
+    [result] = first.json()["results"]
+    assert_grade_without_distribution(result, 4.0, raw)
+    stored = service.get(f"/judgments/{result['id']}").json()
+    assert_grade_without_distribution(stored, 4.0, raw)
+    replay = service.post("/judge", json=explanation("broken"), headers=headers)
+    assert (replay.status_code, replay.json()) == (200, first.json())
+    assert llm_server.calls() == 1
+
+
+def test_a_broken_logprob_in_a_batch_costs_no_other_item(service, llm_server):
+    """One item's logprob of 1000 turned the whole /judge/batch into a 500, losing the
+    paid calls of the good ones."""
+    llm_server.rules(
+        rated("good-a", 4, {"4": 0.7, "3": 0.3}),
+        rated("broken", 5, {"5": 0.9, "4": 0.1}, "1000"),
+        rated("good-b", 2, {"2": 0.6, "1": 0.4}),
+    )
+    body = {"items": [explanation(m) for m in ("good-a", "broken", "good-b")]}
+    headers = {"Idempotency-Key": "batch-with-a-broken-item"}
+    first = service.post("/judge/batch", json=body, headers=headers)
+    assert first.status_code == 200, first.text
+    items = first.json()["results"]
+    assert [item["status_code"] for item in items] == [200, 200, 200]
+    good_a, broken, good_b = (item["body"]["results"][0] for item in items)
+    assert (good_a["score"], good_a["expected_score"]) == (4.0, pytest.approx(3.7))
+    assert (good_b["score"], good_b["expected_score"]) == (2.0, pytest.approx(1.6))
+    assert_grade_without_distribution(broken, 5.0, "1000")
+    stored = service.get("/judgments", scope="admin").json()["items"]
+    assert sorted((j["score"], j["expected_score"]) for j in stored) == [
+        (2.0, pytest.approx(1.6)), (4.0, pytest.approx(3.7)), (5.0, None)
+    ]  # fmt: skip
+    replay = service.post("/judge/batch", json=body, headers=headers)
+    assert (replay.status_code, replay.json()) == (200, first.json())
+    assert llm_server.calls() == 3
+
+
+@pytest.fixture
+def faulty_reader(monkeypatch):
+    """A defect in the reader of token probabilities: an infinite expected score."""
+    import judges.replies
+
+    def faulty(*args):
+        return TokenProbabilities(method="a defect", top_logprobs=1, expected=math.inf)
+
+    monkeypatch.setattr(judges.replies, "read_probabilities", faulty)
+
+
+def test_a_response_with_a_non_finite_number_is_never_stored(service, llm_server, faulty_reader):
+    """The stores' own guard, for a defect upstream: a response to replay holding NaN or
+    Infinity is refused (with its judgments), so nothing stored fails every later read."""
+    llm_server.rules(rated("defect", 4, {"4": 0.7, "3": 0.3}))
+    response = service.post("/judge", json=explanation("defect"))
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["msg"] == (
+        "this request's grade could not be stored (response.results[0].expected_score is inf, "
+        "not a finite number: not stored)"
+    )
+    assert service.get("/judgments", scope="admin").json()["items"] == []
+
+
+def test_a_judgment_with_a_non_finite_number_is_never_stored(
+    migrated_db, llm_server, faulty_reader
+):
+    """The judgments store refuses it on every path that saves there (here `qadi regrade`'s
+    and the benchmarks' batch core)."""
+    llm_server.rules(rated("defect", 4, {"4": 0.7, "3": 0.3}))
+    sessions = make_sessionmaker(make_engine(migrated_db))
+    grader = Grader(parse_config(judges_config_data(llm_server)))
+    batch = project_batcher(grader, sessions, "default")
+    body = explanation("defect")
+    request = GradeRequest(
+        rubric=library_rubric(body.pop("rubric_id")), **{k: body[k] for k in body if k != "kind"}
+    )
+    with pytest.raises(NonFiniteValue, match="judgment.expected_score is inf"):
+        asyncio.run(batch.grade_one(request))
+    with session_scope(sessions) as session:
+        assert session.scalars(select(JudgmentRow)).all() == []
