@@ -4,11 +4,11 @@ random hex ids, and finite numbers only."""
 
 from __future__ import annotations
 
-import math
 import uuid
-from collections import deque
 from datetime import UTC, datetime
 from typing import Any
+
+from calibration.finite import first_non_finite
 
 
 def utcnow() -> datetime:
@@ -26,16 +26,11 @@ class NonFiniteValue(ValueError):
 
 def refuse_non_finite(where: str, value: Any) -> None:
     """Raise NonFiniteValue naming the place (`where`, then the path inside `value`) of a
-    NaN or infinity in `value` (the shallowest), a number or JSON (dicts and lists). Either is a
-    defect upstream, and stored it poisons every read: SQLite keeps NaN in a JSON column and
-    float columns, and every answer replayed from it fails to serialise; PostgreSQL refuses
-    it in JSON only after the judges were paid (issue 42.4)."""
-    waiting: deque[tuple[str, Any]] = deque([(where, value)])
-    while waiting:
-        path, item = waiting.popleft()
-        if isinstance(item, float) and not math.isfinite(item):
-            raise NonFiniteValue(f"{path} is {item}, not a finite number: not stored")
-        if isinstance(item, dict):
-            waiting.extend((f"{path}.{key}", inner) for key, inner in item.items())
-        elif isinstance(item, list | tuple):
-            waiting.extend((f"{path}[{i}]", inner) for i, inner in enumerate(item))
+    NaN or infinity in `value`, a number or JSON. Either is a defect upstream, and stored it
+    poisons every read: SQLite keeps NaN in JSON and float columns, and every answer replayed
+    from it fails to serialise; PostgreSQL refuses it in JSON only after the judges were
+    paid (issue 42.4)."""
+    found = first_non_finite(value, where)
+    if found is not None:
+        path, number = found
+        raise NonFiniteValue(f"{path} is {number}, not a finite number: not stored")
