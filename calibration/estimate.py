@@ -278,9 +278,9 @@ def _interval(
     if estimate is None:
         return {"estimate": None, "ci": None}
     out: dict[str, Any] = {"estimate": estimate.estimate, "ci": None}
-    units = _units(estimate, clusters)
-    if min(units, _fewest_side_units(estimate, clusters)) < 2:
+    if _thinnest_units(estimate, clusters) < 2:
         return {**out, "undefined": ONE_CLUSTER if clusters is not None else TOO_FEW}
+    units = _units(estimate, clusters)
     variance, df = estimate.variance(clusters), estimate.df(clusters)
     out.update(
         ci=t_interval(estimate.estimate, variance, df, alpha),
@@ -302,11 +302,10 @@ def _units(estimate: MeanEstimate, clusters: np.ndarray | None) -> int:
     return len(np.unique(items if clusters is None else clusters[items]))
 
 
-def _fewest_side_units(estimate: MeanEstimate, clusters: np.ndarray | None) -> int:
-    """For a difference A − B, the units of its thinner side: a side in one cluster has no
-    cluster-robust variance (its one cluster sum is 0 around its own mean), so the
-    difference's would leave its uncertainty out, and its df is 0 (issue 42.9). The
-    estimate's own units otherwise."""
+def _thinnest_units(estimate: MeanEstimate, clusters: np.ndarray | None) -> int:
+    """The estimate's units; for a difference A − B, its thinner side's: a side in one
+    cluster has no cluster-robust variance (its one cluster sum is 0 around its own mean),
+    so the difference's would leave its uncertainty out, with 0 df (issue 42.9)."""
     if estimate.sides is None:
         return _units(estimate, clusters)
     return min(_units(side, clusters) for side in estimate.sides)
