@@ -3,7 +3,7 @@ probability, so that every estimate can weight a label by the inverse of it.
 
 Two columns of the grades interchange carry the design:
 - `inclusion_prob` (calibration/formats/interchange.py): the probability the design gave the item of
-  being labelled, in (0, 1];
+  being labelled, in [1e-9, 1] (MIN_INCLUSION_PROB there);
 - `inclusion_stratum` (an attribute, "ATTR=VALUE", or "all"): the stratum that probability
   belongs to; `qadi sme queue --by ATTR` writes both (calibration/sme_queue.py).
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from calibration import design
 from calibration.budget import BudgetModel, label_budget
+from calibration.finite import first_non_finite
 from calibration.formats.interchange import GradeRow
 from calibration.metrics import reference_scores
 from calibration.ppi import CROSSFIT_FOLDS, MeanEstimate, classical_mean, ppi_mean, t_interval
@@ -125,8 +126,29 @@ def estimate_table(
         entry: dict[str, Any] = {"overall": blocks.pop("overall"), "strata": blocks}
         if options.compare:
             entry["compare"] = _compare(fits, clusters, options)
+        _refuse_non_finite(table, judge, entry)
         report["judges"][judge] = entry
     return report
+
+
+def _refuse_non_finite(table: GradeTable, judge: str, entry: dict[str, Any]) -> None:
+    """A judge's estimates hold finite numbers only; else ValueError naming the value
+    (judge, stratum, which estimate) and why. Scores are finite numbers of any size and
+    weights are bounded (MIN_INCLUSION_PROB), but sums and squares of scores near 1e308
+    overflow: an answer holding the NaN that follows fails to serialise (a 500) and, stored
+    in a report, every later read of it (issue 42.9)."""
+    found = first_non_finite(entry, f"judges.{judge}")
+    if found is None:
+        return
+    path, value = found
+    scores = np.concatenate([table.human_scores.ravel(), table.judge_scores.ravel()])
+    sizes = f"the largest |score| is {float(np.nanmax(np.abs(scores))):.3g}"
+    if not np.isnan(table.inclusion_prob).all():
+        sizes += f", the smallest inclusion_prob {float(np.nanmin(table.inclusion_prob)):.3g}"
+    raise ValueError(
+        f"grades: {path} cannot be computed ({value}): its sums and squares overflow on "
+        f"these grades ({sizes})"
+    )
 
 
 def _methods(options: EstimateOptions, plan: dict[str, Any]) -> dict[str, str]:
@@ -256,9 +278,9 @@ def _interval(
     if estimate is None:
         return {"estimate": None, "ci": None}
     out: dict[str, Any] = {"estimate": estimate.estimate, "ci": None}
-    units = _units(estimate, clusters)
-    if units < 2:
+    if _thinnest_units(estimate, clusters) < 2:
         return {**out, "undefined": ONE_CLUSTER if clusters is not None else TOO_FEW}
+    units = _units(estimate, clusters)
     variance, df = estimate.variance(clusters), estimate.df(clusters)
     out.update(
         ci=t_interval(estimate.estimate, variance, df, alpha),
@@ -278,6 +300,15 @@ def _units(estimate: MeanEstimate, clusters: np.ndarray | None) -> int:
         return estimate.labelled_units(clusters)
     items = estimate.items
     return len(np.unique(items if clusters is None else clusters[items]))
+
+
+def _thinnest_units(estimate: MeanEstimate, clusters: np.ndarray | None) -> int:
+    """The estimate's units; for a difference A − B, its thinner side's: a side in one
+    cluster has no cluster-robust variance (its one cluster sum is 0 around its own mean),
+    so the difference's would leave its uncertainty out, with 0 df (issue 42.9)."""
+    if estimate.sides is None:
+        return _units(estimate, clusters)
+    return min(_units(side, clusters) for side in estimate.sides)
 
 
 def _unreliable(variance: float, df: float, units: int, clusters) -> str | None:
@@ -341,11 +372,18 @@ def _compare(fits: dict[str, Fit], clusters, options: EstimateOptions) -> dict[s
         out[key] = _interval(diff, clusters, options.alpha, method)
     out.update(out.pop("ppi"))
     if out["ci"] is None:
-        out["undefined"] = f"{TOO_FEW}, or {ONE_CLUSTER}, in {a} or {b}"
-        reasons = [fits[s].undefined for s in (a, b) if fits[s].undefined]
-        if reasons:
-            out["undefined"] = "; ".join(reasons)
+        reasons = [f"{s}: {why}" for s in (a, b) if (why := _side_problem(fits[s], clusters))]
+        out["undefined"] = "; ".join(reasons) or f"{TOO_FEW}, or {ONE_CLUSTER}, in {a} or {b}"
     if clusters is not None:
         shared = np.intersect1d(clusters[fits[a].judged], clusters[fits[b].judged])
         out["shared_clusters"] = len(shared)
     return out
+
+
+def _side_problem(fit: Fit, clusters: np.ndarray | None) -> str | None:
+    """Why one side of a comparison has no interval of its own, or None."""
+    if fit.undefined:
+        return fit.undefined
+    if clusters is not None and fit.ppi is not None and fit.ppi.labelled_units(clusters) < 2:
+        return ONE_CLUSTER
+    return None

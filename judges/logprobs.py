@@ -21,8 +21,13 @@ also puts weight on tokens the schema forbids), and derives
 Nothing is invented: a value missing from the top alternatives counts as probability 0
 (its true probability is below the smallest listed one; `mass` shows how much is covered),
 and a reply whose tokens cannot be matched to its values gets `None` with the reason, never
-a guess. Only replies whose values are single tokens are read: a scale where one allowed
-value is a prefix of another (1 and 10) cannot be told apart from one token, so it has no
+a guess. Nor is a provider's arithmetic trusted: a logprob is log P, a finite number <= 0
+(up to `LOGPROB_SLACK` of rounding); one that is not (1000, NaN, Infinity, null) makes the
+reply's whole distribution unusable, with the reason (issue 42.4). The verdict stands: its
+grade comes from the reply's text, not from these numbers.
+
+Only replies whose values are single tokens are read: a scale where one allowed value is a
+prefix of another (1 and 10) cannot be told apart from one token, so it has no
 distribution.
 """
 
@@ -40,6 +45,10 @@ from judges.payloads import field_of
 from rubrics import PenaltyWeightedRubric, RubricError, ScaleRubric, score
 
 DEFAULT_TOP_LOGPROBS = 10  # alternatives per token: the 5 ratings and room for the rest
+# How far above 0 a logprob may be and still be read (as 0): a server's float32 log-softmax
+# can round a certain token's log P a few units of float32's last place (1.2e-7) past 0.
+# Anything larger is no log-probability (exp(1000) overflows; exp(0.5) is a probability of 1.6).
+LOGPROB_SLACK = 1e-5
 MAX_EXACT_CRITERIA = 12  # 2**12 verdict combinations for the expected rubric score
 _RATING = re.compile(r'"rating"\s*:\s*(-?\d+)')
 _MET = re.compile(r'"met"\s*:\s*(true|false)')
@@ -90,7 +99,9 @@ Token = tuple[str, float, list[tuple[str, float]]]
 
 def tokens_of(payload: Any) -> list[Token] | None:
     """(token, logprob, [(alternative, logprob), ...]) for each generated token, from a
-    LiteLLM response or a batch-file dict; None when the reply carries no logprobs."""
+    LiteLLM response or a batch-file dict; None when the reply carries no logprobs. A
+    logprob is kept as sent (1000, NaN and Infinity too) for `read_probabilities` to judge;
+    one that is not a number at all is read as NaN."""
     choices = field_of(payload, "choices")
     if not choices:
         return None
@@ -100,14 +111,40 @@ def tokens_of(payload: Any) -> list[Token] | None:
     out: list[Token] = []
     for entry in content:
         token, logprob = field_of(entry, "token"), field_of(entry, "logprob")
-        if not isinstance(token, str) or not isinstance(logprob, int | float):
+        if not isinstance(token, str):
             return None
         top = [
             (field_of(alt, "token"), field_of(alt, "logprob"))
             for alt in field_of(entry, "top_logprobs") or []
         ]
-        out.append((token, float(logprob), [(t, float(p)) for t, p in top if isinstance(t, str)]))
+        alternatives = [(t, _number(p)) for t, p in top if isinstance(t, str)]
+        out.append((token, _number(logprob), alternatives))
     return out
+
+
+def _number(value: Any) -> float:
+    """A logprob as a float: NaN for what is not a number (null, a string, a boolean), an
+    infinity for an integer too large for a float (JSON may spell 10**400 out)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _unusable(tokens: list[Token]) -> str | None:
+    """Why these logprobs cannot be read as probabilities, naming the first that is not a
+    finite number <= LOGPROB_SLACK (the chosen tokens' and their alternatives'); None when
+    every one is."""
+    for chosen, logprob, top in tokens:
+        for token, value in [(chosen, logprob), *top]:
+            if not (math.isfinite(value) and value <= LOGPROB_SLACK):
+                return (
+                    f"token {token!r} has logprob {value}, not a finite number <= 0: the "
+                    "judge's token probabilities are unusable"
+                )
+    return None
 
 
 def read_probabilities(
@@ -119,6 +156,9 @@ def read_probabilities(
     if tokens is None:
         return None
     top_k = max((len(top) for _, _, top in tokens), default=0)
+    broken = _unusable(tokens)
+    if broken is not None:
+        return TokenProbabilities(method="none", top_logprobs=top_k, unavailable=broken)
     spans = _TokenSpans(tokens, text)
     if output == "rating_json" and isinstance(rubric, ScaleRubric):
         return _rating(spans, rubric, top_k, verdict.dimensions)
@@ -158,7 +198,8 @@ class _TokenSpans:
 
 def _distribution(token: Token, allowed: Sequence[str]) -> Distribution | None:
     """Probabilities of the allowed values among the alternatives of one token (the chosen
-    token's own logprob included, as some servers leave it out of the list)."""
+    token's own logprob included, as some servers leave it out of the list). The logprobs
+    are usable ones (`_unusable`): one within the slack above 0 counts as 0."""
     chosen_text, chosen_logprob, top = token
     if any(a != b and b.startswith(a) for a in allowed for b in allowed):
         return None  # "1" could begin "10": one token cannot tell them apart
@@ -170,7 +211,7 @@ def _distribution(token: Token, allowed: Sequence[str]) -> Distribution | None:
         seen.add(alternative)
         value = alternative.strip()
         if value in probs:
-            probs[value] += math.exp(logprob)
+            probs[value] += math.exp(min(logprob, 0.0))
     mass = sum(probs.values())
     chosen = chosen_text.strip()
     if mass <= 0 or chosen not in probs:

@@ -26,8 +26,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from calibration.formats.interchange import MIN_INCLUSION_PROB
 from calibration.selective import AgreementRule, Threshold, verdicts_agree
 from judges.models import JudgeResult
 
@@ -73,6 +74,18 @@ class TrustPolicy(BaseModel):
         description="share of trusted verdicts also sent to the SMEs at random, so that "
         "estimates over SME labels stay unbiased; 0 sends only escalations",
     )
+
+    @field_validator("audit_rate")
+    @classmethod
+    def _audit_weighable(cls, value: float) -> float:
+        """An audited label carries the rate as its inclusion probability, which the
+        estimates weight by: the grades' floor applies."""
+        if 0 < value < MIN_INCLUSION_PROB:
+            raise ValueError(
+                f"give 0 or at least {MIN_INCLUSION_PROB:g}, the smallest inclusion "
+                "probability an audited label can be weighted by"
+            )
+        return value
 
     @model_validator(mode="after")
     def _panel_has_no_cascade(self):

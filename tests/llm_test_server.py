@@ -9,7 +9,8 @@ answer by a substring of the prompt, inject faults, count the calls received, an
 which server's request rules it follows (`/_control/server`: vLLM, OpenAI,
 llama-cpp-python, llama.cpp's llama-server, Ollama, LM Studio, or one that takes no
 response_format; see `ServerRules`). Asked for `logprobs`, it returns
-them in OpenAI's format (`top_logprobs` per token; a reply's `top_logprobs` scripts them).
+them in OpenAI's format (`top_logprobs` per token; a reply's `top_logprobs` scripts them,
+its `raw_logprobs` sends a token's logprob as any JSON text: 1000, NaN, Infinity).
 Without a script or rule it answers from the request's JSON schema: every rubric criterion
 met, every scale dimension at the scale's middle, or "3" for a free-text judge.
 
@@ -31,7 +32,7 @@ from typing import Any, Literal
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 
@@ -45,6 +46,9 @@ class Reply(BaseModel):
     # chat logprobs: a token's text (whitespace aside) -> {alternative: probability}; any
     # other token, or any token without this, is certain (probability 1)
     top_logprobs: dict[str, dict[str, float]] | None = None
+    # a token's text (whitespace aside) -> its logprob as the JSON text a broken provider
+    # sends ("1000", "NaN", "Infinity", "null"), for the token and its own top alternative
+    raw_logprobs: dict[str, str] | None = None
     payload: dict[str, Any] | None = None  # sent verbatim with HTTP 200: not a usual completion
     retry_after: str | None = None  # the Retry-After header of an error reply (e.g. a 429)
 
@@ -383,11 +387,16 @@ def chat_logprobs(body: dict[str, Any], content: str, reply: Reply) -> dict[str,
             for alt, p in ranked[:top_n]
             if p > 0
         ]
-        chosen = alternatives.get(token.strip(), 1.0)
+        chosen = math.log(alternatives.get(token.strip(), 1.0))
+        if token.strip() in (reply.raw_logprobs or {}):
+            # what Python's json reads back from the text (NaN, Infinity, null...) it writes
+            # again as that text
+            chosen = json.loads(reply.raw_logprobs[token.strip()])
+            top = [t if t["token"] != token else {**t, "logprob": chosen} for t in top]
         entries.append(
             {
                 "token": token,
-                "logprob": math.log(chosen),
+                "logprob": chosen,
                 "bytes": list(token.encode()),
                 "top_logprobs": top,
             }
@@ -433,7 +442,8 @@ async def answer(request: Request) -> JSONResponse:
     logprobs = chat_logprobs(body, content, reply)
     if logprobs is not None:
         completion["choices"][0]["logprobs"] = logprobs
-    return JSONResponse(completion)
+    # json.dumps, not JSONResponse: it writes NaN and Infinity as a provider may send them
+    return Response(json.dumps(completion), media_type="application/json")
 
 
 async def text_completion(request: Request) -> JSONResponse:

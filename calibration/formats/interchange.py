@@ -3,10 +3,10 @@
 Columns: item_id, rater, rater_kind (human|judge), score (a number; a label compared as
 text with level nominal), optional criteria (JSON object criterion id -> bool), optional
 inclusion_prob (the probability the labelling design gave the item of being labelled, in
-(0, 1]; `qadi sme queue` writes it, see calibration/design.py), optional confidence (a judge
-row's probability of its verdict, in [0, 1], e.g. from its token probabilities: what
-selective judging thresholds, calibration/selective.py); every other column is an attribute
-of the item (a stratum).
+[1e-9, 1], MIN_INCLUSION_PROB below; `qadi sme queue` writes it, see calibration/design.py),
+optional confidence (a judge row's probability of its verdict, in [0, 1], e.g. from its
+token probabilities: what selective judging thresholds, calibration/selective.py); every
+other column is an attribute of the item (a stratum).
 Errors name the row and the field; no row is silently dropped or altered.
 """
 
@@ -24,6 +24,12 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from calibration.formats.lines import check_record, csv_reader, jsonl_records
 
 REQUIRED = ("item_id", "rater", "rater_kind", "score")
+# The smallest inclusion probability a label may carry: its weight 1/π is then at most 1e9,
+# one label standing for a billion judged items, sparser than any labelling design qadi
+# serves. Below it the weights stop being usable numbers: the estimates square and sum them
+# (a weight's square overflows from π = 1e-154 down, and 1e-320, a denormal, has an infinite
+# inverse), and an estimate resting on one label among a billion would be that label alone.
+MIN_INCLUSION_PROB = 1e-9
 OPTIONAL = ("criteria", "inclusion_prob", "confidence", "rationale")
 
 
@@ -61,6 +67,16 @@ class _Grade(BaseModel):
         """pydantic reads `true` as 1.0: a yes/no is not a probability."""
         if isinstance(value, bool):
             raise ValueError("a boolean is not a probability (give a number)")
+        return value
+
+    @field_validator("inclusion_prob")
+    @classmethod
+    def _usable_weight(cls, value: float | None) -> float | None:
+        if value is not None and value < MIN_INCLUSION_PROB:
+            raise ValueError(
+                f"{value:g} is below {MIN_INCLUSION_PROB:g}, the smallest inclusion probability "
+                "qadi weights by: a label may stand for at most a billion items"
+            )
         return value
 
 

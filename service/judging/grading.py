@@ -33,7 +33,7 @@ from judges.trust import TrustDecider, TrustOutcome, evaluators, stratum_for
 from rubrics import Rubric, content_hash
 from service import metrics
 from service.db.engine import storage_guard
-from service.db.values import new_id, utcnow
+from service.db.values import NonFiniteValue, new_id, utcnow
 from service.errors import (
     Busy,
     Conflict,
@@ -239,7 +239,7 @@ class GradingService:
             for item in planned:
                 outcomes[item.index] = exc
             return
-        except DBAPIError as exc:
+        except (DBAPIError, NonFiniteValue) as exc:
             for item in planned:
                 outcomes[item.index] = _storage_error(exc)
             return
@@ -521,9 +521,12 @@ def _check_rate(wait: int | None, per_minute: int) -> None:
 
 
 def _storage_error(exc: Exception) -> ServiceError:
-    """An outage as it is; any other database error is this request's data, refused (a
-    request that slipped past validation must still not answer 500)."""
+    """An outage as it is; any other database error, or a number the stores refuse, is this
+    request's data, refused (a request that slipped past validation must still not answer
+    500)."""
     if isinstance(exc, ServiceError):
         return exc
+    if isinstance(exc, NonFiniteValue):
+        return Rejected(None, f"this request's grade could not be stored ({exc})")
     reason = type(getattr(exc, "orig", exc)).__name__
     return Rejected(None, f"the database refused this request's data ({reason})")

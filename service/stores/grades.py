@@ -120,7 +120,9 @@ def _unstorable(number: int, row: GradeRow) -> list[str]:
 
 
 def grade_from_row(row: HumanGradeRow) -> GradeRow:
-    return GradeRow(
+    """A stored grade as it was accepted, not validated again: a rule added since (the
+    inclusion_prob floor, issue 42.9) must not make the rows stored before it unreadable."""
+    return GradeRow.model_construct(
         item_id=row.item_id,
         rater=row.rater,
         rater_kind=row.rater_kind,

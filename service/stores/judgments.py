@@ -16,6 +16,7 @@ from judges import BatchGrader, BatchOptions, Graded, Grader, JudgeResult
 from judges.models import CriterionVerdict
 from service.db.engine import session_scope
 from service.db.schema import JudgmentRow, utcnow
+from service.db.values import refuse_non_finite
 from service.stores.answers import ensure_responses
 from service.stores.chunks import chunked
 from service.stores.projects import cache_scope
@@ -52,7 +53,8 @@ _RESULT_COLUMNS = {
 def row_values(
     project: str, result: JudgeResult, request_id: str | None, response_id: int
 ) -> dict[str, Any]:
-    """Column values of one judgments row."""
+    """Column values of one judgments row; NonFiniteValue when a number in it is NaN or
+    infinite."""
     values = {column: getattr(result, name) for name, column in _RESULT_COLUMNS.items()}
     values.update(
         project=project,
@@ -64,6 +66,7 @@ def row_values(
         ),
         created_at=utcnow(),
     )
+    refuse_non_finite("judgment", values)  # a defect upstream must not poison every replay
     return values
 
 

@@ -18,6 +18,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from service.db.schema import GradeRequestRow, new_id, utcnow
+from service.db.values import refuse_non_finite
 from service.errors import Conflict
 from service.stores.chunks import chunked
 
@@ -185,6 +186,8 @@ def finish_many(session: Session, finished: list[tuple[Claim, str, dict[str, Any
     batched = [(c, o, r) for c, o, r in finished if o != OUTAGE]
     landed: dict[tuple[str, int], bool] = {}
     if len(batched) > 1:
+        for _, _, result in batched:
+            refuse_non_finite("response", result)
         now = utcnow()
         statement = (
             update(TABLE)
@@ -224,7 +227,11 @@ def finish(session: Session, claimed: Claim, outcome: str, result: dict[str, Any
 
     A provider outage is an answer to give once, not to replay: its request lets go of its
     Idempotency-Key, so a retry with the same key grades again once the provider is back
-    (the failed calls stay recorded under this request)."""
+    (the failed calls stay recorded under this request).
+
+    A response holding NaN or an infinity is refused (NonFiniteValue): it could never be
+    replayed."""
+    refuse_non_finite("response", result)
     values: dict[str, Any] = {
         "status": "done",
         "outcome": outcome,

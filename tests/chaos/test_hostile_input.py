@@ -1,20 +1,31 @@
-"""Hostile input (issue 13, items 4, 8, 9, 10): each is a 422 naming the field, or stored
-faithfully; never a 500, never a NaN score, never an error answer for something stored."""
+"""Hostile input (issue 13, items 4, 8, 9, 10; issue 42, items 4 and 9): each is a 422 naming
+the field, or stored faithfully; never a 500, never a NaN score, never an error answer for
+something stored."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import csv
 import io
 import json
+import math
 import threading
 
 import pytest
+from sqlalchemy import select, update
 
 from calibration.formats.interchange import GradeRow
+from judges import Grader, GradeRequest, parse_config
+from judges.logprobs import TokenProbabilities
+from judges.trust import TrustPolicy
+from rubrics import library_rubric
 from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.db.schema import HumanGradeRow, JudgmentRow
+from service.db.values import NonFiniteValue
 from service.stores.grades import upsert_grades
-from tests.conftest import run_cli
+from service.stores.judgments import project_batcher
+from tests.conftest import judges_config_data, run_cli
 from tests.integration.test_service_api import rubric_body
 
 WEIGHTED = {
@@ -434,3 +445,245 @@ def test_duplicates_in_json_lines_are_numbered_by_line_as_errors_are(service):
     assert uploaded.json()["duplicates"]["rows"] == [
         {"row": 4, "item_id": "i1", "rater": "r", "repeats_row": 1}
     ]
+
+
+# --- issue 42.4: token probabilities that are not log-probabilities -------------------------
+
+
+def explanation(marker: str) -> dict:
+    """A 1-5 explanation graded by llama-judge, which asks for token probabilities."""
+    return {
+        "kind": "explanation",
+        "response": f"answer {marker}",
+        "reference": "كناية عن الطيبة",
+        "candidate_model": "Qwen/Qwen2.5-7B-Instruct",
+        "rubric_id": "kinayat-explanation",
+        "judges": ["llama-judge"],
+    }
+
+
+def rated(marker: str, rating: int, alternatives: dict[str, float], raw: str | None = None):
+    """A test-double rule: the reply to `marker`'s item, its rating token's alternatives,
+    and (`raw`) the logprob a broken provider sends for that token, as JSON text."""
+    reply = {"content": json.dumps({"rating": rating}), "top_logprobs": {str(rating): alternatives}}
+    if raw is not None:
+        reply["raw_logprobs"] = {str(rating): raw}
+    return {"match": f"answer {marker}", "reply": reply}
+
+
+def assert_grade_without_distribution(result: dict, score: float, raw: str) -> None:
+    """The verdict's grade stands; its distribution is null, with the reason."""
+    assert (result["status"], result["score"]) == ("ok", score)
+    assert (result["expected_score"], result["confidence"]) == (None, None)
+    probabilities = result["probabilities"]
+    assert (probabilities["rating"], probabilities["expected"]) == (None, None)
+    sent = {"1000": "1000.0", "NaN": "nan", "Infinity": "inf"}[raw]
+    assert probabilities["unavailable"] == (
+        f"token ' {int(score)}' has logprob {sent}, not a finite number <= 0: the judge's "
+        "token probabilities are unusable"
+    )
+
+
+@pytest.mark.parametrize("raw", ["1000", "NaN", "Infinity"])
+def test_a_broken_logprob_keeps_the_grade_without_a_distribution(service, llm_server, raw):
+    """exp(1000) overflowed (500, then 409 for the key until abandoned); NaN and Infinity
+    were stored (SQLite: every replay a 500; PostgreSQL: a 422 after the paid call)."""
+    llm_server.rules(rated("broken", 4, {"4": 0.7, "3": 0.3}, raw))
+    headers = {"Idempotency-Key": f"broken-{raw}"}
+    first = service.post("/judge", json=explanation("broken"), headers=headers)
+    assert first.status_code == 200, first.text
+    [result] = first.json()["results"]
+    assert_grade_without_distribution(result, 4.0, raw)
+    stored = service.get(f"/judgments/{result['id']}").json()
+    assert_grade_without_distribution(stored, 4.0, raw)
+    replay = service.post("/judge", json=explanation("broken"), headers=headers)
+    assert (replay.status_code, replay.json()) == (200, first.json())
+    assert llm_server.calls() == 1
+
+
+def test_a_broken_logprob_in_a_batch_costs_no_other_item(service, llm_server):
+    """One item's logprob of 1000 turned the whole /judge/batch into a 500, losing the
+    paid calls of the good ones."""
+    llm_server.rules(
+        rated("good-a", 4, {"4": 0.7, "3": 0.3}),
+        rated("broken", 5, {"5": 0.9, "4": 0.1}, "1000"),
+        rated("good-b", 2, {"2": 0.6, "1": 0.4}),
+    )
+    body = {"items": [explanation(m) for m in ("good-a", "broken", "good-b")]}
+    headers = {"Idempotency-Key": "batch-with-a-broken-item"}
+    first = service.post("/judge/batch", json=body, headers=headers)
+    assert first.status_code == 200, first.text
+    items = first.json()["results"]
+    assert [item["status_code"] for item in items] == [200, 200, 200]
+    good_a, broken, good_b = (item["body"]["results"][0] for item in items)
+    assert (good_a["score"], good_a["expected_score"]) == (4.0, pytest.approx(3.7))
+    assert (good_b["score"], good_b["expected_score"]) == (2.0, pytest.approx(1.6))
+    assert_grade_without_distribution(broken, 5.0, "1000")
+    stored = service.get("/judgments", scope="admin").json()["items"]
+    assert sorted((j["score"], j["expected_score"]) for j in stored) == [
+        (2.0, pytest.approx(1.6)), (4.0, pytest.approx(3.7)), (5.0, None)
+    ]  # fmt: skip
+    replay = service.post("/judge/batch", json=body, headers=headers)
+    assert (replay.status_code, replay.json()) == (200, first.json())
+    assert llm_server.calls() == 3
+
+
+@pytest.fixture
+def faulty_reader(monkeypatch):
+    """A defect in the reader of token probabilities: an infinite expected score."""
+    import judges.replies
+
+    def faulty(*args):
+        return TokenProbabilities(method="a defect", top_logprobs=1, expected=math.inf)
+
+    monkeypatch.setattr(judges.replies, "read_probabilities", faulty)
+
+
+def test_a_response_with_a_non_finite_number_is_never_stored(service, llm_server, faulty_reader):
+    """The stores' own guard, for a defect upstream: a response to replay holding NaN or
+    Infinity is refused (with its judgments), so nothing stored fails every later read."""
+    llm_server.rules(rated("defect", 4, {"4": 0.7, "3": 0.3}))
+    response = service.post("/judge", json=explanation("defect"))
+    assert response.status_code == 422, response.text
+    assert response.json()["detail"][0]["msg"] == (
+        "this request's grade could not be stored (response.results[0].expected_score is inf, "
+        "not a finite number: not stored)"
+    )
+    assert service.get("/judgments", scope="admin").json()["items"] == []
+
+
+def test_a_judgment_with_a_non_finite_number_is_never_stored(
+    migrated_db, llm_server, faulty_reader
+):
+    """The judgments store refuses it on every path that saves there (here `qadi regrade`'s
+    and the benchmarks' batch core)."""
+    llm_server.rules(rated("defect", 4, {"4": 0.7, "3": 0.3}))
+    sessions = make_sessionmaker(make_engine(migrated_db))
+    grader = Grader(parse_config(judges_config_data(llm_server)))
+    batch = project_batcher(grader, sessions, "default")
+    body = explanation("defect")
+    request = GradeRequest(
+        rubric=library_rubric(body.pop("rubric_id")), **{k: body[k] for k in body if k != "kind"}
+    )
+    with pytest.raises(NonFiniteValue, match="judgment.expected_score is inf"):
+        asyncio.run(batch.grade_one(request))
+    with session_scope(sessions) as session:
+        assert session.scalars(select(JudgmentRow)).all() == []
+
+
+# --- issue 42.9: estimates whose numbers are not finite -----------------------------------
+
+
+def grade(item: str, rater: str, kind: str, score: float, **attributes) -> dict:
+    return {"item_id": item, "rater": rater, "rater_kind": kind, "score": score, **attributes}
+
+
+def labelled_grades(human_score, judge_score, n=10, labelled=5, inclusion_prob=None):
+    """Judge J's score of items i0..i(n-1), the SME's of the first `labelled` (each label
+    with `inclusion_prob` when given); each score a function of the item's number."""
+    design = {} if inclusion_prob is None else {"inclusion_prob": inclusion_prob}
+    rows = [grade(f"i{i}", "J", "judge", judge_score(i)) for i in range(n)]
+    rows += [grade(f"i{i}", "sme", "human", human_score(i), **design) for i in range(labelled)]
+    return rows
+
+
+def estimate_cli(tmp_path, rows: list[dict], *options: str):
+    """`qadi estimate` over `rows` written as JSON Lines."""
+    path = tmp_path / "grades.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return run_cli("estimate", str(path), *options, "--out", str(tmp_path / "e.json"))
+
+
+def refused_by_cli(done, message: str) -> None:
+    """Exit 2 with the message on one line, no traceback, nothing written."""
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in " ".join(done.stderr.split()) and "Traceback" not in done.stderr
+
+
+def test_an_inclusion_prob_too_small_to_weight_is_refused_at_every_door(service, tmp_path):
+    """1e-320 is a denormal whose inverse (the label's weight) is infinite: the estimate
+    answered 500. The floor is 1e-9 (a weight of at most a billion), named in the error."""
+    rows = labelled_grades(lambda i: 1 + i % 3, lambda i: 1 + 2 * i % 5, inclusion_prob=0.5)
+    tiny = [{**rows[-1], "inclusion_prob": 1e-320}, *rows[:-1]]
+    message = (
+        "row 1: inclusion_prob: 9.99989e-321 is below 1e-09, the smallest inclusion "
+        "probability qadi weights by: a label may stand for at most a billion items"
+    )
+    answer = service.post("/estimates", scope="grades", json={"grades": tiny})
+    assert first_error(answer) == {"loc": ["body", "grades"], "msg": message, "type": "value_error"}
+    assert upload_problems(service, "application/json", json.dumps(tiny)) == [message]
+    assert service.get("/grades", scope="grades").json()["items"] == []
+    refused_by_cli(estimate_cli(tmp_path, tiny), message)
+    at_floor = [{**rows[-1], "inclusion_prob": 1e-9}, *rows[:-1]]
+    assert service.post("/estimates", scope="grades", json={"grades": at_floor}).status_code == 200
+    with pytest.raises(ValueError, match="give 0 or at least 1e-09"):
+        TrustPolicy(audit_rate=1e-12)  # an audited label carries the audit rate as its π
+
+
+def test_scores_whose_arithmetic_overflows_are_a_422_naming_the_estimate(service, tmp_path):
+    """±1e308 are finite scores, so they are stored; their squares are not. The estimate
+    answered 500, inline and for every later estimate of the project over the database."""
+    rows = labelled_grades(lambda i: (-1) ** i * 1e308, lambda i: (-1) ** (i + 1) * 1e308)
+    message = (
+        "judges.J.overall.effective_n cannot be computed (nan): its sums and squares overflow "
+        "on these grades (the largest |score| is 1e+308)"
+    )
+    inline = service.post("/estimates", scope="grades", json={"grades": rows})
+    assert first_error(inline) == {"loc": ["body", "grades"], "msg": message, "type": "value_error"}
+    assert service.post("/grades", scope="grades", json=rows).json() == {"inserted": 15, "updated": 0}
+    from_database = service.post("/estimates", scope="grades", json={})
+    assert first_error(from_database)["msg"] == message
+    stored = service.get("/grades", scope="grades", params={"limit": 100}).json()["items"]
+    assert sorted(abs(g["score"]) for g in stored) == [1e308] * 15  # nothing accepted is lost
+    refused_by_cli(estimate_cli(tmp_path, rows), f"grades: {message}")
+
+
+def test_a_legacy_inclusion_prob_below_the_floor_stays_readable(service):
+    """A label stored before the floor keeps being listed; an estimate over it says what
+    cannot be computed and why (it answered 500)."""
+    rows = labelled_grades(
+        lambda i: 1 + i % 3, lambda i: 1 + 2 * i % 5, labelled=4, inclusion_prob=0.5
+    )
+    assert service.post("/grades", scope="grades", json=rows).status_code == 200
+    with session_scope(make_sessionmaker(make_engine(service.settings.database_url))) as session:
+        session.execute(
+            update(HumanGradeRow)
+            .where(HumanGradeRow.item_id == "i0", HumanGradeRow.rater == "sme")
+            .values(inclusion_prob=1e-320)
+        )
+    listed = service.get("/grades", scope="grades", params={"item_id": "i0", "rater": "sme"})
+    assert listed.status_code == 200 and listed.json()["items"][0]["inclusion_prob"] < 1e-300
+    answer = service.post("/estimates", scope="grades", json={})
+    assert first_error(answer)["msg"] == (
+        "judges.J.overall.estimate cannot be computed (nan): its sums and squares overflow on "
+        "these grades (the largest |score| is 5, the smallest inclusion_prob 1e-320)"
+    )
+
+
+def test_a_compared_stratum_in_one_cluster_has_no_interval_and_says_why(service, tmp_path):
+    """Compared with --cluster, a stratum whose labels share one prompt has no cluster-
+    robust variance: as its own block says, the difference has no interval (it was NaN, a
+    500), the other side's estimates stand."""
+    a = labelled_grades(lambda i: 1 + i % 3, lambda i: 1 + 2 * i % 5, n=8, labelled=4)
+    b = labelled_grades(lambda i: 1 + i % 2, lambda i: 2 + i % 3, n=4, labelled=2)
+    rows = [{**r, "candidate_model": "A", "prompt": f"p{r['item_id'][1:]}"} for r in a]
+    rows += [{**r, "item_id": "b" + r["item_id"], "candidate_model": "B", "prompt": "one"} for r in b]
+    options = {"by": ["candidate_model"], "compare": ["A", "B"], "cluster": "prompt"}
+    answer = service.post("/estimates", scope="grades", json={"grades": rows, **options})
+    assert answer.status_code == 200, answer.text
+    judge = answer.json()["judges"]["J"]
+    one_cluster = "the cluster-robust variance needs labelled items in at least two clusters"
+    assert judge["strata"]["candidate_model=B"]["undefined"] == one_cluster
+    compare = judge["compare"]
+    assert (compare["ci"], compare["undefined"]) == (None, f"candidate_model=B: {one_cluster}")
+    for part in ("judge_only", "human_only"):
+        assert (compare[part]["ci"], compare[part]["undefined"]) == (None, one_cluster)
+    assert compare["estimate"] == pytest.approx(
+        judge["strata"]["candidate_model=A"]["estimate"]
+        - judge["strata"]["candidate_model=B"]["estimate"]
+    )
+    assert judge["strata"]["candidate_model=A"]["ci"] is not None
+    flags = ["--by", "candidate_model", "--compare", "A,B", "--cluster", "prompt"]
+    done = estimate_cli(tmp_path, rows, *flags)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "e.json").read_text())["judges"]["J"]["compare"] == compare

@@ -142,6 +142,74 @@ def test_a_scale_whose_values_share_prefixes_has_no_distribution():
     assert found.rating is None and found.expected is None
 
 
+# logprobs a provider may send that are no log-probabilities, and how the reason shows them
+NOT_LOG_PROBABILITIES = [
+    (1000, "1000.0"),  # exp overflows
+    (math.nan, "nan"),
+    (math.inf, "inf"),
+    (-math.inf, "-inf"),
+    (0.5, "0.5"),  # a probability of 1.65
+    (10**400, "inf"),  # JSON may spell out an integer no float holds
+    (None, "nan"),
+    ("-0.1", "nan"),
+    (True, "nan"),
+]
+
+
+@pytest.mark.parametrize("where", ["chosen", "alternative"])
+@pytest.mark.parametrize(
+    ("logprob", "shown"),
+    NOT_LOG_PROBABILITIES,
+    ids=["1000", "NaN", "Infinity", "-Infinity", "0.5", "10**400", "null", "string", "true"],
+)
+def test_a_logprob_that_is_no_log_probability_leaves_no_distribution(where, logprob, shown):
+    rubric = library_rubric("kinayat-explanation")
+    body = rating_payload(" 4", {"4": 0.7, "3": 0.3})
+    token = body["choices"][0]["logprobs"]["content"][3]
+    if where == "chosen":
+        token["logprob"] = logprob
+    else:
+        token["top_logprobs"][1]["logprob"] = logprob
+    found = read(RATING, rubric, body)
+    assert (found.rating, found.expected, found.confidence) == (None, None, None)
+    name = " 4" if where == "chosen" else " 3"
+    assert found.unavailable == (
+        f"token '{name}' has logprob {shown}, not a finite number <= 0: the judge's token "
+        "probabilities are unusable"
+    )
+
+
+def test_a_criterion_s_broken_logprob_leaves_the_whole_verdict_without_a_distribution():
+    rubric = library_rubric("iraqi-linguistic-shaku-maku")
+    ids = [c.id for c in rubric.criteria]
+    entries = [entry('{"criteria": [', 1.0)]
+    for i, cid in enumerate(ids):
+        entries += [
+            entry(("" if i == 0 else ", ") + '{"id": "' + cid + '", "met":', 1.0),
+            entry(" true", 0.8, {" true": 0.8, " false": 0.2}),
+            entry(', "evidence": ""}', 1.0),
+        ]
+    entries.append(entry("]}", 1.0))
+    entries[-2]["logprob"] = math.nan  # the last evidence token: not a criterion's value
+    found = read(CRITERIA, rubric, payload(*entries))
+    assert (found.criteria, found.expected, found.confidence) == ({}, None, None)
+    assert found.unavailable.startswith(f"token '{entries[-2]['token']}' has logprob nan")
+
+
+def test_a_logprob_a_rounding_above_zero_is_read_as_certain():
+    """Within LOGPROB_SLACK (1e-5) above 0 a logprob is a float32 rounding of log 1: read
+    as 0, so no probability passes 1; past it, no distribution."""
+    rubric = library_rubric("kinayat-explanation")
+    body = rating_payload(" 4", {"4": 1.0})
+    token = body["choices"][0]["logprobs"]["content"][3]
+    token["logprob"] = token["top_logprobs"][0]["logprob"] = 3e-6
+    found = read(RATING, rubric, body)
+    assert found.rating.probs["4"] == 1.0 and found.confidence == 1.0
+    assert found.expected == 4.0 and found.unavailable is None
+    token["logprob"] = token["top_logprobs"][0]["logprob"] = 2e-5
+    assert read(RATING, rubric, body).unavailable.startswith("token ' 4' has logprob 2e-05")
+
+
 def test_the_judge_config_names_a_bad_mode_or_logprobs_count():
     from judges import JudgeConfigError, parse_config
 

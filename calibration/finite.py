@@ -1,0 +1,26 @@
+"""Where a result holds a number that is not one: NaN or an infinity, found in nested JSON.
+
+Neither is JSON, so a report or a stored row holding one fails whoever reads it next (a
+500 at serialisation, or at every later read of what was stored); the estimates and the
+stores look for them before answering or writing (issue 42, items 4 and 9)."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+
+def first_non_finite(value: Any, where: str) -> tuple[str, float] | None:
+    """(path, number) of a NaN or infinity in `value` (a number, or dicts and lists of
+    them), the shallowest first; paths start at `where` ('judges.J.overall.ci[0]')."""
+    waiting: deque[tuple[str, Any]] = deque([(where, value)])
+    while waiting:
+        path, item = waiting.popleft()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path, item
+        if isinstance(item, dict):
+            waiting.extend((f"{path}.{key}", inner) for key, inner in item.items())
+        elif isinstance(item, list | tuple):
+            waiting.extend((f"{path}[{i}]", inner) for i, inner in enumerate(item))
+    return None
