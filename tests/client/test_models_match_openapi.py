@@ -73,5 +73,5 @@ def test_client_grade_rows_carry_the_interchange_columns():
     from calibration.formats.interchange import REQUIRED, GradeRow
 
     client = set(models.GradeRow.model_json_schema()["properties"])
-    assert client == {*REQUIRED, "criteria", "inclusion_prob", "confidence"}
+    assert client == {*REQUIRED, "criteria", "inclusion_prob", "confidence", "rationale"}
     assert set(GradeRow.model_fields) - {"attributes"} == client  # attributes travel as columns

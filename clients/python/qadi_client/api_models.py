@@ -524,32 +524,64 @@ class SmeQueueItem(BaseModel):
     id: Annotated[int, Field(title="Id")]
     project: Annotated[str, Field(title="Project")]
     item_id: Annotated[str, Field(title="Item Id")]
-    request_id: Annotated[str, Field(title="Request Id")]
+    request_id: Annotated[
+        str | None,
+        Field(description="the request that queued it first", title="Request Id"),
+    ]
     rubric_ref: Annotated[str, Field(title="Rubric Ref")]
-    reason: Annotated[Literal["escalated", "audit"], Field(title="Reason")]
+    reason: Annotated[Literal["escalated", "audit", "sample"], Field(title="Reason")]
     inclusion_prob: Annotated[
         float,
         Field(
-            description="the item's chance of reaching the SMEs: 1 when escalated, the audit rate when audited; upload the SME's grade with it (POST /grades `inclusion_prob`)",
+            description="the item's chance of reaching the SMEs: 1 when escalated, the audit rate when audited, its round's probability for a calibration sample (`qadi sme sample`); upload the SME's grade with it (POST /grades `inclusion_prob`)",
             title="Inclusion Prob",
         ),
     ]
+    inclusion_stratum: Annotated[
+        str | None,
+        Field(
+            description="a calibration sample's stratum (upload it as `inclusion_stratum`)",
+            title="Inclusion Stratum",
+        ),
+    ]
+    labels_wanted: Annotated[
+        int,
+        Field(
+            description="2 when two SMEs grade it (their agreement)",
+            title="Labels Wanted",
+        ),
+    ]
+    route_tag: Annotated[
+        str,
+        Field(
+            description="the expertise it needs ('dialect=egy'), or ''",
+            title="Route Tag",
+        ),
+    ]
+    status: Annotated[Literal["open", "done"], Field(title="Status")]
     prompt: Annotated[str, Field(title="Prompt")]
     reference: Annotated[str | None, Field(title="Reference")]
     response: Annotated[str, Field(title="Response")]
     candidate_model: Annotated[str, Field(title="Candidate Model")]
     attributes: Annotated[dict[str, Any], Field(title="Attributes")]
     trust: Annotated[
-        dict[str, Any],
+        dict[str, Any] | None,
         Field(
-            description="the request's trust outcome (judges/trust.py)", title="Trust"
+            description="the trust outcome of the request that queued it (judges/trust.py)",
+            title="Trust",
         ),
     ]
     queued_at: Annotated[datetime, Field(title="Queued At")]
 
 
 class SmeQueuePage(BaseModel):
-    items: Annotated[list[SmeQueueItem], Field(title="Items")]
+    items: Annotated[
+        list[SmeQueueItem],
+        Field(
+            description="at most `limit` items, fewer when their texts pass the page's byte limit (QADI_PAGE_BYTES_MAX): follow next_cursor for the rest",
+            title="Items",
+        ),
+    ]
     next_cursor: Annotated[str | None, Field(title="Next Cursor")]
 
 
@@ -1052,6 +1084,13 @@ class TrustOutcome(BaseModel):
         str | None, Field(description="why the item was escalated", title="Reason")
     ] = None
     queued: Queued | None = None
+    queue_note: Annotated[
+        str | None,
+        Field(
+            description="why an item that would have gone to the SMEs did not (the key's queue budget)",
+            title="Queue Note",
+        ),
+    ] = None
 
 
 class FailedGradeBody(BaseModel):
