@@ -1,6 +1,8 @@
-"""The trend of a judge over stored nightly reports: overall MAD and signed error with their
-bootstrap intervals, one point per report, oldest first (the JSON `history` of a nightly
-report, drawn as a line with a CI band per judge)."""
+"""The trend of a judge over stored reports: overall MAD and signed error with their bootstrap
+intervals, one point per report, oldest first (the JSON `history` of a nightly report, drawn
+as a line with a CI band per judge); where the report has them, also the alt-test's winning
+rate ω and advantage probability ρ with the trust map's verdict, and the selective
+thresholds with their coverage (the dashboard's history, service/web/dashboard.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from calibration.drift import DRIFT_METRICS
 def history_point(report: dict[str, Any], at: str, report_id: str | None) -> dict[str, Any]:
     """One report's overall numbers per judge: `{report, at, judges: {J: {n, mad, mad_ci,
     signed_error, signed_error_ci}}}`."""
+    trust = {r["judge"]: r for r in (report.get("trust") or {}).get("rows", [])
+             if r.get("stratum") == "overall"}  # fmt: skip
     judges = {}
     for judge, data in report["judges"].items():
         block = data["overall"]
@@ -19,8 +23,23 @@ def history_point(report: dict[str, Any], at: str, report_id: str | None) -> dic
         for metric in DRIFT_METRICS:
             point[metric] = block.get(metric)
             point[f"{metric}_ci"] = (block.get("ci") or {}).get(metric)
+        if judge in trust:
+            row = trust[judge]
+            point |= {"omega": row.get("winning_rate"), "rho": row.get("advantage_probability"),
+                      "verdict": row.get("verdict")}  # fmt: skip
         judges[judge] = point
-    return {"report": report_id, "at": at, "judges": judges}
+    found = {"report": report_id, "at": at, "judges": judges}
+    selective = report.get("selective")
+    if selective:
+        found["selective"] = {
+            f"{row['evaluator']}|{row['stratum']}": {
+                "threshold": row["result"]["threshold"],
+                "coverage": row["result"]["coverage"],
+                "n": row["result"]["n_calibration"],
+            }
+            for row in selective["rows"]
+        }
+    return found
 
 
 def series(history: list[dict[str, Any]], judge: str, metric: str) -> dict[str, list]:

@@ -62,6 +62,12 @@ class SelectiveRow(BaseModel):
         description="the rubric version and each stage's model and template the guarantee "
         "holds for; null when the items were graded by several (not applicable at request time)"
     )
+    supported: bool = Field(
+        default=True,
+        description="the labels could test a threshold: enough of them, of a known design. "
+        "False: too few, or a design that leaves items unrepresented (no evidence either way: "
+        "automatic recalibration keeps the live guarantee)",
+    )
 
 
 class SelectiveSection(BaseModel):
@@ -150,6 +156,7 @@ def selective_section(
                     stratum=stratum,
                     result=result,
                     binding=_binding(stages, versions, panel),
+                    supported=sample is not None and result.n_calibration >= result.min_items,
                 )
             )
     return SelectiveSection(

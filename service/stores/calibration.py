@@ -18,8 +18,15 @@ from calibration.history import history_point
 from judges.standins import is_stand_in
 from rubrics import PenaltyWeightedRubric, Rubric
 from service.db.filters import not_a_probe, rubric_matches
-from service.db.schema import CalibrationReportRow, HumanGradeRow, JudgmentRow, ResponseRow
+from service.db.schema import (
+    CalibrationReportRow,
+    HumanGradeRow,
+    JudgmentRow,
+    ReportPointRow,
+    ResponseRow,
+)
 from service.stores.grades import grade_from_row
+from service.stores.guarantees import Change
 from service.stores.projects import Tenant
 from service.stores.rubrics import RubricNotFound, get_rubric
 from service.stores.trust import save_thresholds
@@ -262,7 +269,12 @@ def store_report(
     scope: str,
     rendered: tuple[dict[str, Any], str, str],
     window: tuple[datetime | None, datetime | None] = (None, None),
+    change: Change | None = None,
+    only_supported: bool = False,
 ) -> CalibrationReportRow:
+    """The report, its thresholds (`save_thresholds`, with what set it off: `change`) and its
+    history point (`report_points`, kept under the calibration scope's name when a scope
+    made it, else the report's own scope)."""
     report, markdown, html = rendered
     row = CalibrationReportRow(
         project=project,
@@ -276,7 +288,15 @@ def store_report(
     )
     session.add(row)
     session.flush()
-    save_thresholds(session, project, row.id, report)
+    save_thresholds(session, project, row.id, report, change, only_supported)
+    at = (row.window_end or row.created_at).isoformat()
+    session.add(
+        ReportPointRow(
+            report_id=row.id, project=project, kind=kind,
+            scope=change.scope if change and change.scope else scope,
+            point=history_point(report, at, row.id), created_at=row.created_at,
+        )  # fmt: skip
+    )
     return row
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from judges.trust import Calibration, TrustPolicy
@@ -17,15 +17,23 @@ from service.db.schema import (
     TrustThresholdRow,
     utcnow,
 )
-
-_SAME = 1e-9  # α and δ match a stored calibration's within this
+from service.stores.guarantees import Change, live, log_changes, thresholds
 
 
 def save_thresholds(
-    session: Session, project: str, report_id: str, report: dict[str, Any]
+    session: Session,
+    project: str,
+    report_id: str,
+    report: dict[str, Any],
+    change: Change | None = None,
+    only_supported: bool = False,
 ) -> int:
     """The thresholds of a stored report that a request can be checked against: rows
-    bound to one rubric version and one version of each judge (others cannot be applied)."""
+    bound to one rubric version and one version of each judge (others cannot be applied).
+    Each one that changes what POST /judge applies is logged (service/stores/guarantees.py),
+    with `change` saying what set it off. `only_supported` leaves out the rows whose labels
+    could not test a threshold (too few, or of an unusable design): automatic recalibration
+    keeps the live guarantee there instead of turning it into an abstention."""
     section = report.get("selective")
     if not section:
         return 0
@@ -54,10 +62,16 @@ def save_thresholds(
             "created_at": now,
         }
         for row in section["rows"]
-        if row.get("binding")
+        if row.get("binding") and (row.get("supported", True) or not only_supported)
     ]
-    if values:
-        session.execute(insert(TrustThresholdRow), values)
+    if not values:
+        return 0
+    for rubric_id in {v["rubric_id"] for v in values}:
+        before = live(session, project, rubric_id, section["alpha"], section["delta"],
+                      section["confidence"])  # fmt: skip
+        mine = [v for v in values if v["rubric_id"] == rubric_id]
+        log_changes(session, project, report_id, mine, before, change or Change())
+    session.execute(insert(TrustThresholdRow), values)
     return len(values)
 
 
@@ -71,26 +85,18 @@ def find_calibrations(
 ) -> dict[str, Calibration]:
     """The project's newest calibration of each evaluator for this rubric, stratum, α, δ
     and confidence source; an evaluator never calibrated so is absent."""
-    wanted = list(evaluators)
+    query = thresholds(project, rubric_id, policy.alpha, policy.delta, policy.confidence)
     rows = session.scalars(
-        select(TrustThresholdRow)
-        .where(
-            TrustThresholdRow.project == project,
-            TrustThresholdRow.rubric_id == rubric_id,
-            TrustThresholdRow.evaluator.in_(wanted),
+        query.where(
+            TrustThresholdRow.evaluator.in_(list(evaluators)),
             TrustThresholdRow.stratum == stratum,
-            TrustThresholdRow.confidence == policy.confidence,
-            func.abs(TrustThresholdRow.alpha - policy.alpha) < _SAME,
-            func.abs(TrustThresholdRow.delta - policy.delta) < _SAME,
         )
-        .order_by(TrustThresholdRow.created_at.desc(), TrustThresholdRow.id.desc())
     )
     found: dict[str, Calibration] = {}
     for row in rows:
         if row.evaluator not in found:
             found[row.evaluator] = Calibration.model_validate(row.entry)
     return found
-
 
 
 def stored_attribute(session: Session, project: str, item_id: str, attribute: str) -> str | None:
