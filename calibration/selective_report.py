@@ -115,7 +115,7 @@ def selective_section(
     each guarantee to what it was calibrated on."""
     _check_cascades(table, options)
     rule = agreement_rule(level, scale_range, options)
-    agree = _agreement(table, rule, reference)
+    agree = agreement_matrix(table, rule, reference)
     confidence = (
         panel_confidence(table, rule) if options.confidence == "panel" else table.judge_confidence
     )
@@ -197,7 +197,7 @@ def _check_cascades(table: GradeTable, options: SelectiveOptions) -> None:
             raise ValueError(f"cascade: {'>'.join(cascade)} names a judge twice")
 
 
-def _agreement(table: GradeTable, rule: AgreementRule, reference: str) -> np.ndarray:
+def agreement_matrix(table: GradeTable, rule: AgreementRule, reference: str) -> np.ndarray:
     """items × judges: does the judge's verdict agree with the humans (NaN: unknown)."""
     if rule.rule == "exact":
         columns = [agreement_exact(table.judge_scores[:, j], table.human_scores)

@@ -24,6 +24,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 from scipy import stats
 
+from calibration.selective import deciding_stage
+
 METHOD = (
     "one-sided exact binomial test of H0: P(disagree | trusted) ≤ α on fresh SME labels of "
     "trusted verdicts made after the fit (Clopper & Pearson 1934)"
@@ -62,3 +64,16 @@ def audit(agree: np.ndarray, alpha: float, level: float = 0.05) -> Audit:
     )
     return Audit(alpha=alpha, level=level, n=n, disagreements=k, rate=k / n, p_value=p_value,
                  passed=passed, reason=reason)  # fmt: skip
+
+
+def trusted_agreement(confidence: np.ndarray, agree: np.ndarray, threshold: float) -> np.ndarray:
+    """Per item the guarantee trusted (its first stage whose confidence reaches `threshold`
+    decides), whether that verdict agreed with the SMEs: what `audit` tests. `confidence`
+    and `agree` are items × stages (one stage for a judge, several for a cascade); items
+    whose deciding verdict has no agreement (no human grade) are left out."""
+    confidence = np.asarray(confidence, dtype=float).reshape(len(confidence), -1)
+    agree = np.asarray(agree, dtype=float).reshape(len(agree), -1)
+    stage = deciding_stage(confidence, threshold)
+    decided = stage >= 0
+    found = agree[decided, stage[decided]]
+    return found[~np.isnan(found)].astype(bool)

@@ -181,6 +181,22 @@ class TrustOutcome(BaseModel):
         "queue budget)",
     )
 
+    def tally(self) -> tuple[str, str]:
+        """(evaluator, outcome) as the dashboard counts requests: the cascade or the judge
+        that decided (else the panel's first), and trusted | audited (trusted, and sent to
+        the SMEs at the audit rate) | escalated | uncalibrated (escalated because nothing
+        was calibrated for it)."""
+        if self.status == "trusted":
+            evaluator = self.guarantee.evaluator if self.guarantee else (self.judge or "")
+            return evaluator, "audited" if self.queued is not None else "trusted"
+        evaluator = (
+            cascade_key(self.policy.cascade)
+            if self.policy.cascade
+            else (self.judges[0].judge if self.judges else "")
+        )
+        statuses = {j.status for j in self.judges}
+        return evaluator, "uncalibrated" if statuses == {"uncalibrated"} else "escalated"
+
 
 def cascade_key(judges: list[str]) -> str:
     return ">".join(judges)

@@ -29,6 +29,7 @@ from service.api.middleware import BodySizeLimit, HttpMetrics
 from service.db.engine import open_database, session_scope, storage_guard
 from service.errors import StorageUnavailable
 from service.judging.grading import GradingService
+from service.recalibration.runner import Recalibrator
 from service.settings import Settings, get_settings
 from service.stores.projects import require_project
 from service.web import install as install_workbench
@@ -57,16 +58,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         log.warning("no judges configured (QADI_JUDGES_CONFIG); POST /judge will answer 503")
 
     judging = GradingService(settings, sessions, grader)
+    recalibrator = Recalibrator(sessions)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        reaper = asyncio.create_task(_reap_forever(judging, settings.reap_interval_seconds))
+        tasks = [asyncio.create_task(_reap_forever(judging, settings.reap_interval_seconds))]
+        if settings.recalibration_interval_seconds > 0:
+            interval = settings.recalibration_interval_seconds
+            tasks.append(asyncio.create_task(recalibrator.run_forever(interval)))
         try:
             yield
         finally:
-            reaper.cancel()
-            with suppress(asyncio.CancelledError):
-                await reaper
+            for task in tasks:
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
             await judging.drain()  # grades still waiting for the database
 
     # FastAPIOffline: /docs and /redoc load Swagger UI and ReDoc from files in the package,
@@ -79,6 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessions = sessions
     app.state.grader = grader
     app.state.judging = judging
+    app.state.recalibrator = recalibrator
     for module in (judge, judgments, requests, rubrics, grades, health):
         app.include_router(module.router)
     for module in (calibration, estimates, probes, sme):  # their errors, documented in one shape

@@ -67,6 +67,16 @@ REQUESTS_ABANDONED = Counter(
 STORAGE_UNAVAILABLE = Counter(
     "qadi_storage_unavailable_total", "Requests answered 503 because the database was unavailable"
 )
+RECALIBRATIONS = Counter(
+    "qadi_recalibrations_total",
+    "Runs of calibration scopes by outcome (ok|unchanged|failed|skipped)",
+    ["project", "scope", "status"],
+)
+GUARANTEE_AUDITS_FAILED = Counter(
+    "qadi_guarantee_audits_failed_total",
+    "Live guarantees that failed an audit on fresh SME labels (each starts a recalibration)",
+    ["project", "scope"],
+)
 
 
 

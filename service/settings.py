@@ -120,6 +120,13 @@ class Settings(BaseSettings):
         "https://qadi.example.org); default: the address a request came to, and for `qadi "
         "sme invite` http://127.0.0.1:QADI_PORT",
     )
+    recalibration_interval_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="how often each service process checks its project's calibration scopes "
+        "(qadi recalibration add) for a run that is due or an audit to make; 0 = never (a "
+        "deployment that leaves it to one process of its own)",
+    )
     sme_reservation_minutes: float = Field(
         default=30.0,
         gt=0,

@@ -57,6 +57,7 @@ from service.stores import requests
 from service.stores.answers import item_key
 from service.stores.group import GroupCommit
 from service.stores.judgments import find_done_in, project_batcher, write_judgments
+from service.stores.outcomes import count as count_outcomes
 from service.stores.projects import DEFAULT_PROJECT, pinned_stratum
 from service.stores.sme_queue import QueuePolicy, enqueue, room_left
 from service.stores.trust import find_calibrations, stored_attribute
@@ -399,17 +400,19 @@ class GradingService:
                 if k
             ]
             write_judgments(session, project, [graded for _, graded, _ in kept])
+            trusted = [
+                (claimed.id, graded.request, TrustOutcome.model_validate(payload["trust"]))
+                for claimed, graded, payload in kept
+                if payload.get("trust")
+            ]
             enqueue(
                 session,
                 project,
-                [
-                    (claimed.id, graded.request, TrustOutcome.model_validate(payload["trust"]))
-                    for claimed, graded, payload in kept
-                    if (payload.get("trust") or {}).get("queued")
-                ],
+                [(rid, request, outcome) for rid, request, outcome in trusted if outcome.queued],
                 api_key_id,
                 self.queue_policy,
             )
+            count_outcomes(session, project, [(r.rubric.id, o) for _, r, o in trusted])
         if self.shared is not None:  # kept or not, these calls are over
             called = {
                 r.cache_key

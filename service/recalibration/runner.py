@@ -1,0 +1,251 @@
+"""The service recalibrates by itself: each round, every enabled calibration scope
+(service/stores/scopes.py) that is due is run by one process of one replica (the scope's
+lease), and its live guarantees are audited on the fresh labels that arrived since.
+
+A run is `qadi calibrate --from-db --rubric R --trust-*` with the scope's options: the report
+(with its judges' corrected means by candidate model) is stored as kind `auto`, and its
+thresholds are what the next POST /judge applies. Rows whose labels could not test a
+threshold (too few, or of an unusable design) are not stored, so the live guarantee there
+stays until it expires by the existing rules; a run that fails stores nothing and says why
+(the dashboard, `qadi_recalibrations_total{status}`), and is tried again after
+RETRY_AFTER. Every change of a live threshold is logged (service/stores/guarantees.py).
+
+The computation runs between two short transactions on a worker thread, never inside a
+transaction (on SQLite one would hold the write lock for grading) and never on the event
+loop; its CPU is the process's, shared with grading (a stated limit: issue 39 moves heavy
+reads off the request path).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+import numpy as np
+from sqlalchemy.orm import Session, sessionmaker
+
+from calibration.calibrate import CalibrationOptions
+from calibration.checks import CalibrationInputError
+from calibration.selective import AgreementRule
+from calibration.selective_report import SelectiveOptions, agreement_matrix, panel_confidence
+from calibration.table import build_table
+from calibration.transport import audit, trusted_agreement
+from rubrics import split_ref
+from service import metrics
+from service.db.engine import session_scope, storage_guard
+from service.db.values import new_id, utcnow
+from service.errors import StorageUnavailable
+from service.reporting.calibration import build_report
+from service.reporting.estimates import with_estimate
+from service.stores import guarantees, scopes
+from service.stores.calibration import (
+    Selection,
+    rows_from_db,
+    scale_of_rubric,
+    store_report,
+    with_stored_rubric_weights,
+)
+from service.stores.guarantees import Change
+from service.stores.rubrics import RubricNotFound
+
+if TYPE_CHECKING:  # the scope rows service/stores/scopes.py returns
+    from service.db.schema import CalibrationScopeRow
+
+log = logging.getLogger("qadi")
+LEASE_SECONDS = 600.0  # longer than a run takes; a holder that died lets go after it
+RETRY_AFTER = timedelta(minutes=10)  # a failed run is tried again no sooner
+AUDIT_LEVEL = 0.05
+
+
+@dataclass(frozen=True)
+class Outcome:
+    scope: str
+    status: str  # ok | unchanged | failed | skipped (another replica holds it)
+    message: str
+    report_id: str | None = None
+
+
+class Recalibrator:
+    """One process's share of the recalibration rounds (every replica runs one; leases keep
+    a scope to one runner at a time)."""
+
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self.sessions = sessions
+        self.owner = new_id()
+
+    async def run_forever(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await asyncio.to_thread(self.run_round)
+            except StorageUnavailable:
+                continue  # the database is away; the next round tries again
+            except Exception:  # noqa: BLE001 - the loop must outlive a failed round
+                log.exception("recalibration round failed; trying again next round")
+
+    def run_round(self) -> list[Outcome]:
+        """Every enabled scope: audit its live guarantees, then run it if it is due."""
+        with session_scope(self.sessions) as session:
+            enabled = [s.id for s in scopes.scopes(session)]
+        outcomes = []
+        for scope_id in enabled:
+            # the check (and its audit's records) in a transaction of its own, ended before
+            # the run opens its own: on SQLite a transaction that wrote holds the write lock
+            reason = storage_guard(self.sessions, self._why_now, scope_id)
+            if reason is not None:
+                outcomes.append(self.run(scope_id, reason, "service"))
+        return outcomes
+
+    def _why_now(self, session: Session, scope_id: int) -> str | None:
+        """Why the scope should run now: due by labels or schedule, or an audit failed."""
+        scope = scopes.get_scope(session, scope_id)
+        if scope is None or not scope.enabled:
+            return None
+        now = utcnow()
+        labels = scopes.sme_labels(session, scope.project, scope.rubric)
+        reason = scopes.why_due(scope, labels, now) or self.audit(session, scope)
+        return None if reason is None or _resting(scope, now) else reason
+
+    def run(self, scope_id: int, trigger: str, actor: str) -> Outcome:
+        """Run one scope now (a round, or a person: `qadi recalibration run`)."""
+        with session_scope(self.sessions) as session:
+            scope = scopes.get_scope(session, scope_id)
+            name, project = scope.name, scope.project
+            if not scopes.take_lease(session, scope_id, self.owner, LEASE_SECONDS):
+                return Outcome(name, "skipped", "another process is running it")
+            labels = scopes.sme_labels(session, project, scope.rubric)
+        try:
+            outcome = self._calibrate(scope_id, trigger, actor)
+        except (CalibrationInputError, RubricNotFound, ValueError) as exc:
+            outcome = Outcome(name, "failed", str(exc))
+        except Exception as exc:  # noqa: BLE001 - said on the dashboard, the lease let go
+            log.exception("recalibration of scope %s failed", name)
+            outcome = Outcome(name, "failed", f"{type(exc).__name__}: {exc}")
+        with session_scope(self.sessions) as session:
+            scopes.finish_run(session, scope_id, self.owner, outcome.status, outcome.message,
+                              labels, outcome.report_id)  # fmt: skip
+        metrics.RECALIBRATIONS.labels(project, name, outcome.status).inc()
+        return outcome
+
+    def _calibrate(self, scope_id: int, trigger: str, actor: str) -> Outcome:
+        with session_scope(self.sessions) as session:
+            scope = scopes.get_scope(session, scope_id)
+            project, name, rubric = scope.project, scope.name, scope.rubric
+            options, selection = _options(session, scope)
+            rows, inputs = rows_from_db(session, project, selection)
+            options = with_stored_rubric_weights(session, project, options, inputs)
+        rendered = build_report(rows, options, {**inputs, "calibration_scope": name})
+        rendered = with_estimate(
+            rendered, rows, ["candidate_model"], (options.scale_min, options.scale_max)
+        )
+        change = Change(trigger=trigger[:64], actor=actor, scope=name)
+        with session_scope(self.sessions) as session:
+            row = store_report(session, project, "auto", split_ref(rubric)[0], rendered,
+                               change=change, only_supported=True)  # fmt: skip
+            report_id = row.id
+        return _summary(name, rendered[0], report_id)
+
+    def audit(self, session: Session, scope: CalibrationScopeRow) -> str | None:
+        """Test each live guarantee of the scope on the labels that arrived since it was
+        fitted (and since the last audit), once they fill a slice; the reason to recalibrate
+        when one fails."""
+        fresh = scopes.fresh_labels(session, scope)
+        if len(fresh) < scope.audit_slice:
+            return None
+        options = scope.options
+        rubric_id = split_ref(scope.rubric)[0]
+        live = guarantees.live(session, scope.project, rubric_id, options["alpha"],
+                               options["delta"], options["confidence"])  # fmt: skip
+        selection = Selection(rubric=scope.rubric)
+        rows, _ = rows_from_db(session, scope.project, selection)
+        failed = None
+        through = max(fresh.values())
+        for guarantee in live.values():
+            if guarantee.threshold is None:
+                continue
+            since = datetime.fromisoformat(guarantee.entry["calibrated_at"])
+            items = {item for item, at in fresh.items() if at > since}
+            agree = _fresh_agreement(rows, items, guarantee, options["confidence"])
+            if agree.size < scope.audit_slice:
+                continue
+            result = audit(agree, options["alpha"], AUDIT_LEVEL)
+            guarantees.record_audit(session, scope.project, scope.name, guarantee,
+                                    result.model_dump(mode="json"), through)  # fmt: skip
+            if not result.passed:
+                metrics.GUARANTEE_AUDITS_FAILED.labels(scope.project, scope.name).inc()
+                failed = failed or f"audit failed: {guarantee.evaluator} {guarantee.stratum}"
+        scopes.audited(session, scope.id, through)
+        return failed
+
+
+def _resting(scope: CalibrationScopeRow, now: datetime) -> bool:
+    """A failed run is tried again only after RETRY_AFTER (a broken input would otherwise
+    be recomputed every round)."""
+    return (
+        scope.last_status == "failed"
+        and scope.last_run_at is not None
+        and now - scope.last_run_at < RETRY_AFTER
+        and not scope.due_reason
+    )
+
+
+def _options(session: Session, scope: CalibrationScopeRow):
+    low, high, level = scale_of_rubric(session, scope.project, scope.rubric)
+    stored = scope.options
+    options = CalibrationOptions(
+        scale_min=low,
+        scale_max=high,
+        level=level,
+        by=stored.get("by", []),
+        bootstrap=stored.get("bootstrap", 500),
+        selective=SelectiveOptions(
+            alpha=stored["alpha"],
+            delta=stored["delta"],
+            confidence=stored.get("confidence", "token"),
+            cascades=stored.get("cascades", []),
+        ),
+    )
+    return options, Selection(rubric=scope.rubric)
+
+
+def _fresh_agreement(rows, items: set[str], guarantee, confidence_source: str) -> np.ndarray:
+    """Whether each fresh labelled item the guarantee trusted was judged as the SMEs did."""
+    table = build_table([r for r in rows if r.item_id in items])
+    stages = guarantee.entry["threshold"].get("stages") or {}
+    names = list(stages) or guarantee.evaluator.split(">")
+    if not all(name in table.judges for name in names) or not table.humans:
+        return np.array([], dtype=bool)
+    rule = AgreementRule.model_validate(guarantee.entry["agreement"])
+    agree = agreement_matrix(table, rule, "mean")
+    confidence = (
+        panel_confidence(table, rule) if confidence_source == "panel" else table.judge_confidence
+    )
+    columns = [table.judges.index(name) for name in names]
+    keep = _in_stratum(table, guarantee.stratum)
+    return trusted_agreement(confidence[keep][:, columns], agree[keep][:, columns],
+                             guarantee.threshold)  # fmt: skip
+
+
+def _in_stratum(table, stratum: str) -> np.ndarray:
+    if stratum == "overall":
+        return np.ones(table.n_items, dtype=bool)
+    attribute, _, value = stratum.partition("=")
+    return table.mask(attribute, value)
+
+
+def _summary(name: str, report: dict, report_id: str) -> Outcome:
+    """What the run changed, in a sentence for the dashboard."""
+    rows = (report.get("selective") or {}).get("rows", [])
+    unsupported = [f"{r['evaluator']} {r['stratum']}: {r['result'].get('reason')}"
+                   for r in rows if not r.get("supported", True)]  # fmt: skip
+    stored = len(rows) - len(unsupported)
+    status = "ok" if stored else "unchanged"
+    message = f"{stored} threshold(s) stored"
+    if unsupported:
+        kept = "; ".join(unsupported[:5])
+        message += f"; kept the live guarantee where the labels could not test one: {kept}"
+    return Outcome(name, status, message, report_id)
+
