@@ -13,6 +13,7 @@ from service.cli import (  # noqa: F401  (registers commands)
     nightly,
     probe,
     projects,
+    recalibration,
     regrade,
     serve,
     sme,

@@ -67,6 +67,7 @@ def replicas(request, llm_server_process, tmp_path_factory):
         "QADI_DATABASE_URL": db_url,
         "QADI_JUDGES_CONFIG": str(config),
         "QADI_RATE_LIMIT_PER_MINUTE": str(PER_MINUTE),
+        "QADI_RECALIBRATION_INTERVAL_SECONDS": "0.5",  # every process checks, twice a second
     }
     processes, bases = [], []
     try:
@@ -137,6 +138,50 @@ def test_identical_requests_in_flight_together_make_one_backend_call(replicas, l
     assert llm_server.calls() == 1
     scores = {r.json()["aggregate"]["mean"] for r in replies}
     assert len(scores) == 1
+
+
+def test_a_due_scope_is_recalibrated_once_whatever_the_number_of_processes(replicas):
+    """Issue 36: every process of every replica checks the calibration scopes twice a
+    second; a scope that falls due is run by one of them, once."""
+    import time
+
+    from sqlalchemy import select
+
+    from calibration.formats.interchange import GradeRow
+    from service.db.engine import make_engine, make_sessionmaker, session_scope
+    from service.db.schema import CalibrationReportRow
+    from service.stores.grades import upsert_grades
+    from service.stores.scopes import ScopeSpec, add_scope, find_scope
+
+    bases, db_url = replicas
+    tag = uuid.uuid4().hex[:8]
+    bodies = [{**body(f"شكو يعني شنو اكو {tag} {i}"), "metadata": {"item_id": f"{tag}-{i}"}}
+              for i in range(20)]  # fmt: skip
+    replies = asyncio.run(post_all(bases, new_key(db_url), bodies, parallel=4))
+    assert [r.status_code for r in replies] == [200] * 20
+    sessions = make_sessionmaker(make_engine(db_url))
+    with session_scope(sessions) as session:
+        grades = [GradeRow(item_id=f"{tag}-{i}", rater="sme", rater_kind="human", score=80.0)
+                  for i in range(20)]  # fmt: skip
+        upsert_grades(session, "default", grades)
+        spec = ScopeSpec(name=f"scope-{tag}", rubric="iraqi-linguistic-shaku-maku", alpha=0.2,
+                         delta=0.2, every_labels=20, bootstrap=0)  # fmt: skip
+        add_scope(session, "default", spec, "test")
+
+    def auto_reports() -> int:
+        with session_scope(sessions) as session:
+            return len(session.scalars(select(CalibrationReportRow.id).where(
+                CalibrationReportRow.kind == "auto")).all())  # fmt: skip
+
+    deadline = time.monotonic() + 120
+    while auto_reports() == 0:
+        assert time.monotonic() < deadline, "no process recalibrated the scope"
+        time.sleep(0.5)
+    time.sleep(5)  # ten more rounds of every process: none may run it again
+    with session_scope(sessions) as session:
+        scope = find_scope(session, "default", spec.name)
+        assert scope.runs == 1 and scope.last_status != "failed", scope.last_message
+    assert auto_reports() == 1
 
 
 def a_round_of_one_keys_requests_is_counted_in_order_against_its_window():

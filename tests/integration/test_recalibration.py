@@ -1,0 +1,186 @@
+"""The service recalibrates by itself (issue 36), on SQLite and PostgreSQL: a scope runs
+after K new SME labels and stores the thresholds the next POST /judge applies, logs each
+change of a live guarantee, keeps a live guarantee its labels cannot test, says why a run
+failed, runs once across two processes, and an audit on fresh labels that the live guarantee
+fails sets off a recalibration. Judges on the TEST DOUBLE with planted confidences (the
+scenario of tests/integration/test_trust_at_request_time.py)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import yaml
+from sqlalchemy import func, select
+
+from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.db.schema import CalibrationReportRow, GuaranteeChangeRow
+from service.recalibration.runner import Recalibrator
+from service.stores.guarantees import live
+from service.stores.scopes import ScopeSpec, add_scope, find_scope
+from tests.integration.test_service_api import Service
+from tests.integration.test_trust_at_request_time import (
+    HARD,
+    N_ITEMS,
+    TRUST,
+    body,
+    judges,
+    plant,
+    truth,
+)
+
+SCOPE = ScopeSpec(name="kinayat", rubric="kinayat-explanation", alpha=0.2, delta=0.2,
+                  cascades=[["cheap", "strong"]], every_labels=40, bootstrap=0)  # fmt: skip
+
+
+@pytest.fixture
+def judged(migrated_db, llm_server, tmp_path):
+    """48 items judged by all three judges (cheap sure and right on 40, unsure on 8), with
+    the items asked later (100: everyone sure, 101: nobody sure) planted too."""
+    rules = []
+    for i in range(N_ITEMS):
+        h = truth(i)
+        cheap = (h % 5 + 1, 0.5) if i in HARD else (h, 0.97)
+        rules += plant(i, cheap, (h, 0.9), (h, 0.95))
+    rules += plant(100, (3, 0.97), (3, 0.9), (3, 0.95))
+    rules += plant(101, (2, 0.5), (4, 0.4), (2, 0.95))
+    llm_server.rules(*rules)
+    path = tmp_path / "judges.yaml"
+    path.write_text(yaml.safe_dump(judges(llm_server)))
+    service = Service(migrated_db, path, recalibration_interval_seconds=0)
+    for i in range(N_ITEMS):
+        assert service.post("/judge", json=body(i)).status_code == 200
+    sessions = make_sessionmaker(make_engine(migrated_db))
+    return service, sessions
+
+
+def grade(service, items, score=truth) -> None:
+    grades = [{"item_id": f"item-{i:03d}", "rater": "sme-1", "rater_kind": "human",
+               "score": score(i)} for i in items]  # fmt: skip
+    assert service.post("/grades", scope="grades", json={"grades": grades}).status_code == 200
+
+
+def add(sessions, spec: ScopeSpec = SCOPE) -> int:
+    with session_scope(sessions) as session:
+        return add_scope(session, "default", spec, "test").id
+
+
+def reports(sessions) -> list[CalibrationReportRow]:
+    with session_scope(sessions) as session:
+        return list(session.scalars(select(CalibrationReportRow).where(
+            CalibrationReportRow.kind == "auto")))  # fmt: skip
+
+
+def test_a_scope_recalibrates_after_k_labels_and_the_next_request_is_trusted(judged):
+    service, sessions = judged
+    add(sessions)
+    runner = Recalibrator(sessions)
+    grade(service, range(30))
+    assert runner.run_round() == []  # 30 labels: fewer than the scope's 40
+    before = service.post("/judge", json=body(100, trust={**TRUST, "cascade": ["cheap", "strong"]}))
+    assert before.json()["trust"]["status"] == "escalated"  # nothing calibrated yet
+    grade(service, range(30, N_ITEMS))
+    [outcome] = runner.run_round()
+    assert outcome.status == "ok" and outcome.report_id, outcome
+    assert runner.run_round() == []  # no new label since
+    after = service.post("/judge", json=body(100, trust={**TRUST, "cascade": ["cheap", "strong"]}))
+    trust = after.json()["trust"]
+    assert trust["status"] == "trusted" and trust["guarantee"]["report_id"] == outcome.report_id
+    with session_scope(sessions) as session:
+        scope = find_scope(session, "default", "kinayat")
+        assert (scope.last_status, scope.labels_seen, scope.runs) == ("ok", N_ITEMS, 1)
+        logged = session.scalars(select(GuaranteeChangeRow)).all()
+    cascade = [c for c in logged if c.evaluator == "cheap>strong" and c.stratum == "overall"]
+    assert [(c.old_threshold, c.trigger, c.actor, c.scope) for c in cascade] == [
+        (None, "48 new SME labels", "service", "kinayat")
+    ]
+    assert cascade[0].new_threshold is not None and cascade[0].n_calibration == N_ITEMS
+    [stored] = reports(sessions)
+    assert stored.report["estimate"]["judges"]  # the corrected means ride along
+
+
+def test_a_run_whose_labels_cannot_test_a_threshold_keeps_the_live_one(judged):
+    service, sessions = judged
+    scope_id = add(sessions, SCOPE.model_copy(update={"by": ["dialect"]}))
+    grade(service, range(N_ITEMS))
+    runner = Recalibrator(sessions)
+    [first] = runner.run_round()
+    with session_scope(sessions) as session:
+        kept = live(session, "default", "kinayat-explanation", 0.2, 0.2, "token")
+    threshold = kept[("cheap", "overall")].threshold
+    assert threshold is not None
+    # the next run sees only 3 labels of the rubric (the rest deleted): too few to test
+    with session_scope(sessions) as session:
+        from service.db.schema import HumanGradeRow
+
+        session.query(HumanGradeRow).filter(~HumanGradeRow.item_id.in_(
+            ["item-000", "item-001", "item-002"])).delete(synchronize_session=False)  # fmt: skip
+    second = runner.run(scope_id, "manual", "test")
+    assert second.status == "unchanged" and "kept the live guarantee" in second.message
+    with session_scope(sessions) as session:
+        still = live(session, "default", "kinayat-explanation", 0.2, 0.2, "token")
+    assert still[("cheap", "overall")].report_id == first.report_id
+
+
+def test_a_failed_run_says_why_and_stores_nothing(judged):
+    service, sessions = judged
+    scope_id = add(sessions, SCOPE.model_copy(update={"name": "ghost", "rubric": "no-such-rubric"}))
+    outcome = Recalibrator(sessions).run(scope_id, "manual", "test")
+    assert outcome.status == "failed" and "no-such-rubric" in outcome.message
+    with session_scope(sessions) as session:
+        scope = find_scope(session, "default", "ghost")
+        assert (scope.last_status, scope.lease_owner) == ("failed", None)
+    assert reports(sessions) == []
+
+
+def test_two_processes_run_a_due_scope_once(judged):
+    """Two runners (two replicas' worth) take the same round at once: one lease, one run."""
+    service, sessions = judged
+    add(sessions)
+    grade(service, range(N_ITEMS))
+    runners = [Recalibrator(make_sessionmaker(make_engine(service.settings.database_url)))
+               for _ in range(2)]  # fmt: skip
+    barrier = threading.Barrier(2)
+    results: list = []
+
+    def go(runner):
+        barrier.wait()
+        results.append(runner.run_round())
+
+    threads = [threading.Thread(target=go, args=(r,)) for r in runners]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    statuses = sorted(o.status for found in results for o in found)
+    assert statuses in (["ok"], ["ok", "skipped"]), statuses
+    assert len(reports(sessions)) == 1
+
+
+def test_an_audit_on_fresh_labels_that_the_live_guarantee_fails_sets_off_a_recalibration(
+    judged, llm_server
+):
+    """The live cheap guarantee trusts cheap's 0.97 verdicts; then the judge drifts: 40 new
+    items it is as sure of and wrong on are judged and labelled. The audit of the fresh labels
+    fails, and the same round recalibrates because of it."""
+    service, sessions = judged
+    scope_id = add(sessions, SCOPE.model_copy(update={"every_labels": 1000, "audit_slice": 20}))
+    grade(service, range(N_ITEMS))
+    runner = Recalibrator(sessions)
+    runner.run(scope_id, "manual", "test")  # the live guarantee
+    drifted = range(200, 240)
+    llm_server.rules(*[rule for i in drifted
+                       for rule in plant(i, (truth(i) % 5 + 1, 0.97), (truth(i), 0.9))])  # fmt: skip
+    for i in drifted:
+        assert service.post("/judge", json=body(i)).status_code == 200
+    grade(service, drifted)
+    outcomes = runner.run_round()
+    assert [o.status for o in outcomes] == ["ok"]
+    with session_scope(sessions) as session:
+        from service.stores.guarantees import audits
+
+        found = audits(session, "default", "kinayat")
+        assert found and any(a.passed is False for a in found)
+        changed = session.scalar(select(func.count()).select_from(GuaranteeChangeRow).where(
+            GuaranteeChangeRow.trigger.like("audit failed%")))  # fmt: skip
+    assert changed >= 1
