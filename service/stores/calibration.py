@@ -376,3 +376,21 @@ def latest_reports(session: Session) -> list[Row]:
         .where(ranked.c.rank == 1)
         .order_by(*columns)
     ).all()
+
+
+def report_points(session: Session, project: str, scope: str, limit: int = 200) -> list[dict]:
+    """The last `limit` history points of a scope's reports (a calibration scope's name, or
+    a report scope), oldest first: what the dashboard plots, a few hundred bytes each."""
+    points = session.scalars(
+        select(ReportPointRow.point)
+        .where(ReportPointRow.project == project, ReportPointRow.scope == scope)
+        .order_by(ReportPointRow.created_at.desc(), ReportPointRow.report_id.desc())
+        .limit(limit)
+    ).all()
+    return list(reversed(points))
+
+
+def stored_report(session: Session, project: str, report_id: str) -> CalibrationReportRow | None:
+    """A report of `project` by id (None: no such report there)."""
+    row = session.get(CalibrationReportRow, report_id)
+    return row if row is not None and row.project == project else None

@@ -54,6 +54,14 @@ def judged(migrated_db, llm_server, tmp_path):
     return service, sessions
 
 
+def visible(html: str) -> str:
+    """A page's text as a reader sees it: tags gone, entities read, spaces collapsed."""
+    import re
+    from html import unescape
+
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
 def grade(service, items, score=truth) -> None:
     grades = [{"item_id": f"item-{i:03d}", "rater": "sme-1", "rater_kind": "human",
                "score": score(i)} for i in items]  # fmt: skip
@@ -184,3 +192,39 @@ def test_an_audit_on_fresh_labels_that_the_live_guarantee_fails_sets_off_a_recal
         changed = session.scalar(select(func.count()).select_from(GuaranteeChangeRow).where(
             GuaranteeChangeRow.trigger.like("audit failed%")))  # fmt: skip
     assert changed >= 1
+
+
+def test_the_dashboard_shows_the_live_guarantee_its_history_and_the_log(judged):
+    from tests.integration.test_workbench_pages import csrf_of, link_for, sign_in
+
+    service, sessions = judged
+    lead = sign_in(service, link_for(sessions, "lina", role="lead"))
+    page = lead.get("/workbench/dashboard").text
+    made = lead.post("/workbench/dashboard/scopes", data={
+        "csrf": csrf_of(page), "name": "kinayat", "rubric": "kinayat-explanation",
+        "alpha": "0.2", "delta": "0.2", "cascade": "cheap,strong", "every_labels": "40"})  # fmt: skip
+    assert made.status_code == 303 and made.headers["location"] == "/workbench/dashboard/kinayat"
+    grade(service, range(N_ITEMS))
+    cascade = {**TRUST, "cascade": ["cheap", "strong"], "audit_rate": 0}
+    for _ in range(2):  # uncalibrated, before the first run
+        service.post("/judge", json=body(100, trust=cascade))
+    runner = Recalibrator(sessions)
+    [outcome] = runner.run_round()
+    service.post("/judge", json=body(100, trust=cascade))  # trusted on an easy item
+    service.post("/judge", json=body(101, trust=cascade))  # escalated on a hard one
+    scope = lead.get("/workbench/dashboard/kinayat")
+    assert scope.status_code == 200
+    text = visible(scope.text)
+    with session_scope(sessions) as session:
+        current = live(session, "default", "kinayat-explanation", 0.2, 0.2, "token")
+    cascade = current[("cheap>strong", "overall")]
+    assert f"cheap>strong overall {cascade.threshold:.3f} 1.00 48 " in text  # live now
+    assert f"cheap>strong overall none → {cascade.threshold:.3f}" in text  # the change log
+    assert "48 new SME labels; service" in text
+    assert scope.text.count("<svg") >= 3  # MAD, signed error, the daily outcomes
+    # requests since: 2 uncalibrated before the run, then one trusted and one escalated
+    assert "cheap>strong overall 1 0 1 2" in text
+    report = lead.get(f"/workbench/reports/{outcome.report_id}")
+    assert report.status_code == 200 and "<html" in report.text.lower()
+    sme = sign_in(service, link_for(sessions, "ada"))
+    assert sme.get("/workbench/dashboard/kinayat").status_code == 403
