@@ -381,3 +381,21 @@ def test_the_api_lists_a_calibration_sample_with_its_stratum(bench, migrated_db)
     assert {(i["reason"], i["inclusion_stratum"]) for i in listed.json()["items"]} == {
         ("sample", "all")
     }
+
+
+def test_the_team_page_shows_the_backlog_and_each_experts_labels_by_day(bench):
+    from tests.integration.test_recalibration import visible
+
+    service, sessions = bench
+    queue_items(service, [criteria_body("c1"), criteria_body("c2"), scale_body("s1")])
+    ada = sign_in(service, link_for(sessions, "ada"))
+    path, page = open_next(ada)
+    fields = {f"mark.{k}": "met" if v else "not_met" for k, v in IRAQI.items()}
+    if 'data-kind="scale"' in page:
+        fields = {"rating.accuracy": "3"}
+    ada.post(f"{path}/submit", data={**fields, "csrf": csrf_of(page)})  # and the next reserved
+    lead = sign_in(service, link_for(sessions, "lina", role="lead"))
+    text = visible(lead.get("/workbench/team").text)
+    open_items = re.findall(r"Escalated: no judge's verdict could be trusted (dialect=\w+) (\d)", text)
+    assert sum(int(n) for _, n in open_items) == 2
+    assert "ada 0 0 0 0 0 0 1 1" in text
