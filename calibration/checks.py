@@ -1,14 +1,18 @@
 """What a calibration refuses before computing anything: scores outside the declared scale
 (issue 16 item 4: a 0–100 sample mixed into a 1–5 report moved MAD from 0.744 to 1.170 with
-only a note) and `--by` attributes no grade carries (they used to give an empty strata block).
+only a note), `--by` attributes no grade carries (they used to give an empty strata block),
+and judges with no human grade on any of their items (issue 42.11).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from calibration.formats.interchange import Row
 from calibration.options import CalibrationOptions
+from calibration.table import GradeTable
 
 SHOWN = 10  # rows named in a message; the count says how many more
 
@@ -47,3 +51,30 @@ def check_attributes(rows: Sequence[Row], options: CalibrationOptions) -> None:
     ]
     if unknown:
         raise CalibrationInputError("by", unknown)
+
+
+def check_pairs(table: GradeTable) -> None:
+    """Judges are compared with humans on the items both graded: with no such item there is
+    nothing to report, and the error says what is missing (it used to be numpy's "cannot
+    reshape array of size 0")."""
+    judged = ~np.isnan(table.judge_scores).all(axis=1)
+    human = ~np.isnan(table.human_scores).all(axis=1)
+    if not table.judges or (judged & human).any():
+        return
+    elsewhere = ""
+    if human.any():
+        elsewhere = f" (the human grades are on {int(human.sum()):,} other item(s))"
+    raise CalibrationInputError(
+        "grades",
+        [
+            f"no item has both a judge's grade and a human grade: {int(judged.sum()):,} item(s) "
+            f"graded by {_names(table.judges)}, none of them by a human{elsewhere}; import the "
+            "SMEs' grades of these items"
+        ],
+    )
+
+
+def _names(names: list[str]) -> str:
+    """The first SHOWN names, and how many more."""
+    more = f" and {len(names) - SHOWN:,} more" if len(names) > SHOWN else ""
+    return ", ".join(names[:SHOWN]) + more

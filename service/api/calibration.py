@@ -114,10 +114,12 @@ class ReportRequest(BaseModel):
 
 
 def _input_error(exc: CalibrationInputError, body: ReportRequest) -> HTTPException:
-    """422 naming the option at fault: `by`, or the scale the stored scores fall outside."""
-    field = exc.field if exc.field == "by" else ("rubric" if body.rubric else "scale_min")
+    """422 naming the option at fault: `by`, the scale the stored scores fall outside, or
+    the selection as a whole (`grades`: no judged item has a human grade)."""
+    loc = {"by": ["body", "by"], "grades": ["body"]}.get(exc.field)
+    loc = loc or ["body", "rubric" if body.rubric else "scale_min"]
     return HTTPException(
-        422, [{"loc": ["body", field], "msg": p, "type": "value_error"} for p in exc.problems]
+        422, [{"loc": loc, "msg": p, "type": "value_error"} for p in exc.problems]
     )
 
 
