@@ -1,7 +1,8 @@
 """What a calibration refuses before computing anything: scores outside the declared scale
 (issue 16 item 4: a 0–100 sample mixed into a 1–5 report moved MAD from 0.744 to 1.170 with
 only a note), `--by` attributes no grade carries (they used to give an empty strata block),
-and judges with no human grade on any of their items (issue 42.11).
+more strata than a report may have (issue 42.7), and judges with no human grade on any of
+their items (issue 42.11).
 """
 
 from __future__ import annotations
@@ -51,6 +52,25 @@ def check_attributes(rows: Sequence[Row], options: CalibrationOptions) -> None:
     ]
     if unknown:
         raise CalibrationInputError("by", unknown)
+
+
+def check_strata(table: GradeTable, options: CalibrationOptions) -> None:
+    """At most `max_strata` strata over every `by` attribute, counted before any metric: each
+    stratum costs a full set of metrics, bootstrap and alt-test (an attribute of 4,000 values
+    took 118 s of CPU), and its numbers are series of GET /metrics."""
+    if options.max_strata is None:
+        return
+    counts = {name: len(table.attribute_values(name)) for name in options.by}
+    total = sum(counts.values())
+    if total > options.max_strata:
+        each = ", ".join(f"'{name}' has {n:,} values" for name, n in counts.items())
+        raise CalibrationInputError(
+            "by",
+            [
+                f"{total:,} strata ({each}); a report has at most {options.max_strata:,}: "
+                "stratify by an attribute with fewer values, or narrow the selection"
+            ],
+        )
 
 
 def check_pairs(table: GradeTable) -> None:

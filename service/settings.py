@@ -43,6 +43,12 @@ class Settings(BaseSettings):
     )
     max_criteria: int = Field(default=100, gt=0, description="most criteria in one rubric")
     max_batch_items: int = Field(default=100, gt=0, description="most items in POST /judge/batch")
+    report_strata_max: int = Field(
+        default=200,
+        gt=0,
+        description="most strata one calibration report computes (the values of its `by` "
+        "attributes, summed): more is refused before any work (422; the CLI's error)",
+    )
     page_size_max: int = Field(
         default=500, gt=0, description="most rows one page of a list endpoint returns"
     )

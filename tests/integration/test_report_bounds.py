@@ -1,13 +1,17 @@
-"""Issue 42 finding 11: what a calibration report says when there is nothing to compare.
+"""Issue 42 findings 7 and 11: what one calibration report may ask for, and what it says when
+there is nothing to compare.
 
-Judgments without a human grade on the same items answered numpy's "cannot reshape array of
-size 0" (422 over HTTP, a traceback in the CLI), or stored a report of nothing but nulls: now
-the error says what is missing.
+7. A report by an attribute of 4,000 values took 118 s of CPU and made GET /metrics 4.9 MB:
+   a report now has at most QADI_REPORT_STRATA_MAX strata (200), counted and refused before
+   any metric is computed, over HTTP (422 naming `by`) and in the CLI (a one-line error).
+11. Judgments without a human grade on the same items answered numpy's "cannot reshape array
+   of size 0" (422 over HTTP, a traceback in the CLI): now the error says what is missing.
 
 On SQLite and PostgreSQL; judge calls go to the test double."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -52,6 +56,79 @@ def judge_items(service, count: int, dialect: Sequence[str] = ("iraqi",)) -> Non
         metadata = {"item_id": f"irq-{i}", "dialect": dialect[i % len(dialect)]}
         body = rubric_body(response=f"answer {i}", metadata=metadata)
         assert service.post("/judge", json=body).status_code == 200
+
+
+# --- finding 7: strata per report ------------------------------------------------------------
+
+
+def test_a_report_over_the_strata_cap_is_refused_before_any_work(make_service):
+    """250 values of one attribute, with the most bootstrap resamples there are: computing
+    them would take minutes; the refusal names the attribute, its count and the cap at once,
+    and nothing is stored."""
+    service = make_service()
+    cities = [f"city-{k}" for k in range(250)]
+    assert service.post("/grades", scope="grades", json=grades(500, city=cities)).status_code == 200
+    started = time.perf_counter()
+    refused = report(service, by=["city"], bootstrap=20000)
+    elapsed = time.perf_counter() - started
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["detail"] == [
+        {
+            "loc": ["body", "by"],
+            "msg": "250 strata ('city' has 250 values); a report has at most 200: stratify by "
+            "an attribute with fewer values, or narrow the selection",
+            "type": "value_error",
+        }
+    ]
+    assert elapsed < 10, elapsed  # the grades are read and counted, nothing computed
+    latest = service.get("/calibration/reports/latest", scope="grades")
+    assert latest.status_code == 404  # nothing stored
+
+
+def test_the_cap_is_the_sum_over_the_attributes_and_a_setting(make_service):
+    service = make_service(report_strata_max=3)
+    body = grades(12, dialect=["iraqi", "egyptian", "gulf"], city=["basra", "cairo"])
+    assert service.post("/grades", scope="grades", json=body).status_code == 200
+    at_the_cap = report(service, by=["dialect"], bootstrap=0)
+    assert at_the_cap.status_code == 201, at_the_cap.text
+    assert set(at_the_cap.json()["judges"]["kin-judge"]["strata"]) == {
+        "dialect=iraqi", "dialect=egyptian", "dialect=gulf"
+    }  # fmt: skip
+    over = report(service, by=["dialect", "city"], bootstrap=0)
+    assert over.status_code == 422
+    assert over.json()["detail"][0]["msg"].startswith(
+        "5 strata ('dialect' has 3 values, 'city' has 2 values); a report has at most 3"
+    )
+
+
+def test_the_cli_refuses_the_same_report_in_one_line(make_service, migrated_db, tmp_path):
+    """`qadi calibrate` over a file and over the database, and `qadi report nightly`, read
+    the same QADI_REPORT_STRATA_MAX."""
+    lines = ["item_id,rater,rater_kind,score,city"]
+    lines += [f"i{i},{rater},{kind},{(i + k) % 5 + 1},city-{i % 250}"
+              for i in range(500) for k, (rater, kind) in enumerate((("sme", "human"),
+                                                                      ("judge", "judge")))]  # fmt: skip
+    path = tmp_path / "grades.csv"
+    path.write_text("\n".join(lines) + "\n")
+    from_file = qadi("calibrate", str(path), "--scale", "1-5", "--by", "city",
+                     "--out", str(tmp_path / "r.json"))  # fmt: skip
+    assert from_file.returncode == 2
+    assert from_file.stderr.strip().splitlines() == [
+        "error: --by: 250 strata ('city' has 250 values); a report has at most 200: stratify "
+        "by an attribute with fewer values, or narrow the selection"
+    ]
+    assert not (tmp_path / "r.json").exists()
+    service = make_service()
+    judge_items(service, 3, dialect=["iraqi", "egyptian", "gulf"])
+    env = {"QADI_DATABASE_URL": migrated_db, "QADI_REPORT_STRATA_MAX": "2"}
+    for command in (["calibrate", "--from-db"], ["report", "nightly", "--out-dir", str(tmp_path)]):
+        done = qadi(*command, "--rubric", RUBRIC, "--by", "dialect", "--bootstrap", "0", env=env)
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert done.stderr.strip().splitlines() == [
+            "error: --by: 3 strata ('dialect' has 3 values); a report has at most 2: stratify "
+            "by an attribute with fewer values, or narrow the selection"
+        ], command
+    assert service.get("/calibration/reports/latest", scope="grades").status_code == 404
 
 
 # --- finding 11: judgments without human grades ------------------------------------------------

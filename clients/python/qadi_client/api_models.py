@@ -1037,7 +1037,13 @@ class ReportRequest(BaseModel):
         ),
     ] = None
     reference: Annotated[str, Field(title="Reference")] = "mean"
-    by: Annotated[list[str] | None, Field(title="By")] = None
+    by: Annotated[
+        list[str] | None,
+        Field(
+            description="strata attributes: at most QADI_REPORT_STRATA_MAX (200) strata, their values summed; more is a 422 before any work",
+            title="By",
+        ),
+    ] = None
     bootstrap: Annotated[int, Field(ge=0, le=20000, title="Bootstrap")] = 2000
     seed: Annotated[int, Field(title="Seed")] = 0
     cluster: Annotated[str | None, Field(title="Cluster")] = None
