@@ -81,6 +81,18 @@ class Settings(BaseSettings):
         "calibration gauges) are every project's, labelled `project`: set admin when teams "
         "that should not see each other's numbers can reach the service",
     )
+    metrics_report_judges: int = Field(
+        default=10,
+        gt=0,
+        description="calibration gauges of GET /metrics: judges per stored report, those with "
+        "the most items (qadi_calibration_gauges_omitted counts the rest)",
+    )
+    metrics_report_strata: int = Field(
+        default=20,
+        gt=0,
+        description="calibration gauges of GET /metrics: strata per stored report besides "
+        "`overall`, those with the most items (qadi_calibration_gauges_omitted counts the rest)",
+    )
     keep_alive_seconds: float = Field(
         default=75.0,
         gt=0,
