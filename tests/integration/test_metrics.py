@@ -67,7 +67,7 @@ def report(mad: float, signed: float, verdict_: str) -> dict:
     return {
         "judges": {
             "gpt-judge": {
-                "overall": {"mad": mad, "signed_error": signed, "ci": {"mad": [0, 1]}},
+                "overall": {"n": 40, "mad": mad, "signed_error": signed, "ci": {"mad": [0, 1]}},
                 "strata": {"dialect=iraqi": {"mad": 2 * mad, "signed_error": None}},
             }
         },
