@@ -17,7 +17,7 @@ from calibration.agreement import alpha, alpha_features, check_labels
 from calibration.alt_test import MIN_ANNOTATORS, alt_test_family
 from calibration.blocks import block_metrics, clusters_of, number, resamples, unit_codes
 from calibration.cell_tests import METHODS as CELL_TESTS
-from calibration.checks import check_attributes, check_scale
+from calibration.checks import check_attributes, check_pairs, check_scale, check_strata
 from calibration.criteria import criterion_blocks
 from calibration.formats.interchange import Row, as_labels
 from calibration.intervals import METHODS, alpha_interval
@@ -52,6 +52,8 @@ def build_calibration(
     check_scale(rows, options)
     check_attributes(rows, options)
     table = build_table(rows)
+    check_strata(table, options)
+    check_pairs(table)
     values = _values(table)
     if level == "nominal":
         check_labels(len(values))

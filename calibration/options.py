@@ -19,6 +19,12 @@ class CalibrationOptions(BaseModel):
     )
     reference: str = "mean"
     by: list[str] = Field(default_factory=list)
+    max_strata: int | None = Field(
+        default=None,
+        ge=1,
+        description="most strata over every `by` attribute, refused before any work (the "
+        "service's QADI_REPORT_STRATA_MAX); None: no limit",
+    )
     bootstrap: int = Field(default=2000, ge=0)
     seed: int = 0
     cluster: str | None = None

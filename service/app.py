@@ -25,6 +25,7 @@ from service.api import (
     rubrics,
     sme,
 )
+from service.api.gauges import CalibrationGauges
 from service.api.middleware import BodySizeLimit, HttpMetrics
 from service.db.engine import open_database, session_scope, storage_guard
 from service.errors import StorageUnavailable
@@ -86,6 +87,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.grader = grader
     app.state.judging = judging
     app.state.recalibrator = recalibrator
+    app.state.gauges = CalibrationGauges(
+        settings.metrics_report_judges, settings.metrics_report_strata
+    )
     for module in (judge, judgments, requests, rubrics, grades, health):
         app.include_router(module.router)
     for module in (calibration, estimates, probes, sme):  # their errors, documented in one shape

@@ -43,6 +43,12 @@ class Settings(BaseSettings):
     )
     max_criteria: int = Field(default=100, gt=0, description="most criteria in one rubric")
     max_batch_items: int = Field(default=100, gt=0, description="most items in POST /judge/batch")
+    report_strata_max: int = Field(
+        default=200,
+        gt=0,
+        description="most strata one calibration report computes (the values of its `by` "
+        "attributes, summed): more is refused before any work (422; the CLI's error)",
+    )
     page_size_max: int = Field(
         default=500, gt=0, description="most rows one page of a list endpoint returns"
     )
@@ -74,6 +80,18 @@ class Settings(BaseSettings):
         description="admin: GET /metrics needs an admin-scope key. Its numbers (judge costs, "
         "calibration gauges) are every project's, labelled `project`: set admin when teams "
         "that should not see each other's numbers can reach the service",
+    )
+    metrics_report_judges: int = Field(
+        default=10,
+        gt=0,
+        description="calibration gauges of GET /metrics: judges per stored report, those with "
+        "the most items (qadi_calibration_gauges_omitted counts the rest)",
+    )
+    metrics_report_strata: int = Field(
+        default=20,
+        gt=0,
+        description="calibration gauges of GET /metrics: strata per stored report besides "
+        "`overall`, those with the most items (qadi_calibration_gauges_omitted counts the rest)",
     )
     keep_alive_seconds: float = Field(
         default=75.0,

@@ -5,8 +5,9 @@ text with level nominal), optional criteria (JSON object criterion id -> bool), 
 inclusion_prob (the probability the labelling design gave the item of being labelled, in
 [1e-9, 1], MIN_INCLUSION_PROB below; `qadi sme queue` writes it, see calibration/design.py),
 optional confidence (a judge row's probability of its verdict, in [0, 1], e.g. from its
-token probabilities: what selective judging thresholds, calibration/selective.py); every
-other column is an attribute of the item (a stratum).
+token probabilities: what selective judging thresholds, calibration/selective.py),
+optional project (the qadi project a row was exported from, GET /grades; an import into
+another project refuses the row); every other column is an attribute of the item (a stratum).
 Errors name the row and the field; no row is silently dropped or altered.
 """
 
@@ -30,7 +31,8 @@ REQUIRED = ("item_id", "rater", "rater_kind", "score")
 # (a weight's square overflows from π = 1e-154 down, and 1e-320, a denormal, has an infinite
 # inverse), and an estimate resting on one label among a billion would be that label alone.
 MIN_INCLUSION_PROB = 1e-9
-OPTIONAL = ("criteria", "inclusion_prob", "confidence", "rationale")
+OPTIONAL = ("criteria", "inclusion_prob", "confidence", "rationale", "project")
+COLUMNS = frozenset((*REQUIRED, *OPTIONAL))  # names an attribute cannot have
 
 
 class GradeFormatError(ValueError):
@@ -53,6 +55,9 @@ class _Grade(BaseModel):
     attributes: dict[str, str] = Field(default_factory=dict)
     rationale: str | None = Field(
         default=None, max_length=20_000, description="the grader's reason for this grade"
+    )
+    project: str | None = Field(
+        default=None, max_length=64, description="the qadi project the row was exported from"
     )
 
     @model_validator(mode="after")
@@ -183,12 +188,16 @@ def _row(record: dict[str, Any], model: type[Row] = GradeRow) -> Row:
         str(k): str(v) for k, v in record.items() if k not in known and v not in (None, "")
     }
     if isinstance(record.get("attributes"), dict):
-        attributes.update({str(k): str(v) for k, v in record["attributes"].items()})
+        named = {str(k): str(v) for k, v in record["attributes"].items()}
+        taken = sorted(COLUMNS & named.keys())
+        if taken:  # it would be read back as that column
+            raise ValueError(f"attributes: {taken} are columns of the format, not attributes")
+        attributes.update(named)
     data = {k: record.get(k) for k in REQUIRED}
     optional = {
         # a CSV cell; an empty one (an unqueued label, a judge without one) is absent
         name: (value.strip() or None) if isinstance(value, str) else value
-        for name in ("inclusion_prob", "confidence", "rationale")
+        for name in ("inclusion_prob", "confidence", "rationale", "project")
         for value in [record.get(name)]
     }
     return model.model_validate(
@@ -289,7 +298,9 @@ def to_records(rows: Iterable[Row]) -> list[dict[str, Any]]:
             record["inclusion_prob"] = row.inclusion_prob
         if row.confidence is not None:
             record["confidence"] = row.confidence
-        record.update(row.attributes)
+        if row.project is not None:
+            record["project"] = row.project
+        record.update({k: v for k, v in row.attributes.items() if k not in COLUMNS})
         out.append(record)
     return out
 

@@ -78,7 +78,11 @@ class ReportRequest(BaseModel):
         default=None, description="nominal: scores compared as labels; no scale needed"
     )
     reference: str = "mean"
-    by: list[str] = Field(default_factory=list)
+    by: list[str] = Field(
+        default_factory=list,
+        description="strata attributes: at most QADI_REPORT_STRATA_MAX (200) strata, their "
+        "values summed; more is a 422 before any work",
+    )
     bootstrap: int = Field(default=2000, ge=0, le=20000)
     seed: int = 0
     cluster: str | None = None
@@ -114,10 +118,12 @@ class ReportRequest(BaseModel):
 
 
 def _input_error(exc: CalibrationInputError, body: ReportRequest) -> HTTPException:
-    """422 naming the option at fault: `by`, or the scale the stored scores fall outside."""
-    field = exc.field if exc.field == "by" else ("rubric" if body.rubric else "scale_min")
+    """422 naming the option at fault: `by`, the scale the stored scores fall outside, or
+    the selection as a whole (`grades`: no judged item has a human grade)."""
+    loc = {"by": ["body", "by"], "grades": ["body"]}.get(exc.field)
+    loc = loc or ["body", "rubric" if body.rubric else "scale_min"]
     return HTTPException(
-        422, [{"loc": ["body", field], "msg": p, "type": "value_error"} for p in exc.problems]
+        422, [{"loc": loc, "msg": p, "type": "value_error"} for p in exc.problems]
     )
 
 
@@ -130,7 +136,8 @@ def create_report(body: ReportRequest, request: Request, caller: GradesKey) -> J
     """Computed over the caller's project's grades and judgments, stored in that project."""
     sessions = request.app.state.sessions
     with session_scope(sessions) as session:
-        options, selection, rows, inputs = _report_inputs(session, caller, body)
+        strata = request.app.state.settings.report_strata_max
+        options, selection, rows, inputs = _report_inputs(session, caller, body, strata)
     # computed between two short transactions, not inside one: on SQLite a transaction
     # holds the write lock, and every POST /judge would wait for the report (issue 31.10)
     try:
@@ -157,9 +164,10 @@ def create_report(body: ReportRequest, request: Request, caller: GradesKey) -> J
 
 
 def _report_inputs(
-    session: Session, caller: Caller, body: ReportRequest
+    session: Session, caller: Caller, body: ReportRequest, max_strata: int
 ) -> tuple[CalibrationOptions, Selection, list, dict]:
-    """The options, selection, grades and inputs of the report `body` asks for."""
+    """The options, selection, grades and inputs of the report `body` asks for, with at
+    most `max_strata` strata."""
     low, high, level = body.scale_min, body.scale_max, body.level
     project = caller.project
     try:
@@ -193,6 +201,7 @@ def _report_inputs(
             level=level,
             criterion_weights=weights,
             selective=body.trust,
+            max_strata=max_strata,
         )
     except ValidationError as exc:
         raise RequestValidationError(

@@ -7,11 +7,11 @@ import csv
 import io
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from calibration.formats.interchange import (
     WORKBOOK_HINT,
@@ -31,6 +31,7 @@ from service.api.schemas import GradesBody, UploadResult
 from service.db.engine import session_scope
 from service.stores.grades import (
     GradeFilter,
+    check_project,
     check_storable,
     grade_attribute_names,
     grade_from_row,
@@ -131,9 +132,11 @@ def _decode_rows(content_type: str, raw: str) -> list[GradeRow]:
     },
 )
 async def import_grades(request: Request, caller: GradesKey) -> dict[str, Any]:
-    """Into the caller's project: another project's (item_id, rater) pairs are untouched."""
+    """Into the caller's project: another project's (item_id, rater) pairs are untouched,
+    and rows whose `project` names another project are refused."""
     try:
         rows, first_row = await _rows_from_request(request)
+        check_project(rows, caller.project, first_row)
     except GradeFormatError as exc:
         raise HTTPException(422, exc.problems) from None
     sessions = request.app.state.sessions
@@ -145,7 +148,33 @@ def _store(sessions, project: str, rows: list[GradeRow], first_row: int) -> dict
         return upsert_grades(session, project, rows, first_row)
 
 
-@router.get("/grades", summary="Stored grades, filterable; JSON pages or all rows as CSV")
+class GradeOut(BaseModel):
+    """A stored grade as an interchange row; every key besides these is an attribute of the
+    item. `project` says whose grade it is: an admin key lists every project's."""
+
+    model_config = ConfigDict(extra="allow")
+
+    project: str
+    item_id: str
+    rater: str
+    rater_kind: Literal["human", "judge"]
+    score: float
+    criteria: dict[str, bool] | None = None
+    inclusion_prob: float | None = None
+    confidence: float | None = None
+
+
+class GradePage(BaseModel):
+    items: list[GradeOut]
+    next_cursor: str | None
+
+
+@router.get(
+    "/grades",
+    response_model=GradePage,
+    response_model_exclude_unset=True,
+    summary="Stored grades, filterable; JSON pages or all rows as CSV (each with its project)",
+)
 def list_grades(
     request: Request,
     caller: GradesKey,
@@ -192,7 +221,8 @@ def _csv(sessions, tenant: Tenant, where: GradeFilter) -> Iterator[str]:
     comes first), a second writes the rows."""
     with session_scope(sessions) as session:
         columns = [
-            "item_id", "rater", "rater_kind", "score", "criteria", "inclusion_prob", "confidence"
+            "item_id", "rater", "rater_kind", "score", "criteria", "inclusion_prob", "confidence",
+            "project",
         ]  # fmt: skip
         columns += [k for k in grade_attribute_names(session, tenant, where) if k not in columns]
         out = io.StringIO()

@@ -15,7 +15,6 @@ from sqlalchemy import text
 from judges.standins import is_stand_in
 from service.api.deps import JudgeKey, bearer, header, require
 from service.api.errors import error_responses, problem
-from service.api.gauges import exposition
 from service.api.schemas import JudgeInfo
 from service.db.engine import storage_guard
 from service.errors import StorageUnavailable
@@ -70,12 +69,13 @@ async def metrics_key(
 )
 def metrics(request: Request) -> Response:
     """HTTP, judge calls, tokens and cost of this process; calibration gauges of the latest
-    stored reports (left out while the database is unavailable: the rest still answers).
+    stored reports, a bounded set (service/api/gauges.py; left out while the database is
+    unavailable: the rest still answers).
     Judge costs and gauges are labelled by `project`: an operator's view of every team,
     behind an admin key with QADI_METRICS_AUTH=admin."""
     body = process_metrics()
     with suppress(StorageUnavailable):
-        body += storage_guard(request.app.state.sessions, exposition)
+        body += storage_guard(request.app.state.sessions, request.app.state.gauges.exposition)
     return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 

@@ -39,8 +39,10 @@ def scorings() -> tuple[str, ...]:
 
 def cli_options(scale, level, by, **fields):
     """CalibrationOptions from CLI values: `scale` parsed, `by` a comma list, `fields` the
-    options named as in CalibrationOptions (reference, bootstrap, alt-test, weights...)."""
+    options named as in CalibrationOptions (reference, bootstrap, alt-test, weights...);
+    at most QADI_REPORT_STRATA_MAX strata, as over HTTP."""
     from calibration.calibrate import CalibrationOptions
+    from service.settings import get_settings
 
     try:
         return CalibrationOptions(
@@ -48,6 +50,7 @@ def cli_options(scale, level, by, **fields):
             scale_max=scale[1] if scale else None,
             level=level,
             by=split_names(by) or [],
+            max_strata=get_settings().report_strata_max,
             **fields,
         )
     except ValidationError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -12,7 +13,7 @@ from calibration.formats.imports import Imported, read_inspect_log, read_lm_eval
 from calibration.formats.interchange import GradeFormatError, read_grades
 from service.cli.app import app, fail, open_project, project_option
 from service.db.engine import session_scope
-from service.stores.grades import check_storable, upsert_grades
+from service.stores.grades import check_project, check_storable, upsert_grades
 
 grades_app = typer.Typer(help="Human grades (CSV/JSONL interchange format).", no_args_is_help=True)
 app.add_typer(grades_app, name="grades")
@@ -55,8 +56,12 @@ def grades_import(
         imported = _read(path, source)
         check_storable(imported.rows, first_row=first_row)
     except GradeFormatError as exc:
-        fail("\n  ".join([str(path) + ": invalid grades", *exc.problems]))
+        _refuse(path, exc)
     sessions, project = open_project(project)
+    try:  # an export of another project (GET /grades writes each row's project)
+        check_project(imported.rows, project, first_row)
+    except GradeFormatError as exc:
+        _refuse(path, exc)
     with session_scope(sessions) as session:
         counts = upsert_grades(session, project, imported.rows, first_row)
     for reason in imported.skipped:
@@ -65,3 +70,7 @@ def grades_import(
     if source is not Source.interchange:
         summary["skipped"] = len(imported.skipped)
     typer.echo(json.dumps(summary))
+
+
+def _refuse(path: Path, exc: GradeFormatError) -> NoReturn:
+    fail("\n  ".join([f"{path}: invalid grades", *exc.problems]))

@@ -354,28 +354,35 @@ def get_report(session: Session, tenant: Tenant, report_id: str) -> CalibrationR
     return row if row is not None and tenant.owns(row.project) else None
 
 
-def latest_reports(session: Session) -> list[Row]:
-    """The newest report of each (project, kind, scope), in one query at every scrape,
-    reading only the JSON report (not the stored HTML and Markdown)."""
+def latest_report_keys(session: Session) -> list[Row]:
+    """id, project, kind, scope and created_at of the newest report of each (project, kind,
+    scope), in one query at every scrape of GET /metrics: without the reports themselves,
+    which `report_documents` reads once per id (a stored report never changes)."""
     table = CalibrationReportRow
     newest_first = func.row_number().over(
         partition_by=(table.project, table.kind, table.scope),
         order_by=(table.created_at.desc(), table.id.desc()),
     )
     ranked = select(
+        table.id,
         table.project,
         table.kind,
         table.scope,
-        table.report,
         table.created_at,
         newest_first.label("rank"),
     ).subquery()
     columns = (ranked.c.project, ranked.c.kind, ranked.c.scope)
     return session.execute(
-        select(*columns, ranked.c.report, ranked.c.created_at)
+        select(ranked.c.id, *columns, ranked.c.created_at)
         .where(ranked.c.rank == 1)
         .order_by(*columns)
     ).all()
+
+
+def report_documents(session: Session, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The JSON of these stored reports by id (not their HTML and Markdown)."""
+    table = CalibrationReportRow
+    return dict(session.execute(select(table.id, table.report).where(table.id.in_(ids))).all())
 
 
 def report_points(session: Session, project: str, scope: str, limit: int = 200) -> list[dict]:

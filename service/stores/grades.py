@@ -99,6 +99,21 @@ def upsert_grades(
     return counts
 
 
+def check_project(rows: list[GradeRow], project: str, first_row: int = 1) -> None:
+    """Refuse rows exported from another project (their `project` column, GET /grades): an
+    admin's export holds every project's grades, and importing it into one project would
+    mix them. Rows without a project are the importer's."""
+    numbered = zip(row_numbers(rows, first_row), rows, strict=True)
+    problems = [
+        f"row {number}: project: '{row.project}' is another project's grade; this import "
+        f"writes into '{project}'"
+        for number, row in numbered
+        if row.project not in (None, project)
+    ]
+    if problems:
+        raise GradeFormatError(problems)
+
+
 def check_storable(rows: list[GradeRow], first_row: int = 1) -> None:
     """Refuse text the database cannot hold as given (NUL; lone surrogates, which only a JSON
     escape can produce), every problem named by row (numbered from `first_row`, 2 for CSV as
@@ -132,6 +147,7 @@ def grade_from_row(row: HumanGradeRow) -> GradeRow:
         confidence=row.confidence,
         attributes=row.attributes or {},
         rationale=row.rationale,
+        project=row.project,
     )
 
 

@@ -70,8 +70,8 @@ def test_requests_refuse_unknown_fields_and_responses_ignore_them():
 
 
 def test_client_grade_rows_carry_the_interchange_columns():
-    from calibration.formats.interchange import REQUIRED, GradeRow
+    from calibration.formats.interchange import OPTIONAL, REQUIRED, GradeRow
 
     client = set(models.GradeRow.model_json_schema()["properties"])
-    assert client == {*REQUIRED, "criteria", "inclusion_prob", "confidence", "rationale"}
+    assert client == {*REQUIRED, *OPTIONAL}
     assert set(GradeRow.model_fields) - {"attributes"} == client  # attributes travel as columns

@@ -131,7 +131,7 @@ def test_import_an_inspect_log_as_judge_and_human_rows(inspect_run, migrated_db,
     assert rows[("beta", "sme-iq-1")] | {"score": None} == {
         "item_id": "beta", "rater": "sme-iq-1", "rater_kind": "human", "score": None,
         "benchmark": log.eval.task, "candidate_model": "mockllm/gpt-4o", "dialect": "iraqi",
-        "epoch": "1"}
+        "epoch": "1", "project": "default"}
     assert rows[("beta", "sme-iq-1")]["score"] == 50.0
     # match(): alpha's output equals its target (C = 1), beta's does not (I = 0), as Inspect's
     # value_to_float maps them

@@ -64,7 +64,7 @@ def test_per_document_metrics_become_judge_rows(tmp_path, migrated_db):
     assert rows[("arabic_mmlu/1", "acc_norm,none")] == {
         "item_id": "arabic_mmlu/1", "rater": "acc_norm,none", "rater_kind": "judge", "score": 1.0,
         "benchmark": "arabic_mmlu", "candidate_model": "Qwen/Qwen2.5-7B-Instruct",
-        "filter": "none"}
+        "filter": "none", "project": "default"}
 
 
 def test_a_value_that_is_not_a_number_is_refused_naming_file_line_and_metric(tmp_path, migrated_db):

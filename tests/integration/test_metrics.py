@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import event
 
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.db.schema import CalibrationReportRow
@@ -66,7 +67,7 @@ def report(mad: float, signed: float, verdict_: str) -> dict:
     return {
         "judges": {
             "gpt-judge": {
-                "overall": {"mad": mad, "signed_error": signed, "ci": {"mad": [0, 1]}},
+                "overall": {"n": 40, "mad": mad, "signed_error": signed, "ci": {"mad": [0, 1]}},
                 "strata": {"dialect=iraqi": {"mad": 2 * mad, "signed_error": None}},
             }
         },
@@ -113,3 +114,58 @@ def test_calibration_gauges_show_the_latest_report_per_kind_and_scope(service):
     assert value(found, "qadi_calibration_mad", **theirs) == 0.1
     with session_scope(sessions) as session:
         assert session.query(CalibrationReportRow).count() == 4
+
+
+def wide_report(judges: dict[str, int], strata: dict[str, int], mad: float = 0.5) -> dict:
+    """A report of these judges (items overall) and strata (items of each judge in it)."""
+    blocks = {
+        judge: {
+            "overall": {"n": n, "mad": mad, "signed_error": 0.1},
+            "strata": {name: {"n": size, "mad": mad, "signed_error": 0.1}
+                       for name, size in strata.items()},
+        }
+        for judge, n in judges.items()
+    }  # fmt: skip
+    rows = [{"stratum": s, "judge": j, "verdict": "insufficient"}
+            for j in judges for s in ["overall", *strata]]  # fmt: skip
+    return {"judges": blocks, "trust": {"rows": rows}}
+
+
+def calibration_samples(service) -> dict[tuple[str, frozenset], float]:
+    return {key: v for key, v in samples(service).items() if key[0].startswith("qadi_calibration")}
+
+
+def test_calibration_gauges_are_a_bounded_set_read_once_per_report(migrated_db, tmp_path):
+    """Issue 42.7: one report by an attribute of 4,000 values made 40,615 series rebuilt from
+    the stored JSON at every scrape. Of each report the gauges now cover the judges and
+    strata with the most items, within QADI_METRICS_REPORT_JUDGES and _STRATA, count the
+    rest, and a report's JSON is read when it becomes the latest, not at every scrape."""
+    service = Service(migrated_db, None, metrics_report_judges=2, metrics_report_strata=3)
+    judges = {"big": 50, "mid": 40, "small": 10}
+    strata = {f"city=c{k}": size for k, size in enumerate([9, 3, 7, 1, 8, 2])}
+    with session_scope(make_sessionmaker(make_engine(migrated_db))) as session:
+        store_report(session, "default", "nightly", "", (wide_report(judges, strata), "", ""))
+    reads: list[str] = []
+    event.listen(service.app.state.engine, "before_cursor_execute",
+                 lambda *args: reads.append(args[2]))  # fmt: skip
+    found = calibration_samples(service)
+    series = set(found)
+    mads = {(dict(labels)["judge"], dict(labels)["stratum"])
+            for name, labels in series if name == "qadi_calibration_mad"}  # fmt: skip
+    kept = {"overall", "city=c0", "city=c2", "city=c4"}  # 9, 7 and 8 items
+    assert mads == {(judge, stratum) for judge in ("big", "mid") for stratum in kept}
+    scope = {"project": "default", "kind": "nightly", "scope": "all"}
+    assert value(found, "qadi_calibration_gauges_omitted", **scope, part="judges") == 1
+    assert value(found, "qadi_calibration_gauges_omitted", **scope, part="strata") == 3
+    # 2 judges x 4 strata x (MAD, signed error, 3 verdicts), the time, 2 omitted counts
+    assert len(series) == 2 * 4 * 5 + 1 + 2
+    report_reads = [s for s in reads if "calibration_reports.report" in s]
+    assert len(report_reads) == 1
+    assert calibration_samples(service) == found  # the same reports: no report read again
+    assert len([s for s in reads if "calibration_reports.report" in s]) == 1
+    with session_scope(make_sessionmaker(make_engine(migrated_db))) as session:
+        newer = store_report(session, "default", "nightly", "",
+                             (wide_report(judges, strata, mad=1.25), "", ""))  # fmt: skip
+        newer.created_at += timedelta(seconds=1)
+    labels = {**scope, "judge": "big", "stratum": "overall"}
+    assert value(calibration_samples(service), "qadi_calibration_mad", **labels) == 1.25

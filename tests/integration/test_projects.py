@@ -9,6 +9,8 @@ Runs on SQLite and, when CI provides it, PostgreSQL.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -412,6 +414,48 @@ def test_an_open_service_serves_the_project_qadi_project_names(world, migrated_d
         assert (found.status_code == 200) is sees, found.text
     with pytest.raises(ProjectError, match="no project 'team-typo'"):  # refused at start
         create_app(Settings(database_url=migrated_db, auth="off", project="team-typo"))
+
+
+def csv_rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_each_listed_grade_names_its_project(world, tmp_path):
+    """Issue 42.10: an admin key's GET /grades mixed every project's rows without saying
+    whose: two projects' grades of one (item, rater) pair could not be told apart. Every
+    row now carries its `project`, in JSON and CSV, as GET /judgments' rows do; an export
+    re-imports into its own project as it was, and into another project not at all."""
+    same_pair = [{"item_id": "i0", "rater": f"{MARK}-1", "rater_kind": "human", "score": 5}]
+    assert world.call("b", "POST", "/grades", json=same_pair).status_code == 200
+    pair = {"item_id": "i0", "rater": f"{MARK}-1"}
+    listed = world.call("admin", "GET", "/grades", params=pair).json()["items"]
+    assert sorted((g["project"], g["score"]) for g in listed) == [(A, 1.0), (B, 5.0)]
+    exported = csv_rows(world.call("admin", "GET", "/grades", params={**pair, "format": "csv"}).text)
+    assert sorted((g["project"], g["score"]) for g in exported) == [(A, "1.0"), (B, "5.0")]
+    own = world.call("a", "GET", "/grades").json()["items"]
+    assert len(own) == 18 and {g["project"] for g in own} == {A}
+    assert {g["team"] for g in own} == {MARK}  # attributes as before
+    # A's export re-imported by A: the same grades, `project` read as the column it is
+    export = world.call("a", "GET", "/grades", params={"format": "csv"}).text
+    back = world.call("a", "POST", "/grades", content=export, headers={"Content-Type": "text/csv"})
+    assert back.json() == {"inserted": 0, "updated": 18}
+    assert world.call("a", "GET", "/grades").json()["items"] == own
+    # ... and into B, refused by row: B's import would have taken A's grades as its own
+    everyone = world.call("admin", "GET", "/grades", params={"format": "csv"}).text
+    refused = world.call("b", "POST", "/grades", content=everyone,
+                         headers={"Content-Type": "text/csv"})  # fmt: skip
+    assert refused.status_code == 422
+    problems = [d["msg"] for d in refused.json()["detail"]]
+    assert len(problems) == 18 and problems[0].endswith(
+        f"project: '{A}' is another project's grade; this import writes into '{B}'"
+    )
+    path = tmp_path / "a.csv"
+    path.write_text(export)
+    env = {"QADI_DATABASE_URL": world.client.app.state.settings.database_url}
+    cli = run_cli("grades", "import", str(path), "--project", B, env=env)
+    assert cli.returncode == 2 and f"row 2: project: '{A}' is another project's" in cli.stderr
+    theirs = world.call("b", "GET", "/grades").json()["items"]
+    assert [(g["project"], g["item_id"], g["score"]) for g in theirs] == [(B, "i0", 5.0)]
 
 
 # --- the command line ---------------------------------------------------------------------------

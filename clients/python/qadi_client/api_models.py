@@ -217,6 +217,30 @@ class EstimateRequest(BaseModel):
     until: Annotated[datetime | None, Field(title="Until")] = None
 
 
+class GradeOut(BaseModel):
+    """
+    A stored grade as an interchange row; every key besides these is an attribute of the
+    item. `project` says whose grade it is: an admin key lists every project's.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+    )
+    project: Annotated[str, Field(title="Project")]
+    item_id: Annotated[str, Field(title="Item Id")]
+    rater: Annotated[str, Field(title="Rater")]
+    rater_kind: Annotated[Literal["human", "judge"], Field(title="Rater Kind")]
+    score: Annotated[float, Field(title="Score")]
+    criteria: Annotated[dict[str, bool] | None, Field(title="Criteria")] = None
+    inclusion_prob: Annotated[float | None, Field(title="Inclusion Prob")] = None
+    confidence: Annotated[float | None, Field(title="Confidence")] = None
+
+
+class GradePage(BaseModel):
+    items: Annotated[list[GradeOut], Field(title="Items")]
+    next_cursor: Annotated[str | None, Field(title="Next Cursor")]
+
+
 class GradeRequestOut(BaseModel):
     id: Annotated[str, Field(title="Id")]
     project: Annotated[str, Field(title="Project")]
@@ -1013,7 +1037,13 @@ class ReportRequest(BaseModel):
         ),
     ] = None
     reference: Annotated[str, Field(title="Reference")] = "mean"
-    by: Annotated[list[str] | None, Field(title="By")] = None
+    by: Annotated[
+        list[str] | None,
+        Field(
+            description="strata attributes: at most QADI_REPORT_STRATA_MAX (200) strata, their values summed; more is a 422 before any work",
+            title="By",
+        ),
+    ] = None
     bootstrap: Annotated[int, Field(ge=0, le=20000, title="Bootstrap")] = 2000
     seed: Annotated[int, Field(title="Seed")] = 0
     cluster: Annotated[str | None, Field(title="Cluster")] = None

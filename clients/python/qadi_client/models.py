@@ -102,6 +102,7 @@ class GradeRow(_Request):
     inclusion_prob: float | None = Field(default=None, gt=0, le=1)  # from `qadi sme queue`
     confidence: float | None = Field(default=None, ge=0, le=1)  # a judge's, of its verdict
     rationale: str | None = Field(default=None, max_length=20_000)  # the grader's reason
+    project: str | None = None  # whose grade (GET /grades); another project's is refused
 
 
 class Estimate(_Response):
