@@ -298,6 +298,8 @@ def to_records(rows: Iterable[Row]) -> list[dict[str, Any]]:
             record["inclusion_prob"] = row.inclusion_prob
         if row.confidence is not None:
             record["confidence"] = row.confidence
+        if row.rationale is not None:
+            record["rationale"] = row.rationale
         if row.project is not None:
             record["project"] = row.project
         record.update({k: v for k, v in row.attributes.items() if k not in COLUMNS})

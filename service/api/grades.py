@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from calibration.formats.interchange import (
     WORKBOOK_HINT,
@@ -162,6 +162,7 @@ class GradeOut(BaseModel):
     criteria: dict[str, bool] | None = None
     inclusion_prob: float | None = None
     confidence: float | None = None
+    rationale: str | None = Field(default=None, description="the grader's reason")
 
 
 class GradePage(BaseModel):
@@ -222,7 +223,7 @@ def _csv(sessions, tenant: Tenant, where: GradeFilter) -> Iterator[str]:
     with session_scope(sessions) as session:
         columns = [
             "item_id", "rater", "rater_kind", "score", "criteria", "inclusion_prob", "confidence",
-            "project",
+            "rationale", "project",
         ]  # fmt: skip
         columns += [k for k in grade_attribute_names(session, tenant, where) if k not in columns]
         out = io.StringIO()

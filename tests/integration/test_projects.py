@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -310,7 +311,61 @@ def metrics_need_an_admin_key(world: World) -> None:
     assert scraped.status_code == 200 and f'project="{A}"' in scraped.text
 
 
+def workbench_keeps_b_out(world: World) -> None:
+    """The workbench's pages are per project: B's lead and B's SME, signed in by their own
+    links, reach none of A's queue, items, people, scopes or reports, by any page or form
+    (each route, with A's ids where it takes one). Run once for every workbench route."""
+    if world.ids.get("workbench_checked"):
+        return
+    from service.stores.scopes import ScopeSpec, add_scope
+    from service.stores.smes import add_person, invite
+
+    url = world.client.app.state.settings.database_url
+    with session_scope(make_sessionmaker(make_engine(url))) as session:
+        add_scope(session, A, ScopeSpec(name="a-scope", rubric="team-rubric", alpha=0.1,
+                                        delta=0.1, every_labels=10), "test")  # fmt: skip
+        links = {who: invite(session, add_person(session, project, who, role=role), 1)
+                 for who, project, role in (("a-sme", A, "sme"), ("b-sme", B, "sme"),
+                                            ("b-lead", B, "lead"))}  # fmt: skip
+    clients = {}
+    for who, secret in links.items():
+        clients[who] = TestClient(world.client.app, follow_redirects=False)
+        clients[who].post(f"/workbench/invite/{secret}")
+    tokens = {who: re.search(r'name="csrf" value="([^"]+)"', c.get("/workbench/queue").text)
+              .group(1) for who, c in clients.items()}  # fmt: skip
+    a_slot = clients["a-sme"].post("/workbench/next", data={"csrf": tokens["a-sme"]})
+    slot = a_slot.headers["location"].rsplit("/", 1)[1]  # A's escalated item, held by A's SME
+    ids = {"slot": slot, "queue_id": "1", "name": "a-scope", "report_id": world.ids["report"],
+           "handle": "a-sme", "secret": links["a-sme"]}  # fmt: skip
+    signing_out = ("POST", "/workbench/signout")  # last: the sessions end there
+    for method, path in [*sorted(set(WORKBENCH_ROUTES) - {signing_out}), signing_out]:
+        concrete = path.format(**ids)
+        for who in ("b-sme", "b-lead"):
+            answer = clients[who].request(method, concrete, data={"csrf": tokens[who]})
+            assert MARK not in answer.text, (who, method, path)
+            if "{" in path and path != "/workbench/invite/{secret}":
+                assert answer.status_code in (303, 403, 404, 409, 422), (who, method, path)
+    assert clients["a-sme"].get(f"/workbench/items/{slot}").status_code == 200  # still hers
+    world.ids["workbench_checked"] = "yes"
+
+
+WORKBENCH_ROUTES = [
+    ("GET", "/workbench"), ("GET", "/workbench/queue"), ("POST", "/workbench/next"),
+    ("GET", "/workbench/items/{slot}"), ("POST", "/workbench/items/{slot}/draft"),
+    ("POST", "/workbench/items/{slot}/submit"), ("POST", "/workbench/items/{slot}/cannot-judge"),
+    ("POST", "/workbench/items/{slot}/skip"), ("GET", "/workbench/team"),
+    ("POST", "/workbench/team/invite"), ("POST", "/workbench/team/people/{handle}/revoke"),
+    ("GET", "/workbench/adjudicate"), ("GET", "/workbench/adjudicate/{queue_id}"),
+    ("POST", "/workbench/adjudicate/{queue_id}"), ("GET", "/workbench/dashboard"),
+    ("POST", "/workbench/dashboard/scopes"), ("GET", "/workbench/dashboard/{name}"),
+    ("POST", "/workbench/dashboard/{name}/run"), ("GET", "/workbench/reports/{report_id}"),
+    ("GET", "/workbench/invite/{secret}"), ("POST", "/workbench/invite/{secret}"),
+    ("POST", "/workbench/signout"),
+]  # fmt: skip
+
+
 ROUTE_CHECKS: dict[tuple[str, str], Callable[[World], None]] = {
+    **dict.fromkeys(WORKBENCH_ROUTES, workbench_keeps_b_out),
     **{
         (method, path): carries_no_project_data(method, path)
         for method, path in [

@@ -271,3 +271,15 @@ def test_a_calibration_sample_drawn_from_stored_judgments_is_graded_with_its_des
     assert grade.inclusion_prob == pytest.approx(4 / 10)  # 4 of the stratum's 10 items
     assert grade.attributes["inclusion_stratum"] == "all"
     assert grade.attributes["queue_reason"] == "sample"
+
+
+def test_the_rationale_comes_back_with_the_grade_through_the_api(world):
+    service, sessions = world()
+    queue_items(service, [criteria_body("c1")])
+    ada = person(sessions, "ada")
+    slot = reserve(sessions, ada)
+    assert submit(sessions, ada, slot, HumanLabel(marks=IRAQI, rationale="شرح دقيق"))
+    [listed] = service.get("/grades", scope="grades").json()["items"]
+    assert (listed["rater"], listed["rationale"]) == ("ada", "شرح دقيق")
+    csv_text = service.get("/grades", scope="grades", params={"format": "csv"}).text
+    assert "rationale" in csv_text.splitlines()[0] and "شرح دقيق" in csv_text

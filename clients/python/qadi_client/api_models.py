@@ -234,6 +234,9 @@ class GradeOut(BaseModel):
     criteria: Annotated[dict[str, bool] | None, Field(title="Criteria")] = None
     inclusion_prob: Annotated[float | None, Field(title="Inclusion Prob")] = None
     confidence: Annotated[float | None, Field(title="Confidence")] = None
+    rationale: Annotated[
+        str | None, Field(description="the grader's reason", title="Rationale")
+    ] = None
 
 
 class GradePage(BaseModel):
