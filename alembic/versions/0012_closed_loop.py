@@ -51,6 +51,7 @@ def upgrade() -> None:
         sa.Column("last_status", sa.String(16), nullable=True),
         sa.Column("last_message", sa.Text(), nullable=True),
         sa.Column("last_report_id", sa.String(32), nullable=True),
+        sa.Column("summary", JSONType, nullable=True),
         sa.Column("runs", sa.Integer(), nullable=False),
         sa.Column("lease_owner", sa.String(32), nullable=True),
         sa.Column("lease_until", sa.DateTime(), nullable=True),

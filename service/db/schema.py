@@ -529,6 +529,9 @@ class CalibrationScopeRow(Base):
     last_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
     last_message: Mapped[str | None] = mapped_column(Text, nullable=True)
     last_report_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # what the dashboard shows of the last report (trust map, corrected means, drift against
+    # the report before), kept small so a page never parses a whole report
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     runs: Mapped[int] = mapped_column(Integer)
     lease_owner: Mapped[str | None] = mapped_column(String(32), nullable=True)
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from calibration.calibrate import CalibrationOptions
 from calibration.checks import CalibrationInputError
+from calibration.drift import drift
 from calibration.selective import AgreementRule
 from calibration.selective_report import SelectiveOptions, agreement_matrix, panel_confidence
 from calibration.table import build_table
@@ -46,6 +47,7 @@ from service.stores.calibration import (
     rows_from_db,
     scale_of_rubric,
     store_report,
+    stored_report,
     with_stored_rubric_weights,
 )
 from service.stores.guarantees import Change
@@ -66,6 +68,7 @@ class Outcome:
     status: str  # ok | unchanged | failed | skipped (another replica holds it)
     message: str
     report_id: str | None = None
+    summary: dict | None = None  # what the dashboard shows of the report
 
 
 class Recalibrator:
@@ -126,7 +129,7 @@ class Recalibrator:
             outcome = Outcome(name, "failed", f"{type(exc).__name__}: {exc}")
         with session_scope(self.sessions) as session:
             scopes.finish_run(session, scope_id, self.owner, outcome.status, outcome.message,
-                              labels, outcome.report_id)  # fmt: skip
+                              labels, outcome.report_id, outcome.summary)  # fmt: skip
         metrics.RECALIBRATIONS.labels(project, name, outcome.status).inc()
         return outcome
 
@@ -137,6 +140,8 @@ class Recalibrator:
             options, selection = _options(session, scope)
             rows, inputs = rows_from_db(session, project, selection)
             options = with_stored_rubric_weights(session, project, options, inputs)
+            before = stored_report(session, project, scope.last_report_id or "")
+            previous = before.report if before is not None else None
         rendered = build_report(rows, options, {**inputs, "calibration_scope": name})
         rendered = with_estimate(
             rendered, rows, ["candidate_model"], (options.scale_min, options.scale_max)
@@ -146,7 +151,7 @@ class Recalibrator:
             row = store_report(session, project, "auto", split_ref(rubric)[0], rendered,
                                change=change, only_supported=True)  # fmt: skip
             report_id = row.id
-        return _summary(name, rendered[0], report_id)
+        return _outcome(name, rendered[0], report_id, dashboard_summary(rendered[0], previous))
 
     def audit(self, session: Session, scope: CalibrationScopeRow) -> str | None:
         """Test each live guarantee of the scope on the labels that arrived since it was
@@ -236,7 +241,7 @@ def _in_stratum(table, stratum: str) -> np.ndarray:
     return table.mask(attribute, value)
 
 
-def _summary(name: str, report: dict, report_id: str) -> Outcome:
+def _outcome(name: str, report: dict, report_id: str, summary: dict) -> Outcome:
     """What the run changed, in a sentence for the dashboard."""
     rows = (report.get("selective") or {}).get("rows", [])
     unsupported = [f"{r['evaluator']} {r['stratum']}: {r['result'].get('reason')}"
@@ -247,5 +252,32 @@ def _summary(name: str, report: dict, report_id: str) -> Outcome:
     if unsupported:
         kept = "; ".join(unsupported[:5])
         message += f"; kept the live guarantee where the labels could not test one: {kept}"
-    return Outcome(name, status, message, report_id)
+    return Outcome(name, status, message, report_id, summary)
+
+
+def dashboard_summary(report: dict, previous: dict | None) -> dict:
+    """What the dashboard shows of a report, small: its trust map, its corrected means by
+    stratum, and its drift against the scope's report before (calibration/drift.py)."""
+    found = drift(report, previous) if previous is not None else None
+    estimate = report.get("estimate") or {}
+    return {
+        "trust_rows": [
+            {k: row.get(k) for k in ("stratum", "judge", "verdict", "winning_rate",
+                                     "advantage_probability", "missing", "reason")}
+            for row in (report.get("trust") or {}).get("rows", [])
+        ],  # fmt: skip
+        "estimate": {
+            "undefined": estimate.get("undefined"),
+            "judges": {
+                judge: {stratum: {k: block.get(k) for k in ("estimate", "ci", "n_labelled")}
+                        for stratum, block in (data.get("strata") or {}).items()}
+                for judge, data in (estimate.get("judges") or {}).items()
+            },
+        },  # fmt: skip
+        "drift": None if found is None else {
+            "tested": found["tested"], "procedure": found["procedure"], "q": found["q"],
+            "changes": [{k: c.get(k) for k in ("judge", "stratum", "metric", "previous",
+                                               "current", "q_value")} for c in found["changes"]],
+        },  # fmt: skip
+    }
 

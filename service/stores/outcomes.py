@@ -44,17 +44,11 @@ def count(session: Session, project: str, outcomes: list[tuple[str, TrustOutcome
 def series(session: Session, project: str, rubric_id: str, days: int) -> list[dict[str, Any]]:
     """The last `days` days of a rubric's counts, oldest first."""
     since: date = utcnow().date() - timedelta(days=days - 1)
-    rows = session.scalars(
-        select(TrustOutcomeCountRow)
-        .where(
-            TrustOutcomeCountRow.project == project,
-            TrustOutcomeCountRow.rubric_id == rubric_id,
-            TrustOutcomeCountRow.day >= since,
-        )
-        .order_by(TrustOutcomeCountRow.day)
+    table = TrustOutcomeCountRow
+    rows = session.execute(
+        select(table.day, table.evaluator, table.stratum, table.status, table.n)
+        .where(table.project == project, table.rubric_id == rubric_id, table.day >= since)
+        .order_by(table.day)
     )
-    return [
-        {"day": r.day, "evaluator": r.evaluator, "stratum": r.stratum, "status": r.status,
-         "n": r.n}
-        for r in rows
-    ]  # fmt: skip
+    names = ("day", "evaluator", "stratum", "status", "n")
+    return [dict(zip(names, row, strict=True)) for row in rows]

@@ -161,8 +161,10 @@ def finish_run(
     message: str,
     labels: int,
     report_id: str | None = None,
+    summary: dict | None = None,
 ) -> None:
-    """The run's outcome, and the lease let go (only by its holder)."""
+    """The run's outcome (with its report's `summary` for the dashboard), and the lease let
+    go (only by its holder)."""
     values = {
         "lease_owner": None, "lease_until": None, "last_run_at": utcnow(),
         "last_status": status, "last_message": message, "due_reason": None,
@@ -172,6 +174,7 @@ def finish_run(
         values["labels_seen"] = labels
     if report_id is not None:
         values["last_report_id"] = report_id
+        values["summary"] = summary
     session.execute(
         update(CalibrationScopeRow)
         .where(CalibrationScopeRow.id == scope_id, CalibrationScopeRow.lease_owner == owner)

@@ -22,7 +22,6 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from calibration.drift import drift
 from rubrics import split_ref
 from service.db.values import utcnow
 from service.stores import guarantees, outcomes, scopes
@@ -116,28 +115,20 @@ def _scope_view(session: Session, project: str, name: str) -> dict[str, Any] | N
     for found in audits:  # newest first
         last_audit.setdefault((found.evaluator, found.stratum), found)
     points = report_points(session, project, name)
-    latest = stored_report(session, project, scope.last_report_id) if scope.last_report_id else None
-    previous = _previous(session, project, points)
-    labels = scopes.sme_labels(session, project, scope.rubric)
+    summary = scope.summary or {}
     return {
         "scope": scope,
-        "labels": labels,
+        "labels": scopes.sme_labels(session, project, scope.rubric),
         "live": sorted(live.values(), key=lambda g: (g.evaluator, g.stratum != "overall",
                                                      g.stratum)),  # fmt: skip
         "last_audit": last_audit,
-        "trust_rows": (latest.report.get("trust") or {}).get("rows", []) if latest else [],
-        "latest": latest,
-        "drift": drift(latest.report, previous.report) if latest and previous else None,
-        "estimate": (latest.report.get("estimate") or {}) if latest else {},
+        "trust_rows": summary.get("trust_rows", []),
+        "drift": summary.get("drift"),
+        "estimate": summary.get("estimate", {}),
         "history": _history(points),
         "outcomes": _outcomes(outcomes.series(session, project, rubric_id, DAYS)),
         "changes": guarantees.changes(session, project, name, 50),
     }
-
-
-def _previous(session: Session, project: str, points: list[dict]):
-    """The report before the latest, for drift."""
-    return stored_report(session, project, points[-2]["report"]) if len(points) > 1 else None
 
 
 def _history(points: list[dict]) -> dict[str, Any]:

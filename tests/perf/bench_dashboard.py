@@ -33,7 +33,13 @@ from calibration.calibrate import CalibrationOptions
 from calibration.selective_report import SelectiveOptions
 from service.app import create_app
 from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
-from service.db.schema import GradeRequestRow, TrustOutcomeCountRow, utcnow
+from service.db.schema import (
+    CalibrationScopeRow,
+    GradeRequestRow,
+    TrustOutcomeCountRow,
+    utcnow,
+)
+from service.recalibration.runner import dashboard_summary
 from service.reporting.calibration import build_report
 from service.settings import Settings
 from service.stores.calibration import store_report
@@ -105,12 +111,11 @@ def store_reports(url: str, count: int) -> None:
             row = store_report(session, "default", "auto", "kinayat-explanation", rendered,
                                change=Change("bench", "bench", SCOPE))  # fmt: skip
             last = row.id
+    summary = dashboard_summary(built[-1][0], built[-2][0] if len(built) > 1 else None)
     with session_scope(sessions) as session:
-        session.execute(
-            text("UPDATE calibration_scopes SET last_report_id = :r, last_status = 'ok', "
-                 "last_message = 'bench', last_run_at = :t, runs = :n WHERE id = :i"),
-            {"r": last, "t": utcnow(), "n": count, "i": scope.id},
-        )  # fmt: skip
+        stored = session.get(CalibrationScopeRow, scope.id)
+        stored.last_report_id, stored.last_status, stored.last_message = last, "ok", "bench"
+        stored.last_run_at, stored.runs, stored.summary = utcnow(), count, summary
     engine.dispose()
 
 
