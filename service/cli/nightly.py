@@ -93,10 +93,9 @@ def nightly(
     is significant by Welch's test after Benjamini–Hochberg over the night's cells (the rule
     of `qadi report diff`) — so cron or CI can alert; 0 otherwise.
     """
-    from calibration.drift import drift
-    from calibration.history import history_point
     from service.reporting.calibration import render_report
     from service.reporting.estimates import with_estimate
+    from service.reporting.nightly import with_drift_and_history
     from service.stores.calibration import (
         Selection,
         latest_report,
@@ -136,9 +135,9 @@ def nightly(
     # computed between two short transactions, not inside one: on SQLite a transaction
     # holds the write lock, and every POST /judge would wait for the report (issue 31.10)
     report = compute_report(rows, options, inputs)
-    found = drift(report, previous.report if previous else None)
-    report["drift"] = {"previous_report": previous.id if previous else None, **found}
-    report["history"] = [*history, history_point(report, until.isoformat(), None)]
+    found = with_drift_and_history(
+        report, (previous.id, previous.report) if previous else None, history, until
+    )
     rendered = with_estimate(render_report(report, rows, options), rows, options.by, bounds)
     with session_scope(sessions) as session:
         rendered = attach_probe_run(session, project, rendered, probe_run)

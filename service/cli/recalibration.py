@@ -34,6 +34,11 @@ def add(
         30, min=1, help="fresh labels of trusted verdicts each audit of a live guarantee tests"
     ),
     bootstrap: int = typer.Option(500, min=0, help="bootstrap resamples of each report"),
+    window_hours: float | None = typer.Option(
+        None, min=0.01, help="a nightly scope: only the judgments of the last N hours, stored "
+        "as a nightly report with its drift against the previous one (with --every-hours 24: "
+        "qadi report nightly on the service's own schedule)",
+    ),  # fmt: skip
     project: str | None = project_option(),
 ) -> None:
     """Add a scope: from now on the service recalibrates the rubric's thresholds for these
@@ -48,7 +53,7 @@ def add(
             name=name, rubric=rubric, alpha=trust_alpha, delta=trust_delta,
             confidence=trust_confidence, cascades=[c.split(",") for c in cascade or []],
             by=by or [], every_labels=every_labels, every_hours=every_hours,
-            audit_slice=audit_slice, bootstrap=bootstrap,
+            audit_slice=audit_slice, bootstrap=bootstrap, window_hours=window_hours,
         )  # fmt: skip
     except ValidationError as exc:
         error = exc.errors()[0]

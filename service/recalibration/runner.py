@@ -2,13 +2,16 @@
 (service/stores/scopes.py) that is due is run by one process of one replica (the scope's
 lease), and its live guarantees are audited on the fresh labels that arrived since.
 
-A run is `qadi calibrate --from-db --rubric R --trust-*` with the scope's options: the report
-(with its judges' corrected means by candidate model) is stored as kind `auto`, and its
-thresholds are what the next POST /judge applies. Rows whose labels could not test a
-threshold (too few, or of an unusable design) are not stored, so the live guarantee there
-stays until it expires by the existing rules; a run that fails stores nothing and says why
-(the dashboard, `qadi_recalibrations_total{status}`), and is tried again after
-RETRY_AFTER. Every change of a live threshold is logged (service/stores/guarantees.py).
+A run is `qadi calibrate --from-db --rubric R --trust-*` with the scope's options: the
+report (with its judges' corrected means by candidate model) is stored as kind `auto`, and
+its thresholds are what the next POST /judge applies. A scope with a window is `qadi report
+nightly` on the service's own schedule: the judgments of the last N hours, stored as kind
+`nightly` with its drift against the scope's previous report and the trend. Rows whose
+labels could not test a threshold (too few, or of an unusable design) are not stored, so the
+live guarantee there stays until it expires by the existing rules; a run that fails stores
+nothing and says why (the dashboard, `qadi_recalibrations_total{status}`), and is tried
+again after RETRY_AFTER. Every change of a live threshold is logged
+(service/stores/guarantees.py).
 
 The computation runs between two short transactions on a worker thread, never inside a
 transaction (on SQLite one would hold the write lock for grading) and never on the event
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
-from calibration.calibrate import CalibrationOptions
+from calibration.calibrate import CalibrationOptions, calibrate
 from calibration.checks import CalibrationInputError
 from calibration.drift import drift
 from calibration.selective import AgreementRule
@@ -39,11 +42,13 @@ from service import metrics
 from service.db.engine import session_scope, storage_guard
 from service.db.values import new_id, utcnow
 from service.errors import StorageUnavailable
-from service.reporting.calibration import build_report
+from service.reporting.calibration import render_report
 from service.reporting.estimates import with_estimate
+from service.reporting.nightly import with_drift_and_history
 from service.stores import guarantees, scopes
 from service.stores.calibration import (
     Selection,
+    nightly_history,
     rows_from_db,
     scale_of_rubric,
     store_report,
@@ -134,24 +139,33 @@ class Recalibrator:
         return outcome
 
     def _calibrate(self, scope_id: int, trigger: str, actor: str) -> Outcome:
+        until = utcnow()
         with session_scope(self.sessions) as session:
             scope = scopes.get_scope(session, scope_id)
             project, name, rubric = scope.project, scope.name, scope.rubric
-            options, selection = _options(session, scope)
+            window = scope.options.get("window_hours")
+            options, selection = _options(session, scope, until)
             rows, inputs = rows_from_db(session, project, selection)
             options = with_stored_rubric_weights(session, project, options, inputs)
             before = stored_report(session, project, scope.last_report_id or "")
-            previous = before.report if before is not None else None
-        rendered = build_report(rows, options, {**inputs, "calibration_scope": name})
+            previous = (before.id, before.report) if before is not None else None
+            history = nightly_history(session, project, split_ref(rubric)[0]) if window else []
+        report = calibrate(rows, options, {**inputs, "calibration_scope": name})
+        if window:  # a nightly scope's report carries drift and the trend, as the CLI's does
+            with_drift_and_history(report, previous, history, until)
         rendered = with_estimate(
-            rendered, rows, ["candidate_model"], (options.scale_min, options.scale_max)
-        )
+            render_report(report, rows, options), rows, ["candidate_model"],
+            (options.scale_min, options.scale_max),
+        )  # fmt: skip
         change = Change(trigger=trigger[:64], actor=actor, scope=name)
         with session_scope(self.sessions) as session:
-            row = store_report(session, project, "auto", split_ref(rubric)[0], rendered,
-                               change=change, only_supported=True)  # fmt: skip
+            row = store_report(
+                session, project, "nightly" if window else "auto", split_ref(rubric)[0],
+                rendered, (selection.since, selection.until), change, only_supported=True,
+            )  # fmt: skip
             report_id = row.id
-        return _outcome(name, rendered[0], report_id, dashboard_summary(rendered[0], previous))
+        summary = dashboard_summary(rendered[0], previous[1] if previous else None)
+        return _outcome(name, rendered[0], report_id, summary)
 
     def audit(self, session: Session, scope: CalibrationScopeRow) -> str | None:
         """Test each live guarantee of the scope on the labels that arrived since it was
@@ -197,7 +211,8 @@ def _resting(scope: CalibrationScopeRow, now: datetime) -> bool:
     )
 
 
-def _options(session: Session, scope: CalibrationScopeRow):
+def _options(session: Session, scope: CalibrationScopeRow, until: datetime):
+    """The report's options and the selection of judgments (a nightly scope's window)."""
     low, high, level = scale_of_rubric(session, scope.project, scope.rubric)
     stored = scope.options
     options = CalibrationOptions(
@@ -213,7 +228,9 @@ def _options(session: Session, scope: CalibrationScopeRow):
             cascades=stored.get("cascades", []),
         ),
     )
-    return options, Selection(rubric=scope.rubric)
+    window = stored.get("window_hours")
+    since = until - timedelta(hours=window) if window else None
+    return options, Selection(rubric=scope.rubric, since=since, until=until if window else None)
 
 
 def _fresh_agreement(rows, items: set[str], guarantee, confidence_source: str) -> np.ndarray:

@@ -48,10 +48,17 @@ class ScopeSpec(BaseModel):
     every_hours: float | None = Field(default=None, gt=0)
     audit_slice: int = Field(default=30, ge=1, description="fresh labels per audit")
     bootstrap: int = Field(default=500, ge=0, description="the report's resamples")
+    window_hours: float | None = Field(
+        default=None,
+        gt=0,
+        description="a nightly scope: the judgments of the last N hours only, stored as a "
+        "nightly report with its drift against the previous one (`qadi report nightly` on the "
+        "service's own schedule)",
+    )
 
     def options(self) -> dict:
         return self.model_dump(include={"alpha", "delta", "confidence", "cascades", "by",
-                                        "bootstrap"})  # fmt: skip
+                                        "bootstrap", "window_hours"})  # fmt: skip
 
 
 def add_scope(session: Session, project: str, spec: ScopeSpec, actor: str) -> CalibrationScopeRow:

@@ -8,6 +8,7 @@ scenario of tests/integration/test_trust_at_request_time.py)."""
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 import yaml
@@ -228,3 +229,21 @@ def test_the_dashboard_shows_the_live_guarantee_its_history_and_the_log(judged):
     assert report.status_code == 200 and "<html" in report.text.lower()
     sme = sign_in(service, link_for(sessions, "ada"))
     assert sme.get("/workbench/dashboard/kinayat").status_code == 403
+
+
+def test_a_scope_with_a_window_is_the_nightly_report_on_the_services_schedule(judged):
+    service, sessions = judged
+    grade(service, range(N_ITEMS))
+    scope_id = add(sessions, SCOPE.model_copy(update={"name": "nightly", "every_labels": None,
+                                                      "every_hours": 24, "window_hours": 24}))
+    runner = Recalibrator(sessions)
+    [first] = runner.run_round()  # never run: due by its schedule
+    assert first.status == "ok" and runner.run_round() == []  # not again within the day
+    second = runner.run(scope_id, "manual", "test")
+    with session_scope(sessions) as session:
+        stored = {r.id: r for r in session.scalars(select(CalibrationReportRow))}
+    assert {stored[first.report_id].kind, stored[second.report_id].kind} == {"nightly"}
+    later = stored[second.report_id]
+    assert later.report["drift"]["previous_report"] == first.report_id
+    assert [p["report"] for p in later.report["history"]] == [first.report_id, None]
+    assert later.window_end - later.window_start == timedelta(hours=24)
