@@ -150,15 +150,20 @@ def _first_open(session: Session, person: Person, now: datetime, limit: int, *co
     return [row[: len(columns)] for row in picked]
 
 
+def _her_open_slot(person: Person, assignment_id: int):
+    """An UPDATE of the slot only while it is hers and open: every change an SME makes goes
+    through it, so a slot another SME took over, or one she closed, is never changed."""
+    return update(SmeAssignmentRow).where(
+        SmeAssignmentRow.id == assignment_id,
+        SmeAssignmentRow.sme_id == person.id,
+        SmeAssignmentRow.status == "reserved",
+    )
+
+
 def renew(session: Session, person: Person, assignment_id: int, minutes: float) -> None:
     """She opened her item again: it stays hers for another `minutes`."""
     session.execute(
-        update(SmeAssignmentRow)
-        .where(
-            SmeAssignmentRow.id == assignment_id,
-            SmeAssignmentRow.sme_id == person.id,
-            SmeAssignmentRow.status == "reserved",
-        )
+        _her_open_slot(person, assignment_id)
         .values(reserved_until=utcnow() + timedelta(minutes=minutes))
     )
 
@@ -241,12 +246,7 @@ def save_draft(
     """Keep what she has marked so far (a refresh or a dropped connection loses nothing),
     and keep the item hers while she works; False when the slot is no longer hers to edit."""
     done = session.execute(
-        update(SmeAssignmentRow)
-        .where(
-            SmeAssignmentRow.id == assignment_id,
-            SmeAssignmentRow.sme_id == person.id,
-            SmeAssignmentRow.status == "reserved",
-        )
+        _her_open_slot(person, assignment_id)
         .values(draft=draft, reserved_until=utcnow() + timedelta(minutes=minutes))
     )
     return done.rowcount == 1
@@ -265,12 +265,7 @@ def submit(
     queued = session.get(SmeQueueRow, held.queue_id)
     now = utcnow()
     moved = session.execute(
-        update(SmeAssignmentRow)
-        .where(
-            SmeAssignmentRow.id == assignment_id,
-            SmeAssignmentRow.sme_id == person.id,
-            SmeAssignmentRow.status == "reserved",
-        )
+        _her_open_slot(person, assignment_id)
         .values(status="submitted", submitted_at=now, draft=label.model_dump())
     )
     if moved.rowcount != 1:
@@ -325,12 +320,7 @@ def cannot_judge(session: Session, person: Person, assignment_id: int, reason: s
     closes with her reason and its place goes back to the queue for another SME (the slot
     number moves out of the item's range). No grade, no score."""
     done = session.execute(
-        update(SmeAssignmentRow)
-        .where(
-            SmeAssignmentRow.id == assignment_id,
-            SmeAssignmentRow.sme_id == person.id,
-            SmeAssignmentRow.status == "reserved",
-        )
+        _her_open_slot(person, assignment_id)
         .values(
             status="cannot_judge",
             note=reason,
@@ -345,12 +335,7 @@ def skip(session: Session, person: Person, assignment_id: int) -> None:
     """She passes on the item: its place goes back to the queue for another SME, and she is
     not given it again."""
     session.execute(
-        update(SmeAssignmentRow)
-        .where(
-            SmeAssignmentRow.id == assignment_id,
-            SmeAssignmentRow.sme_id == person.id,
-            SmeAssignmentRow.status == "reserved",
-        )
+        _her_open_slot(person, assignment_id)
         .values(status="skipped", submitted_at=utcnow(), slot=-assignment_id)
     )
 

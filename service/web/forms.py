@@ -24,6 +24,15 @@ class FormProblem(ValueError):
     """A field the browser sent that no control of the page could have sent."""
 
 
+def controls(rubric: Rubric, draft: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+    """What the rubric's controls (templates/_controls.html.j2) are drawn from: criteria or a
+    scale's values, checked as `draft` says, with the problems of the last submission."""
+    criteria = isinstance(rubric, PenaltyWeightedRubric)
+    values = [] if criteria else range(rubric.scale.min, rubric.scale.max + 1)
+    return {"rubric": rubric, "criteria": criteria, "values": values, "draft": draft,
+            "problems": problems}  # fmt: skip
+
+
 def draft_of(form: FormData, rubric: Rubric) -> dict[str, Any]:
     """What she has marked so far, as stored between saves (only the rubric's own ids)."""
     draft: dict[str, Any] = {"rationale": _text(form.get("rationale"))}

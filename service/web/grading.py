@@ -20,7 +20,7 @@ from rubrics import PenaltyWeightedRubric, Rubric, RubricError
 from service.stores import assignments
 from service.stores.rubrics import RubricNotFound, get_rubric
 from service.stores.smes import Person, SignedIn
-from service.web.forms import FormProblem, draft_of, label_of
+from service.web.forms import FormProblem, controls, draft_of, label_of
 from service.web.pages import in_db, message, page, see_other
 from service.web.session import Poster, Viewer
 
@@ -175,15 +175,7 @@ def _slot_and_rubric(session: Session, person: Person, slot: str):
 def _grading_context(
     held: assignments.Assignment, rubric: Rubric, draft: dict, problems: list[str]
 ) -> dict[str, Any]:
-    criteria = isinstance(rubric, PenaltyWeightedRubric)
-    return {
-        "held": held,
-        "rubric": rubric,
-        "criteria": criteria,
-        "values": range(rubric.scale.min, rubric.scale.max + 1) if not criteria else [],
-        "draft": draft,
-        "problems": problems,
-    }
+    return {"held": held, **controls(rubric, draft, problems)}
 
 
 def _problems(error: str, rubric: Rubric) -> list[str]:

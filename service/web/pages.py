@@ -72,22 +72,30 @@ def install(app: FastAPI) -> None:
     """The static files and the pages of a refused request."""
     app.mount(STATIC, StaticFiles(directory=HERE / "static"), name="workbench-static")
 
-    @app.exception_handler(SignInNeeded)
-    async def _sign_in(request: Request, _: SignInNeeded) -> HTMLResponse:
-        text = (
-            "Open the sign-in link your lead sent you. A link works once; if yours was used "
-            "or has expired, ask your lead for a new one."
-        )
-        return message(request, "Please sign in", text, 401)
+    for kind, (title, text, status) in REFUSALS.items():
+        app.add_exception_handler(kind, _refusal_page(title, text, status))
 
-    @app.exception_handler(Forbidden)
-    async def _forbidden(request: Request, _: Forbidden) -> HTMLResponse:
-        return message(request, "Not your page", "This page is not open to you.", 403)
 
-    @app.exception_handler(BadCsrf)
-    async def _bad_csrf(request: Request, _: BadCsrf) -> HTMLResponse:
-        text = (
-            "This form is out of date (or did not come from this workbench), so nothing was "
-            "changed. Go back, reload the page, and try again."
-        )
-        return message(request, "Form refused", text, 403)
+# What a person sees when a page is not for her (her session, her role, a stale form).
+REFUSALS = {
+    SignInNeeded: (
+        "Please sign in",
+        "Open the sign-in link your lead sent you. A link works once; if yours was used or "
+        "has expired, ask your lead for a new one.",
+        401,
+    ),
+    Forbidden: ("Not your page", "This page is not open to you.", 403),
+    BadCsrf: (
+        "Form refused",
+        "This form is out of date (or did not come from this workbench), so nothing was "
+        "changed. Go back, reload the page, and try again.",
+        403,
+    ),
+}
+
+
+def _refusal_page(title: str, text: str, status: int):
+    async def handler(request: Request, _: Exception) -> HTMLResponse:
+        return message(request, title, text, status)
+
+    return handler

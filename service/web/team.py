@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy.orm import Session
 
-from rubrics import PenaltyWeightedRubric, RubricError
+from rubrics import RubricError
 from rubrics.labels import grade_of
 from service.stores import adjudications, queue_overview
 from service.stores.rubrics import RubricNotFound, get_rubric
@@ -30,7 +30,7 @@ from service.stores.smes import (
     revoke_person,
 )
 from service.web.agreement import agreement_by_rubric
-from service.web.forms import FormProblem, label_of
+from service.web.forms import FormProblem, controls, label_of
 from service.web.pages import in_db, message, page, see_other
 from service.web.session import Adjudicator, AdjudicatorPoster, Lead, LeadPoster
 
@@ -166,13 +166,4 @@ def _disputed(session: Session, person: Person, queue_id: str):
 def _context(
     item: adjudications.DoubleLabelled, rubric, texts: dict, problems: list[str]
 ) -> dict[str, Any]:
-    criteria = isinstance(rubric, PenaltyWeightedRubric)
-    return {
-        "item": item,
-        "texts": texts,
-        "rubric": rubric,
-        "criteria": criteria,
-        "values": [] if criteria else range(rubric.scale.min, rubric.scale.max + 1),
-        "problems": problems,
-        "draft": {},
-    }
+    return {"item": item, "texts": texts, **controls(rubric, {}, problems)}

@@ -161,6 +161,25 @@ class Chaos:
 
         await asyncio.gather(*(loop(n) for n in range(clients)), *(at(t, e) for t, e in events))
 
+    def load_then_account(
+        self,
+        clients: int,
+        seconds: float,
+        events: list[tuple[float, Callable[[], Awaitable[None]]]] = (),
+    ) -> dict:
+        """A run of `load` with its events, settled and accounted (strict calls); the
+        service and the double are closed after, whatever happened."""
+
+        async def scenario() -> dict:
+            await self.load(clients, seconds, events)
+            await self.settle()
+            return self.account(strict_calls=True)
+
+        try:
+            return asyncio.run(scenario())
+        finally:
+            self.close()
+
     async def storm(self, keys: int, retries: int) -> dict[str, list[dict]]:
         """`retries` concurrent clients per key, all sending the same key and body."""
         async with httpx.AsyncClient(

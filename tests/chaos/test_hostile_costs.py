@@ -55,16 +55,7 @@ def test_freezing_templates_under_load_are_refused_at_once_and_the_workers_keep_
                 health.append(time.monotonic() - started)
                 await asyncio.sleep(0.1)
 
-    async def scenario():
-        await chaos.load(clients=4, seconds=6, events=[(0.5, send_hostile), (0.5, watch_health)])
-        await chaos.settle()
-        scenario.figures = chaos.account(strict_calls=True)
-
-    try:
-        asyncio.run(scenario())
-    finally:
-        chaos.close()
-    figures = scenario.figures
+    figures = chaos.load_then_account(4, 6, [(0.5, send_hostile), (0.5, watch_health)])
     assert len(hostile) == 12
     for status, seconds, text in hostile:
         assert status == 422 and "over 256 bits" in text, text
@@ -97,15 +88,7 @@ def test_a_key_flooding_the_sme_queue_adds_each_item_once_and_stops_at_its_budge
                     body["response"] = "the same answer"
                 answers.append(await chaos.send(c, f"flood-{number}", body))
 
-    async def scenario():
-        await chaos.load(clients=3, seconds=5, events=[(0.2, flood)])
-        await chaos.settle()
-        scenario.figures = chaos.account(strict_calls=True)
-
-    try:
-        asyncio.run(scenario())
-    finally:
-        chaos.close()
+    figures = chaos.load_then_account(3, 5, [(0.2, flood)])
     assert [a["status"] for a in answers] == [200] * 120
     assert all(a["body"]["trust"]["status"] == "escalated" for a in answers)
     rows = queue_rows(chaos.url)
@@ -113,7 +96,6 @@ def test_a_key_flooding_the_sme_queue_adds_each_item_once_and_stops_at_its_budge
     # the identical item is in the queue for all 60; 19 distinct ones fit the budget after it
     notes = [a["body"]["trust"]["queue_note"] for a in answers]
     assert notes[:79] == [None] * 79 and all("budget" in n for n in notes[79:])
-    figures = scenario.figures
     assert (figures["500"], figures["non_json"]) == (0, 0)
     assert (figures["duplicates"], figures["lost"], figures["fabricated"]) == (0, 0, 0)
 

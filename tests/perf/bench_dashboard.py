@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import statistics
 import sys
 import tempfile
 import time
@@ -27,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fastapi.testclient import TestClient
-from sqlalchemy import insert, text
+from sqlalchemy import insert
 
 from calibration.calibrate import CalibrationOptions
 from calibration.selective_report import SelectiveOptions
@@ -47,6 +46,7 @@ from service.stores.guarantees import Change
 from service.stores.scopes import ScopeSpec, add_scope
 from service.stores.smes import add_person, invite
 from tests.perf.bench_calibration import synthetic_rows
+from tests.perf.page_times import analyze, print_times
 
 SCOPE = "nightly-kinayat"
 DISTINCT = 10  # distinct reports computed; the rest are stored copies of them
@@ -157,11 +157,6 @@ def measure(url: str, rounds: int) -> dict[str, list[float]]:
     return times
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=1_000_000)
@@ -177,17 +172,10 @@ def main() -> None:
         started = time.perf_counter()
         build()
         print(f"stored {label} in {time.perf_counter() - started:.0f} s")
-    if url.startswith("postgresql"):  # the statistics autovacuum keeps on a live database
-        engine = make_engine(url)
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-            connection.execute(text("ANALYZE"))
-        engine.dispose()
+    analyze(url)
     times = measure(url, args.rounds)
     print(f"{args.requests:,} requests, {args.reports} reports ({url.split(':')[0]})")
-    print(f"{'page':<12} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8}   ({args.rounds} rounds)")
-    for name, values in times.items():
-        print(f"{name:<12} {percentile(values, 0.5):8.1f} {percentile(values, 0.95):8.1f} "
-              f"{statistics.fmean(values):8.1f}")  # fmt: skip
+    print_times(times, args.rounds)
 
 
 if __name__ == "__main__":

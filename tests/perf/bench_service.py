@@ -32,17 +32,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tests.conftest import free_port, start_llm_server, wait_for_http  # noqa: E402
 from tests.perf.load_judge import Service, migrated_database  # noqa: E402
+from tests.perf.page_times import percentile  # noqa: E402
 
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process, from /proc (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
 
 
 async def timed(n: int, concurrency: int, call) -> tuple[float, list[float], float]:

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import argparse
 import re
-import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from fastapi.testclient import TestClient
-from sqlalchemy import insert, select, text
+from sqlalchemy import insert, select
 
 from service.app import create_app
 from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
@@ -31,6 +33,7 @@ from service.db.schema import ItemRow, ResponseRow, SmeQueueRow, utcnow
 from service.settings import Settings
 from service.stores.sme_queue import QueuePolicy, placement, route_tag
 from service.stores.smes import add_person, invite
+from tests.perf.page_times import analyze, print_times
 
 DIALECTS = ("egy", "lev", "gulf", "iraqi")
 RUBRIC = "iraqi-linguistic-shaku-maku@2"
@@ -72,10 +75,8 @@ def build_queue(url: str, items: int, chunk: int = 5000) -> None:
                  "status": "open", "created_at": now,
                  **placement("default", f"i{i}", RUBRIC, policy)} for i in numbers
             ])  # fmt: skip
-    if engine.dialect.name == "postgresql":  # the statistics autovacuum keeps on a live database
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-            connection.execute(text("ANALYZE"))
     engine.dispose()
+    analyze(url)
 
 
 def _dialect(i: int) -> str:
@@ -122,11 +123,6 @@ def measure(url: str, rounds: int) -> dict[str, list[float]]:
     return times
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=100_000)
@@ -141,10 +137,7 @@ def main() -> None:
     took = time.perf_counter() - started
     print(f"queued {args.items:,} items in {took:.1f} s ({url.split(':')[0]})")
     times = measure(url, args.rounds)
-    print(f"{'request':<14} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8}   ({args.rounds} rounds)")
-    for name, values in times.items():
-        print(f"{name:<14} {percentile(values, 0.5):8.1f} {percentile(values, 0.95):8.1f} "
-              f"{statistics.fmean(values):8.1f}")  # fmt: skip
+    print_times(times, args.rounds)
 
 
 if __name__ == "__main__":
