@@ -197,6 +197,8 @@ class ProbeRuns:
             yield
         finally:
             renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
             with contextlib.suppress(StorageUnavailable):  # then the lease lapses by itself
                 await asyncio.to_thread(
                     storage_guard, self.factory, replicas.release_calls, [key], owner

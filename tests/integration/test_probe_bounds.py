@@ -110,7 +110,8 @@ def test_a_probe_run_and_its_calls_count_against_the_keys_rate_limit(
 def test_a_key_has_one_probe_run_going_over_every_process(migrated_db, llm_server, tmp_path):
     """The lease another worker or replica holds for the key's run refuses this one (429,
     nothing planned or called); when that run ends, or its process dies and stops renewing
-    the lease, the next run starts; a run lets go of its lease when it ends."""
+    the lease (a renewal makes it live again), the next run starts; a run lets go of its
+    lease when it ends."""
     client = client_for(migrated_db, llm_server, tmp_path)
     sessions = make_sessionmaker(make_engine(migrated_db))
     fresh = utcnow() - timedelta(seconds=PROBE_LEASE_SECONDS)
@@ -129,12 +130,20 @@ def test_a_key_has_one_probe_run_going_over_every_process(migrated_db, llm_serve
         replicas.release_calls(session, [held], "another-worker")
     assert client.post("/probes", json=SMALL).status_code == 201
     assert lease("a-dying-worker") == held  # the run let go of it
-    with session_scope(sessions) as session:  # ... which died a minute ago
-        session.execute(
-            update(JudgeFlightRow)
-            .where(JudgeFlightRow.cache_key == held)
-            .values(started_at=utcnow() - timedelta(seconds=PROBE_LEASE_SECONDS + 1))
-        )
+
+    def last_renewed(seconds_ago: float) -> None:
+        with session_scope(sessions) as session:
+            session.execute(
+                update(JudgeFlightRow)
+                .where(JudgeFlightRow.cache_key == held)
+                .values(started_at=utcnow() - timedelta(seconds=seconds_ago))
+            )
+
+    last_renewed(PROBE_LEASE_SECONDS + 1)
+    with session_scope(sessions) as session:  # its owner renews it: live again
+        replicas.renew_probe_run(session, held, "a-dying-worker")
+    assert client.post("/probes", json={**SMALL, "dry_run": True}).status_code == 429
+    last_renewed(PROBE_LEASE_SECONDS + 1)  # its process died a minute ago
     assert client.post("/probes", json={**SMALL, "dry_run": True}).status_code == 200
     with session_scope(sessions) as session:
         assert session.scalars(select(JudgeFlightRow.cache_key)).all() == []
