@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -27,6 +27,8 @@ from rubrics import rubric_hash
 
 # What makes a request ungradable before any call; anything else is a bug and propagates.
 REFUSALS = (GuardError, RequestError, TemplateError, JudgeConfigError)
+# Asked before a request is graded, with the new judge calls it will make: False stops the run.
+Admit = Callable[[int], Awaitable[bool]]
 
 
 @dataclass
@@ -53,6 +55,7 @@ class BatchStats:
     completion_tokens: int = 0
     cost_usd: float = 0.0  # of the priced calls
     unpriced: int = 0  # answered calls whose model has no price: their cost is unknown
+    stopped: bool = False  # `admit` stopped the run: some requests were never graded
 
     @property
     def made(self) -> int:
@@ -115,6 +118,11 @@ class BatchGrader:
         except REFUSALS as exc:
             return exc
 
+    def plan_all(self, requests: Sequence[GradeRequest]) -> list[PlannedGrade | Exception]:
+        """Every request's plan (CPU work: rendering and hashing each prompt, about 0.1 ms a
+        request; callers on an event loop run it in a thread)."""
+        return [self.plan(request) for request in requests]
+
     def _rubric_hash(self, request: GradeRequest) -> str:
         """Many requests share one rubric object; hash it once (the object is kept alive in
         the memo, so its id cannot be reused by another)."""
@@ -170,9 +178,16 @@ class BatchGrader:
         requests: Iterable[GradeRequest],
         on_graded: Callable[[Graded], None] = lambda graded: None,
         stats: BatchStats | None = None,
+        admit: Admit | None = None,
     ) -> BatchStats:
         """Grade every request; outcomes are saved in bulk as they come, so an interrupted
-        run loses at most what was in flight and a rerun resumes."""
+        run loses at most what was in flight and a rerun resumes. Requests are planned in a
+        thread, so a large run does not hold the event loop.
+
+        `admit(calls)` is awaited before each plan is graded, with the judge calls it will
+        make that are not stored (a service paces them to a key's rate and stops them when
+        its client has gone): once it answers False no request starts, `stats.stopped` is
+        set, and the calls already in flight finish and are saved."""
         stats = stats if stats is not None else BatchStats()
         queue: asyncio.Queue = asyncio.Queue(maxsize=2 * self.options.chunk)
         writer = _Writer(self.store, self.options.write_batch)
@@ -180,7 +195,9 @@ class BatchGrader:
 
         async def produce() -> None:
             for chunk in _chunks(requests, self.options.chunk):
-                plans = [self.plan(r) for r in chunk]
+                if stats.stopped:
+                    break
+                plans = await asyncio.to_thread(self.plan_all, chunk)
                 known = await self.known(plans)
                 for request, plan in zip(chunk, plans, strict=True):
                     await queue.put((request, plan, known))
@@ -190,9 +207,14 @@ class BatchGrader:
         async def work() -> None:
             while (item := await queue.get()) is not None:
                 request, plan, known = item
+                if stats.stopped:
+                    continue  # the rest of the queue is drained, not graded
                 if isinstance(plan, Exception):
                     graded = Graded(request, refused=plan)
                 else:
+                    if admit is not None and not await admit(len(pending_calls([plan], known))):
+                        stats.stopped = True
+                        continue
                     graded = await self.grade(plan, known)
                 stats.add(graded)
                 await writer.put(graded)

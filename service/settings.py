@@ -56,7 +56,22 @@ class Settings(BaseSettings):
         default=256, gt=0, description="judge calls in flight per process; beyond it 503"
     )
     rate_limit_per_minute: int = Field(
-        default=0, ge=0, description="POST /judge requests per API key per minute; 0 = off"
+        default=0,
+        ge=0,
+        description="requests per API key per minute: POST /judge, POST /probes and each new "
+        "judge call of a probe run (which waits for the window); 0 = off",
+    )
+    probe_max_calls: int = Field(
+        default=20_000,
+        gt=0,
+        description="most judge calls one POST /probes run may plan, stored or new; a larger "
+        "run is refused (422) before any call, whatever its `max_calls`",
+    )
+    probe_runs_per_key: int = Field(
+        default=1,
+        gt=0,
+        description="POST /probes runs one API key may have going at once, over every worker "
+        "and replica; another is refused (429) until one ends",
     )
     report_link_secret: SecretStr | None = Field(
         default=None,

@@ -11,24 +11,34 @@ is never counted as the judge's own.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judges.batch import BatchGrader, BatchStats, pending_calls
+from judges.batch import Admit, BatchGrader, BatchStats, pending_calls
 from judges.builders import ORDER, builder_name
 from judges.config import JudgesConfig
 from judges.grading import PlannedGrade
 from judges.guard import GuardError, choose_panel, forbidden_reason
 from judges.models import AnswerRecord, Graded, GradeRequest
-from judges.probes.base import Pair, Probe, ProbeContext, Skip
+from judges.probes.base import Pair, Probe, ProbeContext, ProbeError, Skip
 from rubrics import Rubric
 
 # Builders whose message shows two texts in two labelled places (gold and generated) and can
 # show them in either order (judges/builders.py, ORDER): the position probe applies.
 PAIRED_BUILDERS = frozenset({"explanation", "fann_or_flop"})
 GUARD_SKIP = "self-evaluation guard"
+
+
+class PlanTooLarge(ProbeError):
+    """The run needs more requests (one judge call each) than `max_requests`; planning
+    stopped there, so refusing a huge run costs no more than planning the largest allowed."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"this run plans more than {limit} judge calls")
+        self.limit = limit
 
 
 @dataclass
@@ -73,9 +83,11 @@ def plan_probes(
     probes: Sequence[Probe],
     seed: int,
     rewrite_column: str = "dialect_rewrite",
+    max_requests: int | None = None,
 ) -> ProbePlan:
     """Every pair to grade, each distinct request once (the original answer is shared by
-    the probes of a judge); what does not apply is counted in `skipped`."""
+    the probes of a judge); what does not apply is counted in `skipped`. PlanTooLarge as
+    soon as the plan holds more than `max_requests` requests."""
     for name in judges:
         config.judge(name)  # an unknown judge is an error before anything is planned
     paired = builder_name(config.templates.resolve(rubric.template)) in PAIRED_BUILDERS
@@ -87,6 +99,8 @@ def plan_probes(
     def request_for(record: AnswerRecord, judge: str) -> int:
         key = (judge, record.item_id, record.response, record.reference)
         if key not in index:
+            if max_requests is not None and len(plan.requests) >= max_requests:
+                raise PlanTooLarge(max_requests)
             index[key] = len(plan.requests)
             plan.requests.append(GradeRequest.from_answer(rubric, record, [judge]))
         return index[key]
@@ -183,7 +197,7 @@ async def count_calls(
 ) -> tuple[int, list[tuple[PlannedGrade, str]]]:
     """The calls planned, and those not already stored (what the run will call, unless a
     provider fails and a stand-in is called): the cost of the run, before it runs."""
-    plans = [batcher.plan(request) for request in plan.requests]
+    plans = await asyncio.to_thread(batcher.plan_all, plan.requests)
     known = await batcher.known(plans)
     planned = sum(len(p.panel.judges) for p in plans if isinstance(p, PlannedGrade))
     return planned, pending_calls(plans, known)
@@ -194,8 +208,10 @@ async def grade_probes(
     batcher: BatchGrader,
     on_graded: Callable[[Graded], None] = lambda graded: None,
     stats: BatchStats | None = None,
+    admit: Admit | None = None,
 ) -> tuple[list[PairScores], BatchStats]:
-    """Grade every request of the plan once and pair the scores back."""
+    """Grade every request of the plan once and pair the scores back; no pairs when
+    `admit` stopped the run (`stats.stopped`: what was graded is stored, nothing paired)."""
     position = {id(request): i for i, request in enumerate(plan.requests)}
     outcomes: dict[int, tuple[str, float | None]] = {}
 
@@ -203,7 +219,9 @@ async def grade_probes(
         outcomes[position[id(graded.request)]] = _outcome(graded)
         on_graded(graded)
 
-    stats = await batcher.run(plan.requests, collect, stats)
+    stats = await batcher.run(plan.requests, collect, stats, admit)
+    if stats.stopped:
+        return [], stats
     pairs = []
     for slot in plan.slots:
         (b_status, b_score), (t_status, t_score) = outcomes[slot.baseline], outcomes[slot.treated]

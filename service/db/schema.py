@@ -271,7 +271,9 @@ class JudgeFlightRow(Base):
     """A judge call in flight, leased by one process (PostgreSQL replicas only): a process
     asking for the same cache key meanwhile waits for the lease holder's judgment instead of
     calling too. Deleted with the judgment's write; a lease older than the request deadline
-    belonged to a dead process and is taken over."""
+    belonged to a dead process and is taken over. Also a probe run going, one of its API
+    key's QADI_PROBE_RUNS_PER_KEY (key `probe-run:KEY:SLOT`, any database), renewed while it
+    runs (service/judging/limits.py, `ProbeRuns`)."""
 
     __tablename__ = "judge_flights"
 

@@ -5,7 +5,9 @@ transactions per call whatever its size: one before the judge calls (claim each 
 resolve its rubric, plan it, look up stored verdicts; on PostgreSQL also count it against
 its key's shared rate window and lease the calls to make) and one after (its judgments and
 its answer, together, ending the leases). Errors are raised as the types of
-`service.errors`; the API maps them.
+`service.errors`; the API maps them. POST /probes counts its request and each new call of
+its run against the same per-key rate (`take_rate`) and holds one of the key's probe runs
+(`probe_runs`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,14 @@ from service.errors import (
     ServiceError,
     StorageUnavailable,
 )
-from service.judging.limits import Admission, RateLimit, SharedLimits, check_sizes, request_deadline
+from service.judging.limits import (
+    Admission,
+    ProbeRuns,
+    RateLimit,
+    SharedLimits,
+    check_sizes,
+    request_deadline,
+)
 from service.judging.outcomes import (
     REFUSED,
     as_outcome,
@@ -120,6 +129,7 @@ class GradingService:
             self.shared = SharedLimits(settings.rate_limit_per_minute, owner=new_id())
         else:
             self.rate = RateLimit(settings.rate_limit_per_minute)
+        self.probe_runs = ProbeRuns(factory, settings.probe_runs_per_key)
         self.queue_policy = QueuePolicy(
             overlap_share=settings.sme_overlap_share,
             route_by=tuple(settings.sme_route_by),
@@ -177,6 +187,25 @@ class GradingService:
         check_sizes(body, self.settings)
         if self.rate is not None:
             _check_rate(self.rate.check(api_key_id), self.rate.per_minute)
+
+    async def take_rate(self, api_key_id: int | None) -> int | None:
+        """Count one request of the key against its rate window now (POST /probes, and each
+        new judge call of a probe run): None when within the rate, else the seconds until
+        the window has room (nothing counted)."""
+        if self.shared is None:
+            return self.rate.check(api_key_id)
+        if self.shared.per_minute <= 0:
+            return None
+        return await asyncio.to_thread(storage_guard, self.factory, self._take_one, api_key_id)
+
+    def _take_one(self, session: Session, api_key_id: int | None) -> int | None:
+        self.shared.lock(session, [api_key_id])
+        [wait] = self.shared.take(session, api_key_id, 1)
+        return wait
+
+    async def count_request(self, api_key_id: int | None) -> None:
+        """`take_rate`, refused with RateLimited when the key is over its rate."""
+        _check_rate(await self.take_rate(api_key_id), self.settings.rate_limit_per_minute)
 
     def _admit(self, session: Session, items: list[_Item], outcomes: list, known: dict) -> None:
         """Take the judge-call slots of each planned item: the calls its panel will make, a

@@ -1,4 +1,4 @@
-"""Backpressure and limits for POST /judge.
+"""Backpressure and limits for POST /judge and POST /probes.
 
 Admission bounds the judge calls in flight, per process: beyond the limit the service
 answers 503 with Retry-After instead of queueing without bound. Only calls about to be made
@@ -8,17 +8,20 @@ Request sizes are checked before anything is stored. The per-key rate limit is a
 one-minute window: per process on SQLite (`RateLimit`; one machine, one process is the
 normal deployment), and shared by every process and replica on PostgreSQL (`SharedLimits`,
 which also leases judge calls in flight so replicas make one backend call for identical
-concurrent requests).
+concurrent requests). A probe run counts against the same window, call by call
+(`PacedCalls`), and a key has at most QADI_PROBE_RUNS_PER_KEY runs going (`ProbeRuns`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import math
 import threading
 import time
 from collections import deque
-from collections.abc import Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,13 +29,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from judges import Grader, JudgeResult
 from service.db.engine import storage_guard
-from service.db.values import utcnow
-from service.errors import Rejected
+from service.db.values import new_id, utcnow
+from service.errors import RateLimited, Rejected, StorageUnavailable
 from service.settings import Settings
 from service.stores import replicas
 
+log = logging.getLogger("qadi")
 ITEM_ID_MAX = 256  # responses.item_key
 DATABASE_MARGIN_SECONDS = 35.0  # SQLite's busy wait (30 s) around the calls, and slack
+PROBE_LEASE_SECONDS = 60.0  # a probe run's lease lapses this long after its last renewal
 
 
 def request_deadline(grader: Grader | None) -> float:
@@ -155,3 +160,80 @@ class SharedLimits:
             )
             found.update(done)
         return found
+
+
+class ProbeRuns:
+    """The probe runs each API key has going, at most `per_key` at once over every process
+    and replica on the database: a run holds a lease (`replicas.lease_probe_run`) that it
+    renews while it runs and ends when it ends; one whose process died lapses after
+    PROBE_LEASE_SECONDS."""
+
+    def __init__(self, factory: sessionmaker[Session], per_key: int) -> None:
+        self.factory = factory
+        self.per_key = per_key
+
+    @contextlib.asynccontextmanager
+    async def hold(self, api_key_id: int | None) -> AsyncIterator[None]:
+        """One of the key's runs, or RateLimited when it has `per_key` going."""
+        owner = new_id()
+        stale_before = utcnow() - timedelta(seconds=PROBE_LEASE_SECONDS)
+        key = await asyncio.to_thread(
+            storage_guard,
+            self.factory,
+            replicas.lease_probe_run,
+            api_key_id,
+            self.per_key,
+            owner,
+            stale_before,
+        )
+        if key is None:
+            raise RateLimited(
+                f"this key has {self.per_key} probe run(s) going, its limit "
+                "(QADI_PROBE_RUNS_PER_KEY); retry when one ends",
+                retry_after=30,
+            )
+        renewing = asyncio.create_task(self._renew(key, owner))
+        try:
+            yield
+        finally:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
+            with contextlib.suppress(StorageUnavailable):  # then the lease lapses by itself
+                await asyncio.to_thread(
+                    storage_guard, self.factory, replicas.release_calls, [key], owner
+                )
+
+    async def _renew(self, key: str, owner: str) -> None:
+        while True:
+            await asyncio.sleep(PROBE_LEASE_SECONDS / 4)
+            try:
+                await asyncio.to_thread(
+                    storage_guard, self.factory, replicas.renew_probe_run, key, owner
+                )
+            except StorageUnavailable as exc:  # the next renewal may reach it
+                log.warning("probe run lease not renewed: %s", exc)
+
+
+class PacedCalls:
+    """Admits a probe run's judge calls (`judges.batch.Admit`): each new call is one request
+    of the caller's key against its rate window, taken one at a time, waiting while the
+    window is full (a run larger than a minute's rate paces itself instead of failing
+    midway); once `stop` is called (the client went away) no call is admitted again."""
+
+    def __init__(self, take: Callable[[], Awaitable[int | None]]) -> None:
+        self.take = take  # None when a request is counted, else seconds until there is room
+        self.stopped = asyncio.Event()
+        self._turn = asyncio.Lock()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    async def __call__(self, calls: int) -> bool:
+        if calls and not self.stopped.is_set():
+            async with self._turn:
+                for _ in range(calls):
+                    while not self.stopped.is_set() and (wait := await self.take()) is not None:
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(self.stopped.wait(), wait)
+        return not self.stopped.is_set()

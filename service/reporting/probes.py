@@ -10,6 +10,7 @@ under item ids of their own (`ID~probe`) with a `probe_of` attribute, which cali
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from pydantic import ConfigDict, Field
 from calibration.probes import CellInput, ProbeStatsOptions, mark_trust_rows, method, probe_effects
 from calibration.render.probes import to_html, to_markdown
 from judges import AnswerRecord, BatchGrader, BatchStats, Graded, JudgesConfig, PlannedGrade
+from judges.batch import Admit
 from judges.probes import get_probes
 from judges.probes.run import PairScores, ProbePlan, count_calls, grade_probes, plan_probes
 from judges.standins import is_stand_in
@@ -55,10 +57,15 @@ def scale_of(rubric: Rubric) -> tuple[float, float]:
 
 
 def plan_run(
-    config: JudgesConfig, answers: Sequence[AnswerRecord], rubric: Rubric, options: ProbeOptions
+    config: JudgesConfig,
+    answers: Sequence[AnswerRecord],
+    rubric: Rubric,
+    options: ProbeOptions,
+    max_calls: int | None = None,
 ) -> ProbePlan:
-    """The pairs to grade; raises ProbeError (unknown probe), JudgeConfigError (unknown
-    judge) or TemplateError before anything is called."""
+    """The pairs to grade; raises ProbeError (unknown probe; PlanTooLarge past `max_calls`
+    planned judge calls), JudgeConfigError (unknown judge) or TemplateError before anything
+    is called."""
     return plan_probes(
         answers,
         rubric,
@@ -67,6 +74,7 @@ def plan_run(
         get_probes(options.probes),
         options.seed,
         options.rewrite_column,
+        max_calls,
     )
 
 
@@ -123,10 +131,15 @@ async def run(
     calls: dict[str, int],
     on_graded: Callable[[Graded], None] = lambda graded: None,
     stats: BatchStats | None = None,
-) -> dict[str, Any]:
-    """Grade the plan and compute the report (without the stored run's id)."""
-    pairs, stats = await grade_probes(plan, batcher, on_graded, stats)
-    return report(plan, pairs, stats, rubric, options, calls)
+    admit: Admit | None = None,
+) -> dict[str, Any] | None:
+    """Grade the plan and compute the report (without the stored run's id); None when
+    `admit` stopped the run (its calls are stored as judgments, a rerun reuses them). The
+    statistics run in a thread: a large run's permutation draws take seconds of CPU."""
+    pairs, stats = await grade_probes(plan, batcher, on_graded, stats, admit)
+    if stats.stopped:
+        return None
+    return await asyncio.to_thread(report, plan, pairs, stats, rubric, options, calls)
 
 
 def report(

@@ -1,6 +1,8 @@
 """What service replicas on one PostgreSQL database share: per-key rate windows and leases
 on judge calls in flight. PostgreSQL only (advisory locks, INSERT ... ON CONFLICT with a
-condition); on SQLite the service keeps its per-process limits (`service.judging.limits`)."""
+condition); on SQLite the service keeps its per-process limits (`service.judging.limits`).
+The leases of probe runs (a key's runs going at once) are shared on either database: the
+processes of one SQLite file share them too."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import math
 from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, insert, select, text
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from judges import JudgeResult
@@ -98,3 +101,34 @@ def landed(
         )
     )
     return done, flying - done.keys()
+
+
+def lease_probe_run(
+    session: Session, api_key_id: int | None, slots: int, owner: str, stale_before: datetime
+) -> str | None:
+    """One of the key's `slots` probe-run leases for `owner` (a run): its lease key, or None
+    while a live run holds each. A lease not renewed since `stale_before` belonged to a
+    process that died, and is taken over. Kept in `judge_flights` beside the call leases,
+    under keys no cache key can take (`probe-run:KEY:SLOT`)."""
+    upsert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    now = utcnow()
+    for slot in range(slots):
+        key = f"probe-run:{api_key_id or 0}:{slot}"
+        statement = upsert(JudgeFlightRow).values(cache_key=key, owner=owner, started_at=now)
+        statement = statement.on_conflict_do_update(
+            index_elements=[JudgeFlightRow.cache_key],
+            set_={"owner": owner, "started_at": now},
+            where=JudgeFlightRow.started_at < stale_before,
+        ).returning(JudgeFlightRow.cache_key)
+        if session.scalar(statement) is not None:
+            return key
+    return None
+
+
+def renew_probe_run(session: Session, key: str, owner: str) -> None:
+    """The run is alive: its lease starts again (it lapses only when nobody renews it)."""
+    session.execute(
+        update(JudgeFlightRow)
+        .where(JudgeFlightRow.cache_key == key, JudgeFlightRow.owner == owner)
+        .values(started_at=utcnow())
+    )

@@ -210,8 +210,9 @@ class Chaos:
         with session_scope(make_sessionmaker(engine)) as session:
             rows = {r.id: r for r in session.scalars(select(JudgmentRow))}
             states = Counter(session.scalars(select(GradeRequestRow.status)))
-            duplicates = session.execute(
+            duplicates = session.execute(  # of HTTP requests (a probe run's answer none)
                 select(JudgmentRow.request_id, JudgmentRow.judge, func.count())
+                .where(JudgmentRow.request_id.is_not(None))
                 .group_by(JudgmentRow.request_id, JudgmentRow.judge)
                 .having(func.count() > 1)
             ).all()

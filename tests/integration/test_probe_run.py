@@ -523,3 +523,48 @@ def test_authority_and_sentiment_find_a_judge_moved_by_a_citation_or_a_tone(
     assert found[(judge, mover)]["q"] <= 0.05
     others = [cell for key, cell in found.items() if key != (judge, mover)]
     assert len(others) == 3 and all(cell["flip_rate"] == 0.0 for cell in others)
+
+
+# --- a run of more than 1,024 changed pairs (issue 42.5) -------------------------------------
+
+
+def cycled(sample: list[dict], n: int) -> list[dict]:
+    """n answers under item ids of their own, cycling over the sample's texts (identical
+    texts share their judge call, so the run is large in pairs and small in calls)."""
+    return [{**sample[i % len(sample)], "item_id": f"many-{i:04d}"} for i in range(n)]
+
+
+def test_a_run_of_1032_changed_pairs_is_answered_stored_and_printed(
+    migrated_db, llm_server, tmp_path
+):
+    """`tone` rises by one at every cheerful frame: 1,032 changed pairs, where 2.0**k
+    overflowed and POST /probes answered 500 after every call was paid, storing no run (the
+    CLI crashed likewise). The drawn test's p is the smallest it can be: no draw of 20,000
+    reaches the observed sum."""
+    client = service(migrated_db, llm_server, tmp_path, ("tone",))
+    body = {
+        "rubric": "kinayat-explanation",
+        "probes": ["sentiment"],
+        "items": cycled(records(24), 1032),
+        "max_calls": 2064,
+    }
+    run = client.post("/probes", json=body)
+    assert run.status_code == 201, run.text
+    [cell] = run.json()["cells"]
+    assert (cell["n"], cell["flips_up"], cell["mean_change"]) == (1032, 1032, 1.0)
+    assert cell["exact"] is False and cell["p"] == pytest.approx(2 / 20001) and cell["moved"]
+    assert "seeded Monte Carlo draws" in run.json()["method"]["test"]
+    assert client.get(f"/probes/{run.json()['id']}").json()["cells"] == run.json()["cells"]
+    assert run.json()["calls"]["made"] == llm_server.calls()
+
+    answers = tmp_path / "many.jsonl"
+    answers.write_text("".join(json.dumps(a) + "\n" for a in cycled(items(24), 1100)))
+    env = {
+        "QADI_DATABASE_URL": migrated_db,
+        "QADI_JUDGES_CONFIG": str(planted_config(llm_server, tmp_path, ("tone",))),
+    }
+    out = tmp_path / "run.json"
+    done = probe(env, "--probes", "sentiment", "--out", str(out), answers=answers)
+    assert done.returncode == 0, done.stderr[-2000:]
+    [cell] = json.loads(out.read_text())["cells"]
+    assert (cell["n"], cell["mean_change"], cell["exact"]) == (1100, 1.0, False)

@@ -150,3 +150,45 @@ def test_moved_judges_are_marked_with_each_strata_own_effect():
     assert "probes" not in rows[2] and "probes" not in rows[3]
     assert report["probe_run"]["moved"] == ["gpt/verbosity"]
     assert "not re-tested per stratum" in report["probe_run"]["marks"]
+
+
+def drawn(truth: float, draws: int) -> float:
+    """Five standard errors of a drawn two-sided p (twice a drawn share near truth / 2)."""
+    return 5 * 2 * np.sqrt(truth / 2 * (1 - truth / 2) / draws)
+
+
+@pytest.mark.parametrize("size", [1024, 1025, 5000])
+def test_a_sign_flip_p_of_1024_changes_and_more_is_drawn_with_the_binomial_answer(size):
+    """Issue 42.5: 2^k for k ≥ 1,024 changes overflowed a float and the run answered 500.
+    Past 2^k > permutations the test is the Monte Carlo one it states; with changes of ±1
+    the sum is 2·ups − k, so the exact answer is the two-sided binomial test of the ups."""
+    draws = 20000
+    rng = np.random.default_rng(size)
+    ones, exact = sign_flip_p(np.ones(size), draws, rng)  # no draw reaches the observed sum
+    assert not exact and ones == pytest.approx(2 / (draws + 1))
+    for ups in (size // 2, size // 2 + int(0.9 * np.sqrt(size))):  # z about 0 and 1.8
+        units = np.array([1.0] * ups + [-1.0] * (size - ups))
+        p, exact = sign_flip_p(rng.permutation(units), draws, rng)
+        truth = stats.binomtest(ups, size).pvalue
+        assert not exact and p == pytest.approx(truth, abs=drawn(truth, draws)), (ups, truth)
+    assert 0.03 < truth < 0.15
+
+
+def test_a_sign_flip_p_of_1030_mixed_changes_agrees_with_scipys_monte_carlo():
+    rng = np.random.default_rng(7)
+    units = rng.choice([-2.0, -1, 1, 2, 3], size=1030, p=[0.25, 0.27, 0.25, 0.2, 0.03])
+    mine, exact = sign_flip_p(units, 20000, rng)
+    theirs = stats.permutation_test(
+        (units,), np.sum, permutation_type="samples", n_resamples=20000, random_state=1
+    ).pvalue
+    assert not exact and 0.01 < theirs < 0.5
+    assert mine == pytest.approx(theirs, abs=np.sqrt(2) * drawn(theirs, 20000))
+
+
+def test_a_cell_of_1024_changed_pairs_gets_its_effect_and_states_the_drawn_test():
+    pairs = [(2, 3)] * 1000 + [(3, 2)] * 24 + [(3, 3)] * 10
+    [block] = probe_effects([cell("j", "verbosity", pairs)], (1, 5), OPTIONS)
+    assert block["n"] == 1034 and (block["flips_up"], block["flips_down"]) == (1000, 24)
+    assert block["mean_change"] == pytest.approx(976 / 1034)
+    assert block["exact"] is False and block["p"] == pytest.approx(2 / 20001)
+    assert block["moved"] and block["few_changes"] is False
