@@ -57,6 +57,10 @@ class Rule(BaseModel):
     match: str = ""
     model: str | None = None
     reply: Reply
+    # where `match` is looked for: the whole request, or only its last user message (a
+    # template that shows other answers as examples elsewhere still answers by its own)
+    scope: Literal["request", "last_user"] = "request"
+    also: list[str] = []  # each of these must appear somewhere in the request too
 
 
 class Faults(BaseModel):
@@ -162,7 +166,12 @@ def choose(body: dict[str, Any]) -> Reply:
         return state.script.popleft()
     text = json.dumps(body.get("messages") or body.get("prompt"), ensure_ascii=False)
     for rule in state.rules:
-        if rule.match in text and rule.model in (None, body.get("model")):
+        where = last_user(body) if rule.scope == "last_user" else text
+        if (
+            rule.match in where
+            and all(part in text for part in rule.also)
+            and rule.model in (None, body.get("model"))
+        ):
             return rule.reply
     f = state.faults
     delay = state.rng.uniform(f.latency_min, f.latency_max) if f.latency_max else 0.0
@@ -539,12 +548,17 @@ def _hash(text: str) -> int:
     return int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16)
 
 
+def last_user(body: dict[str, Any]) -> str:
+    """The text of the request's last user message ("" without one)."""
+    return next(
+        (m["content"] for m in reversed(body.get("messages") or []) if m["role"] == "user"), ""
+    )
+
+
 def planted_texts(body: dict[str, Any]) -> tuple[str, str]:
     """(gold, answer) as the judge sees them: fenced sections, else the paper template's
     labelled lines, else Fann or Flop's JSON."""
-    user = next(
-        (m["content"] for m in reversed(body.get("messages") or []) if m["role"] == "user"), ""
-    )
+    user = last_user(body)
     sections = {name: text for name, _, text in _SECTION.findall(user)}
     if sections:
         gold = (
@@ -570,9 +584,7 @@ def planted_texts(body: dict[str, Any]) -> tuple[str, str]:
 def answer_shown_first(body: dict[str, Any]) -> bool:
     """Whether the judge's message shows the answer before the gold text: the order of the
     fenced sections, of the paper template's labelled lines, or of Fann or Flop's keys."""
-    user = next(
-        (m["content"] for m in reversed(body.get("messages") or []) if m["role"] == "user"), ""
-    )
+    user = last_user(body)
     places = [
         (user.find(answer), user.find(gold))
         for answer, gold in (

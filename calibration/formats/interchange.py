@@ -307,6 +307,17 @@ def to_records(rows: Iterable[Row]) -> list[dict[str, Any]]:
     return out
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_formula(value: Any) -> Any:
+    """OWASP CSV injection: a text cell a spreadsheet would run as a formula gets a leading
+    single quote. Numbers are written as numbers (a negative score is not a formula)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def as_labels(rows: Iterable[Row]) -> list[LabelRow]:
     """Rows at level nominal: numeric scores become labels written as `f"{score:g}"`."""
     return [

@@ -18,6 +18,7 @@ from calibration.formats.interchange import (
     WORKBOOK_MAGIC,
     GradeFormatError,
     GradeRow,
+    neutralise_formula,
     parse_csv,
     parse_jsonl,
     parse_records,
@@ -204,17 +205,6 @@ def list_grades(
     records = to_records(grade_from_row(r) for r in page)
     next_cursor = encode_cursor(page[-1].created_at, page[-1].id) if more else None
     return {"items": records, "next_cursor": next_cursor}
-
-
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def neutralise_formula(value: Any) -> Any:
-    """OWASP CSV injection: a text cell a spreadsheet would run as a formula gets a leading
-    single quote. Numbers are written as numbers (a negative score is not a formula)."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
 
 
 def _csv(sessions, tenant: Tenant, where: GradeFilter) -> Iterator[str]:

@@ -1,6 +1,7 @@
 """The `qadi` command line. Each command group lives in its own module."""
 
 from service.cli import (  # noqa: F401  (registers commands)
+    align,
     bench,
     calibrate,
     db,

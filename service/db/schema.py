@@ -623,3 +623,48 @@ class ReportPointRow(Base):
     kind: Mapped[str] = mapped_column(String(16))
     point: Mapped[dict[str, Any]] = mapped_column(JSONType)
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+
+
+class AlignmentRunRow(Base):
+    """A revision of a judge's template from the experts' disagreements (service/alignment/):
+    the folds fixed before it (item -> train | holdout, by `seed`), the candidate template,
+    its certification on the held-out fold, and, once approved, the rubric version that made
+    it live. The training items informed the revision: no calibration of that version counts
+    them (service/stores/alignment.py `training_items`)."""
+
+    __tablename__ = "alignment_runs"
+    __table_args__ = (Index("ix_alignment_runs_project_created", "project", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    project: Mapped[str] = project_column("alignment_runs")
+    rubric_ref: Mapped[str] = mapped_column(String(160))
+    judge: Mapped[str] = mapped_column(String(128))
+    reviser: Mapped[str] = mapped_column(String(128))
+    seed: Mapped[int] = mapped_column(Integer)
+    holdout: Mapped[float] = mapped_column(Float)
+    folds: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    old_template: Mapped[str] = mapped_column(String(160))
+    candidate: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    candidate_hash: Mapped[str] = mapped_column(String(80))
+    status: Mapped[str] = mapped_column(String(16))  # certified | not_certified | approved
+    certification: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
+    approved_at: Mapped[datetime | None] = mapped_column(DateTime(), nullable=True)
+    approved_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    approved_rubric_ref: Mapped[str | None] = mapped_column(String(160), nullable=True)
+
+
+class AlignmentGradeRow(Base):
+    """The candidate template's verdict on one held-out item of an alignment run (a judge
+    result as JSON). Kept here, not in `judgments`, until the run is approved: before that
+    the candidate is no version of the rubric, and its grades must not enter the reports of
+    the live one."""
+
+    __tablename__ = "alignment_grades"
+
+    run_id: Mapped[str] = mapped_column(
+        ForeignKey("alignment_runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    item_id: Mapped[str] = mapped_column(String(256), primary_key=True)
+    response_id: Mapped[int] = mapped_column(ForeignKey("responses.id"))
+    result: Mapped[dict[str, Any]] = mapped_column(JSONType)

@@ -25,6 +25,7 @@ from service.db.schema import (
     ReportPointRow,
     ResponseRow,
 )
+from service.stores.alignment import training_items
 from service.stores.grades import grade_from_row
 from service.stores.guarantees import Change
 from service.stores.projects import Tenant
@@ -124,6 +125,9 @@ def rows_from_db(
         judge_models.add(
             (judgment.judge, judgment.judge_model, judgment.template, judgment.template_hash)
         )
+    # labels that revised an approved template (qadi align) are not fresh for its version
+    revised = training_items(session, project, selection.rubric) if selection.rubric else set()
+    latest = {key: found for key, found in latest.items() if key[0] not in revised}
     rows = []
     versions: dict[str, set[tuple[str, ...]]] = {}
     for (item, judge), (judgment, response) in latest.items():
@@ -196,6 +200,8 @@ def rows_from_db(
     }
     if imported_judges:
         inputs["imported_judge_grades_excluded"] = sorted(imported_judges)
+    if revised:
+        inputs["revision_training_items_excluded"] = len(revised)
     if kept_apart:
         inputs["imported_judge_grades_kept_apart"] = sorted(
             f"{name}{IMPORTED_SUFFIX}" for name in kept_apart

@@ -116,20 +116,20 @@ def remove_scope(session: Session, project: str, name: str) -> None:
 
 def sme_labels(session: Session, project: str, rubric: str) -> int:
     """Human grades in `project` of items judged under `rubric` (what `every_labels` counts)."""
-    judged = (
-        exists()
-        .where(
-            ResponseRow.project == project,
-            ResponseRow.item_key == HumanGradeRow.item_id,
-            JudgmentRow.response_id == ResponseRow.id,
-            rubric_matches(JudgmentRow.rubric_ref, rubric),
-        )
+    judged = exists().where(
+        ResponseRow.project == project,
+        ResponseRow.item_key == HumanGradeRow.item_id,
+        JudgmentRow.response_id == ResponseRow.id,
+        rubric_matches(JudgmentRow.rubric_ref, rubric),
     )
-    return session.scalar(
-        select(func.count()).where(
-            HumanGradeRow.project == project, HumanGradeRow.rater_kind == "human", judged
+    return (
+        session.scalar(
+            select(func.count()).where(
+                HumanGradeRow.project == project, HumanGradeRow.rater_kind == "human", judged
+            )
         )
-    ) or 0
+        or 0
+    )
 
 
 def why_due(scope: CalibrationScopeRow, labels: int, now: datetime) -> str | None:
@@ -139,8 +139,7 @@ def why_due(scope: CalibrationScopeRow, labels: int, now: datetime) -> str | Non
     if scope.every_labels and labels - scope.labels_seen >= scope.every_labels:
         return f"{labels - scope.labels_seen} new SME labels"
     if scope.every_hours and (
-        scope.last_run_at is None
-        or now - scope.last_run_at >= timedelta(hours=scope.every_hours)
+        scope.last_run_at is None or now - scope.last_run_at >= timedelta(hours=scope.every_hours)
     ):
         return "schedule"
     return None
@@ -196,6 +195,29 @@ def mark_due(session: Session, scope_id: int, reason: str, audited_through: date
         .where(CalibrationScopeRow.id == scope_id)
         .values(due_reason=reason[:64], audited_through=audited_through)
     )
+
+
+def follow_revision(session: Session, project: str, old_ref: str, new_ref: str) -> int:
+    """A template revision made `new_ref` live (service/alignment/): the scopes on the old
+    version move to it, and every scope of the rubric runs at the next round. How many."""
+    session.execute(
+        update(CalibrationScopeRow)
+        .where(CalibrationScopeRow.project == project, CalibrationScopeRow.rubric == old_ref)
+        .values(rubric=new_ref)
+    )
+    rubric_id = new_ref.split("@")[0]
+    moved = session.execute(
+        update(CalibrationScopeRow)
+        .where(
+            CalibrationScopeRow.project == project,
+            or_(
+                CalibrationScopeRow.rubric == rubric_id,
+                rubric_matches(CalibrationScopeRow.rubric, rubric_id),
+            ),
+        )
+        .values(due_reason="template revised")
+    )
+    return moved.rowcount
 
 
 def audited(session: Session, scope_id: int, through: datetime) -> None:
