@@ -360,6 +360,15 @@ def _block(fit: Fit, clusters: np.ndarray | None, options: EstimateOptions) -> d
     return block
 
 
+def label_multiplier(block: dict[str, Any]) -> float | None:
+    """How many SME labels each SME label is worth beside the judge's grades: the PPI++
+    block's effective_n over its labels, i.e. Var(human-only mean) / Var(PPI++ mean). 1: the
+    judge adds nothing; 3: its grades make n labels as precise as 3n labels alone would be
+    (what a revision of the judge buys shows here). None where the block has no effective n."""
+    effective, labelled = block.get("effective_n"), block.get("n_labelled")
+    return effective / labelled if effective is not None and labelled else None
+
+
 def _compare(fits: dict[str, Fit], clusters, options: EstimateOptions) -> dict[str, Any]:
     """θ_A − θ_B for the PPI, human-only and judge-only means; pairs share a cluster."""
     a, b = (f"{options.by[0]}={value}" for value in options.compare or [])

@@ -16,10 +16,15 @@ import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 
+from sqlalchemy.orm import Session
+
 from calibration.formats.interchange import neutralise_formula
 from judges.alignment import Case
+from judges.fit import template_of
+from judges.templates import PromptTemplate, TemplateRegistry
 from rubrics import PenaltyWeightedRubric, Rubric
-from service.stores.alignment import Labelled
+from service.stores.alignment import Labelled, labelled_items
+from service.stores.rubrics import get_rubric
 
 EXPORT_FORMATS = ("csv", "jsonl")
 
@@ -38,6 +43,18 @@ class Disagreement:
     smes: list[str]  # each SME's verdict, in the same words
     sme_rationales: list[str | None]
     gap: float  # how far apart: share of SMEs against the judge, or |rating gap|
+
+
+def labelled_for(
+    session: Session, project: str, rubric: str, judge: str, templates: TemplateRegistry
+) -> tuple[Rubric, PromptTemplate, list[Labelled]]:
+    """The rubric (`rubric`: 'id' for its newest version, or 'id@version'), the template it
+    grades with now, and the SME-labelled items the judge graded with that template;
+    RubricNotFound or TemplateError when there is no such rubric or template."""
+    found = get_rubric(session, project, rubric)
+    template = template_of(found, templates)
+    ref = f"{found.id}@{found.version}"
+    return found, template, labelled_items(session, project, ref, judge, template.hash)
 
 
 def by_group(
@@ -100,8 +117,9 @@ def _rating_disagreement(item: Labelled) -> list[Disagreement]:
     rounded = int(math.copysign(math.floor(abs(gap) + 0.5), gap))
     if rounded == 0:
         return []
+    side = "higher" if rounded > 0 else "lower"
     return [Disagreement(
-        group=f"judge {'higher' if rounded > 0 else 'lower'} by {abs(rounded)}", judge=f"{item.judge_score:g}", gap=abs(gap),
+        group=f"judge {side} by {abs(rounded)}", judge=f"{item.judge_score:g}", gap=abs(gap),
         smes=[f"{s['score']:g}" for s in item.smes], **_shared(item),
     )]  # fmt: skip
 

@@ -36,12 +36,11 @@ from judges import Grader, GradeRequest, JudgeResult
 from judges.alignment import candidate, guidance_of, reviser_messages
 from judges.templates import PromptTemplate
 from rubrics import PenaltyWeightedRubric, Rubric
-from service.alignment.disagreements import cases
+from service.alignment.disagreements import cases, labelled_for
 from service.db.engine import session_scope
 from service.db.values import new_id
 from service.stores import alignment as store
 from service.stores.projects import cache_scope
-from service.stores.rubrics import get_rubric
 
 REVISED_SUFFIX = " (revised)"  # the candidate's name in the held-out calibration
 AGREEMENT_METRICS = ("mad", "exact_match", "cohen_kappa", "krippendorff_alpha")
@@ -76,10 +75,10 @@ async def propose(
     (items graded, of how many, how many failed) as the held-out fold is graded."""
     grader.config.judge(options.reviser)  # JudgeConfigError names the configured ones
     with session_scope(sessions) as session:
-        rubric = get_rubric(session, project, options.rubric)
+        rubric, template, items = labelled_for(
+            session, project, options.rubric, options.judge, grader.templates
+        )
         ref = f"{rubric.id}@{rubric.version}"
-        template = grader.template_for(rubric)
-        items = store.labelled_items(session, project, ref, options.judge, template.hash)
         trained_before = store.training_items(session, project, ref)
     _enough(items, options, ref)
     assigned = folds(

@@ -79,21 +79,17 @@ def _short(text: str | None, limit: int = 160) -> str:
 
 
 def _labelled(rubric: str, judge: str, config: Path | None, project: str | None):
-    """The judge's SME-labelled items under the rubric (its live template's grades)."""
+    """The rubric and the judge's SME-labelled items under it (its live template's grades)."""
     from judges import JudgeConfigError, TemplateError, load_config
-    from judges.fit import template_of
+    from service.alignment.disagreements import labelled_for
     from service.db.engine import session_scope
-    from service.stores.alignment import labelled_items
-    from service.stores.rubrics import RubricNotFound, get_rubric
+    from service.stores.rubrics import RubricNotFound
 
     sessions, chosen = open_project(project)
     try:
         templates = load_config(config).templates
         with session_scope(sessions) as session:
-            found = get_rubric(session, chosen, rubric)
-            template = template_of(found, templates)
-            ref = f"{found.id}@{found.version}"
-            items = labelled_items(session, chosen, ref, judge, template.hash)
+            found, _, items = labelled_for(session, chosen, rubric, judge, templates)
     except (RubricNotFound, JudgeConfigError, TemplateError) as exc:
         fail(str(exc))
     return items, found
@@ -249,6 +245,7 @@ def show(
     project: str | None = project_option(),
 ) -> None:
     """One run: its folds' sizes, the candidate's guidance and its certification."""
+    from judges.alignment import GUIDANCE_NAME
     from service.db.engine import session_scope
     from service.stores.alignment import get_run
 
@@ -264,5 +261,6 @@ def show(
         out.print_json(json.dumps(data, default=str))
         return
     _print_run(sessions, chosen, run_id)
-    guidance = (data["certification"] or {}).get("guidance", "")
-    out.print("guidance the candidate adds:\n" + guidance, highlight=False, markup=False)
+    added = (data["candidate"].get("constants") or {}).get(GUIDANCE_NAME, "")
+    out.print("what the candidate adds to the instructions:\n" + added, highlight=False,
+              markup=False)  # fmt: skip

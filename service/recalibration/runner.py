@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from calibration.calibrate import CalibrationOptions, calibrate
 from calibration.checks import CalibrationInputError
 from calibration.drift import drift
+from calibration.estimate import label_multiplier
 from calibration.selective import AgreementRule
 from calibration.selective_report import SelectiveOptions, agreement_matrix, panel_confidence
 from calibration.table import build_table
@@ -277,18 +278,22 @@ def dashboard_summary(report: dict, previous: dict | None) -> dict:
     stratum, and its drift against the scope's report before (calibration/drift.py)."""
     found = drift(report, previous) if previous is not None else None
     estimate = report.get("estimate") or {}
+    judges = estimate.get("judges") or {}
+    multipliers = {judge: label_multiplier(data["overall"]) for judge, data in judges.items()}
     return {
         "trust_rows": [
-            {k: row.get(k) for k in ("stratum", "judge", "verdict", "winning_rate",
-                                     "advantage_probability", "missing", "reason")}
+            {**{k: row.get(k) for k in ("stratum", "judge", "verdict", "winning_rate",
+                                        "advantage_probability", "missing", "reason")},
+             "label_multiplier": multipliers.get(row.get("judge"))}
             for row in (report.get("trust") or {}).get("rows", [])
         ],  # fmt: skip
         "estimate": {
             "undefined": estimate.get("undefined"),
             "judges": {
-                judge: {stratum: {k: block.get(k) for k in ("estimate", "ci", "n_labelled")}
+                judge: {stratum: {**{k: block.get(k) for k in ("estimate", "ci", "n_labelled")},
+                                  "label_multiplier": label_multiplier(block)}
                         for stratum, block in (data.get("strata") or {}).items()}
-                for judge, data in (estimate.get("judges") or {}).items()
+                for judge, data in judges.items()
             },
         },  # fmt: skip
         "drift": None if found is None else {

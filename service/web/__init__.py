@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from service.web import dashboard, grading, pages, signin, team
+from service.web import alignment, dashboard, grading, pages, signin, team
 
 
 def install(app: FastAPI) -> None:
     pages.install(app)
-    for module in (signin, grading, team, dashboard):
+    for module in (signin, grading, team, dashboard, alignment):
         app.include_router(module.router)

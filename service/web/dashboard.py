@@ -139,7 +139,9 @@ def _history(points: list[dict]) -> dict[str, Any]:
     for metric, title in (("mad", "MAD (mean |judge − SMEs|)"),
                           ("signed_error", "Signed error (+: lenient)"),
                           ("omega", "ω: winning rate of the alt-test"),
-                          ("rho", "ρ: advantage probability")):  # fmt: skip
+                          ("rho", "ρ: advantage probability"),
+                          ("label_multiplier", "Label multiplier: labels each SME label is "
+                           "worth beside the judge")):  # fmt: skip
         series = []
         for judge in judges:
             values = [p["judges"].get(judge, {}).get(metric) for p in points]

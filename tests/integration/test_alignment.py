@@ -86,23 +86,34 @@ def body(i: int) -> dict:
             "metadata": {"item_id": f"item-{i:03d}", "channel": "mail" if i % 2 else "chat"}}  # fmt: skip
 
 
-@pytest.fixture
-def labelled(migrated_db, llm_server, tmp_path):
-    """40 answers graded by the judge (padded ones misread) and by three SMEs."""
-    llm_server.rules(*planted())
-    path = tmp_path / "judges.yaml"
-    path.write_text(yaml.safe_dump(config(llm_server)))
-    service = Service(migrated_db, path)
-    assert service.post("/rubrics", scope="admin", json=RUBRIC).status_code == 201
+def label(post) -> None:
+    """The rubric, 40 answers graded by the judge (padded ones misread) and by three SMEs,
+    through `post(path, key scope, json body)` -> HTTP status."""
+    assert post("/rubrics", "judge", RUBRIC) == 201
     for i in range(N_ITEMS):
-        assert service.post("/judge", json=body(i)).status_code == 200
+        assert post("/judge", "judge", body(i)) == 200
     grades = [
         {"item_id": f"item-{i:03d}", "rater": rater, "rater_kind": "human",
          "score": truth(i) if rater != "sme-3" or i % 4 else max(1, truth(i) - 1),
          "rationale": "padding, no substance" if padded(i) else "fine"}
         for i in range(N_ITEMS) for rater in ("sme-1", "sme-2", "sme-3")
     ]  # fmt: skip
-    assert service.post("/grades", scope="grades", json={"grades": grades}).status_code == 200
+    assert post("/grades", "grades", {"grades": grades}) == 200
+
+
+def reviser_writes(server, guidance: str) -> None:
+    """The reviser model's reply, before the planted judge's rules."""
+    server.rules({"match": REVISER_ASKED, "model": "reviser-model",
+                  "reply": {"content": guidance}}, *planted())  # fmt: skip
+
+
+@pytest.fixture
+def labelled(migrated_db, llm_server, tmp_path):
+    llm_server.rules(*planted())
+    path = tmp_path / "judges.yaml"
+    path.write_text(yaml.safe_dump(config(llm_server)))
+    service = Service(migrated_db, path)
+    label(lambda path, scope, json: service.post(path, scope=scope, json=json).status_code)
     env = {"QADI_DATABASE_URL": migrated_db, "QADI_JUDGES_CONFIG": str(path)}
     return service, env, make_sessionmaker(make_engine(migrated_db))
 
@@ -130,8 +141,7 @@ def test_the_disagreements_are_grouped_by_rating_gap_and_exported(labelled, tmp_
 
 def test_a_certified_revision_is_live_only_after_approval(labelled, llm_server):
     service, env, sessions = labelled
-    llm_server.rules({"match": REVISER_ASKED, "model": "reviser-model",
-                      "reply": {"content": GUIDANCE}}, *planted())  # fmt: skip
+    reviser_writes(llm_server, GUIDANCE)
     before = len(llm_server.requests())
     proposed = run_cli("align", "propose", "--rubric", "support-reply", "--judge", "judge",
                        "--reviser", "reviser", "--seed", "7", env=env)  # fmt: skip
@@ -169,9 +179,7 @@ def test_a_certified_revision_is_live_only_after_approval(labelled, llm_server):
 
 def test_a_revision_that_changes_nothing_is_not_certified_nor_approved(labelled, llm_server):
     _, env, _ = labelled
-    llm_server.rules({"match": REVISER_ASKED, "model": "reviser-model",
-                      "reply": {"content": "Read every answer carefully."}},
-                     *planted())  # fmt: skip
+    reviser_writes(llm_server, "Read every answer carefully.")
     proposed = run_cli("align", "propose", "--rubric", "support-reply", "--judge", "judge",
                        "--reviser", "reviser", env=env)  # fmt: skip
     assert proposed.returncode == 1 and "not certified" in proposed.stdout

@@ -317,6 +317,7 @@ def workbench_keeps_b_out(world: World) -> None:
     (each route, with A's ids where it takes one). Run once for every workbench route."""
     if world.ids.get("workbench_checked"):
         return
+    from service.stores.alignment import create_run
     from service.stores.scopes import ScopeSpec, add_scope
     from service.stores.smes import add_person, invite
 
@@ -324,6 +325,11 @@ def workbench_keeps_b_out(world: World) -> None:
     with session_scope(make_sessionmaker(make_engine(url))) as session:
         add_scope(session, A, ScopeSpec(name="a-scope", rubric="team-rubric", alpha=0.1,
                                         delta=0.1, every_labels=10), "test")  # fmt: skip
+        run_id = create_run(session, A, {}, rubric_ref="team-rubric@1", judge="gpt-judge",
+                            reviser="gpt-judge", seed=0, holdout=0.5, folds={"x": "train"},
+                            old_template="neutral-criteria@1", candidate={"id": MARK},
+                            candidate_hash="sha256:x", status="certified",
+                            certification={"guidance": MARK, "verdict": MARK}).id  # fmt: skip
         links = {who: invite(session, add_person(session, project, who, role=role), 1)
                  for who, project, role in (("a-sme", A, "sme"), ("b-sme", B, "sme"),
                                             ("b-lead", B, "lead"))}  # fmt: skip
@@ -336,7 +342,7 @@ def workbench_keeps_b_out(world: World) -> None:
     a_slot = clients["a-sme"].post("/workbench/next", data={"csrf": tokens["a-sme"]})
     slot = a_slot.headers["location"].rsplit("/", 1)[1]  # A's escalated item, held by A's SME
     ids = {"slot": slot, "queue_id": "1", "name": "a-scope", "report_id": world.ids["report"],
-           "handle": "a-sme", "secret": links["a-sme"]}  # fmt: skip
+           "handle": "a-sme", "secret": links["a-sme"], "run_id": run_id}  # fmt: skip
     signing_out = ("POST", "/workbench/signout")  # last: the sessions end there
     for method, path in [*sorted(set(WORKBENCH_ROUTES) - {signing_out}), signing_out]:
         concrete = path.format(**ids)
@@ -360,7 +366,9 @@ WORKBENCH_ROUTES = [
     ("POST", "/workbench/dashboard/scopes"), ("GET", "/workbench/dashboard/{name}"),
     ("POST", "/workbench/dashboard/{name}/run"), ("GET", "/workbench/reports/{report_id}"),
     ("GET", "/workbench/invite/{secret}"), ("POST", "/workbench/invite/{secret}"),
-    ("POST", "/workbench/signout"),
+    ("POST", "/workbench/signout"), ("GET", "/workbench/alignment"),
+    ("GET", "/workbench/alignment/export"), ("GET", "/workbench/alignment/runs/{run_id}"),
+    ("POST", "/workbench/alignment/runs/{run_id}/approve"),
 ]  # fmt: skip
 
 

@@ -265,3 +265,28 @@ def test_the_alt_test_table_columns_match_their_headers():
     cells = dict(zip(header.split("|"), first.split("|"), strict=True))
     test = report["judges"]["z-exact"]["alt_test"]["overall"]["annotators"][0]
     assert float(cells[" advantage "]) == pytest.approx(test["advantage"], abs=5e-4)
+
+
+def test_the_label_multiplier_travels_from_the_estimate_to_the_history_and_the_dashboard():
+    """Each SME label worth effective_n / n_labelled labels (30 / 10 = 3 for j); a judge
+    without an effective n (no unlabelled items) has none, never a made-up 1."""
+    from service.recalibration.runner import dashboard_summary
+
+    estimate = {"judges": {
+        "j": {"overall": {"effective_n": 30.0, "n_labelled": 10},
+              "strata": {"candidate_model=m": {"estimate": 3.1, "ci": [2.9, 3.3],
+                                               "n_labelled": 4, "effective_n": 6.0}}},
+        "k": {"overall": {"effective_n": None, "n_labelled": 10}, "strata": {}},
+    }}  # fmt: skip
+    report = {
+        "judges": {name: {"overall": block(40, 0.5, [0.4, 0.6], -0.1, None)} for name in "jk"},
+        "estimate": estimate,
+        "trust": {"rows": [{"stratum": "overall", "judge": "j", "verdict": "replace"},
+                           {"stratum": "overall", "judge": "k", "verdict": "insufficient"}]},
+    }  # fmt: skip
+    point = history_point(report, "2026-11-02", "r1")
+    assert point["judges"]["j"]["label_multiplier"] == 3.0
+    assert point["judges"]["k"]["label_multiplier"] is None
+    summary = dashboard_summary(report, None)
+    assert [r["label_multiplier"] for r in summary["trust_rows"]] == [3.0, None]
+    assert summary["estimate"]["judges"]["j"]["candidate_model=m"]["label_multiplier"] == 1.5
