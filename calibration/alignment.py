@@ -18,6 +18,11 @@ item graded by both):
   certified in at most `level` of held-out draws. When every difference is equal, the t test
   has no spread: an exact sign test is used instead (each item's improvement a fair coin
   under H0), and below MIN_ITEMS items nothing is certified.
+- **Labels sampled unequally** (the SME queue's escalations and audits carry inclusion_prob):
+  every mean is a Hájek mean weighted by 1/inclusion_prob, so the change is that of the
+  population the labels were drawn from, with its linearised SE and t(min(units, Kish
+  effective n) − 1) (the fold split itself is a uniform subsample: its constant factor
+  cancels).
 - Secondary, reported, not certified on: the change in exact-match rate (paired differences
   of agreement indicators, same interval rule). Cohen's κ and the alt-test verdicts of both
   templates come from the calibration report of the held-out fold (the service adds them).
@@ -44,7 +49,9 @@ from calibration.intervals import ratio_se, t_interval
 MIN_ITEMS = 5  # held-out items (or clusters) below which nothing is certified
 METHOD = (
     "paired differences over the held-out items: mean ± Student t(n − 1) × s/√n, or CR1 with "
-    "t(G − 1) over prompt clusters; one-sided t test of H0: the revision does not improve"
+    "t(G − 1) over prompt clusters; with unequal inclusion probabilities a Hájek mean, its "
+    "linearised SE and t(min(units, Kish n) − 1); one-sided t test of H0: the revision does "
+    "not improve"
 )
 SIGN_METHOD = "exact sign test (every paired difference equal; H0: each improves with p ½)"
 
@@ -92,6 +99,9 @@ class Certification(BaseModel):
     level: float
     confidence: float
     certified: bool = Field(description="ΔMAD < 0 at `level` (the primary endpoint)")
+    weighted: bool = Field(
+        default=False, description="means weighted by 1/inclusion_prob (labels sampled unequally)"
+    )
     verdict: str
     mad: PairedChange
     exact_match: PairedChange | None
@@ -107,17 +117,21 @@ def certify(
     level: float = 0.05,
     confidence: float = 0.95,
     ordinal: bool = True,
+    weights: np.ndarray | None = None,
 ) -> Certification:
     """Compare the revised template (`new`) with the old one on the held-out items: each
-    array holds one value per item (the SMEs' reference, each template's score)."""
+    array holds one value per item (the SMEs' reference, each template's score). `weights`
+    (1/inclusion_prob of labels sampled unequally) make every mean a Hájek mean of the
+    population the labels were drawn from."""
     reference, old, new = (np.asarray(a, dtype=float) for a in (reference, old, new))
     codes = None if clusters is None else np.unique(np.asarray(clusters), return_inverse=True)[1]
-    mad = _paired("mad", np.abs(old - reference), np.abs(new - reference), codes, confidence,
-                  lower_is_better=True)  # fmt: skip
+    w = np.ones(len(reference)) if weights is None else np.asarray(weights, dtype=float)
+    mad = _paired("mad", np.abs(old - reference), np.abs(new - reference), w, codes,
+                  confidence, lower_is_better=True)  # fmt: skip
     exact = None
     if ordinal:
         exact = _paired("exact_match", (old == reference).astype(float),
-                        (new == reference).astype(float), codes, confidence,
+                        (new == reference).astype(float), w, codes, confidence,
                         lower_is_better=False)  # fmt: skip
     certified = mad.p_value is not None and mad.p_value < level
     verdict = (
@@ -128,15 +142,17 @@ def certify(
         + (f"(one-sided p = {mad.p_value:.3g} ≥ {level:g})" if mad.p_value is not None
            else f"({mad.note})")
     )  # fmt: skip
+    assumptions = [
+        "the held-out items were split off before the revision, at random within strata, "
+        "and are exchangeable with the items the judge will grade"
+        + (" once weighted by 1/inclusion_prob" if weights is not None else ""),
+        "the SMEs' reference is the same whichever template graded an item (they grade "
+        "blind to the judges)",
+    ]
     return Certification(
         n_items=len(reference), level=level, confidence=confidence, certified=certified,
-        verdict=verdict, mad=mad, exact_match=exact,
-        assumptions=[
-            "the held-out items were split off before the revision, at random within strata, "
-            "and are exchangeable with the items the judge will grade",
-            "the SMEs' reference is the same whichever template graded an item (they grade "
-            "blind to the judges)",
-        ],
+        verdict=verdict, mad=mad, exact_match=exact, weighted=weights is not None,
+        assumptions=assumptions,
     )  # fmt: skip
 
 
@@ -144,18 +160,20 @@ def _paired(
     metric: str,
     old: np.ndarray,
     new: np.ndarray,
+    weights: np.ndarray,
     clusters: np.ndarray | None,
     confidence: float,
     lower_is_better: bool,
 ) -> PairedChange:
-    """The paired change of a per-item metric, its interval and the one-sided p-value of
-    "the revision does not improve it"."""
+    """The paired change of a per-item metric (weighted means), its interval and the
+    one-sided p-value of "the revision does not improve it"."""
     differences = new - old
     n = len(differences)
-    common = {"metric": metric, "old": float(old.mean()) if n else math.nan,
-              "new": float(new.mean()) if n else math.nan}  # fmt: skip
-    value = float(differences.mean()) if n else math.nan
-    se, units = ratio_se(differences, np.ones(n), clusters)
+    total = float(weights.sum())
+    common = {"metric": metric, "old": float(weights @ old) / total if n else math.nan,
+              "new": float(weights @ new) / total if n else math.nan}  # fmt: skip
+    value = float(weights @ differences) / total if n else math.nan
+    se, units = ratio_se(weights * differences, weights, clusters)
     if units < MIN_ITEMS:
         note = f"{units} held-out unit(s), fewer than {MIN_ITEMS}: nothing is certified"
         return PairedChange(**common, difference=value, ci=None, p_value=None, method=None,
@@ -165,7 +183,8 @@ def _paired(
         return PairedChange(**common, difference=value, ci=None, method=SIGN_METHOD,
                             p_value=_sign_test(improving), units=units,
                             note="every paired difference equal: no interval")  # fmt: skip
-    df = units - 1
+    kish = total**2 / float((weights**2).sum())  # unequal weights: fewer effective units
+    df = min(units, kish) - 1
     ci = t_interval(value, se, df, confidence)
     statistic = (-value if lower_is_better else value) / se
     p_value = float(special.stdtr(df, -statistic))  # P(T ≥ statistic) under H0

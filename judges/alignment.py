@@ -114,7 +114,7 @@ def candidate(old: PromptTemplate, guidance: str, examples: list[Case], run_id: 
             f"{', '.join(c.sme_verdicts)}" for c in shown
         )  # fmt: skip
     data = old.model_dump(mode="json")
-    data.update(id=f"{old.id}-aligned-{run_id[:8]}", version=1,
+    data.update(id=f"{old.id[:110]}-aligned-{run_id[:8]}", version=1,
                 constants={**old.constants, GUIDANCE_NAME: written})  # fmt: skip
     addition = "\n\nGuidance from the experts' corrections:\n{{ " + GUIDANCE_NAME + " }}"
     if old.system:

@@ -7,9 +7,11 @@ judgments, the training items are kept out of its calibrations (service/stores/c
 `rows_from_db`), and the calibration scopes of the rubric follow the new version and run at
 the next round.
 
-A revision is approved only when it was certified, only once, and only while the version
-it revised is still the rubric's newest: otherwise its comparison was against a template
-that is no longer the one it would replace.
+A revision is approved only once, and only while the version it revised is still the
+rubric's newest: otherwise its comparison was against a template that is no longer the one it
+would replace. One the held-out fold did not certify is approved only when the lead says so
+in as many words (`--uncertified`, a checkbox in the workbench): the run keeps its verdict,
+so the record shows it went live uncertified.
 """
 
 from __future__ import annotations
@@ -23,17 +25,20 @@ from service.stores import scopes
 from service.stores.rubrics import find_rubric, get_rubric, save_rubric
 
 
-def approve_run(session: Session, project: str, run_id: str, actor: str) -> str:
-    """Make run `run_id`'s candidate live; the new rubric version's ref."""
+def approve_run(
+    session: Session, project: str, run_id: str, actor: str, uncertified: bool = False
+) -> str:
+    """Make run `run_id`'s candidate live; the new rubric version's ref. `uncertified`: the
+    lead approves it although the held-out fold did not certify it."""
     run = store.get_run(session, project, run_id)
     if run is None:
         raise AlignmentError(f"run: the project has no alignment run '{run_id}'")
     if run.status == "approved":
         raise AlignmentError(f"run: '{run_id}' was approved already ({run.approved_rubric_ref})")
-    if run.status != "certified":
+    if run.status != "certified" and not uncertified:
         raise AlignmentError(
-            f"run: '{run_id}' was not certified on its held-out fold; only a certified "
-            "revision replaces the live template"
+            f"run: '{run_id}' was not certified on its held-out fold; approve it only if you "
+            "mean to make an uncertified revision live (--uncertified)"
         )
     rubric_id, _ = split_ref(run.rubric_ref)
     newest = get_rubric(session, project, rubric_id)

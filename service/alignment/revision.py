@@ -193,10 +193,18 @@ def _certification(
     clusters = None
     if options.cluster:
         clusters = np.array([i.attributes.get(options.cluster, i.item_id) for i in compared])
-    result = certify(reference, old, new, clusters, options.level,
-                     ordinal=not isinstance(rubric, PenaltyWeightedRubric))  # fmt: skip
+    probs = [i.inclusion_prob for i in compared]
+    weights = 1 / np.array(probs) if compared and None not in probs else None
+    ordinal = not isinstance(rubric, PenaltyWeightedRubric)
+    result = certify(reference, old, new, clusters, options.level, ordinal=ordinal,
+                     weights=weights)  # fmt: skip
+    notes = []
+    if weights is None and any(p is not None for p in probs):
+        notes.append("some held-out labels carry an inclusion_prob and some do not: the "
+                     "comparison is unweighted")  # fmt: skip
     return {
         **result.model_dump(mode="json"),
+        "notes": notes,
         "held_out": len(held),
         "without_candidate_grade": failed,
         "agreement": _agreement(rubric, compared, grades, options.judge),
@@ -210,7 +218,8 @@ def _agreement(
     rows = []
     for item in compared:
         rows += [GradeRow(item_id=item.item_id, rater=s["rater"], rater_kind="human",
-                          score=s["score"]) for s in item.smes]  # fmt: skip
+                          score=s["score"], inclusion_prob=s["inclusion_prob"])
+                 for s in item.smes]  # fmt: skip
         rows.append(GradeRow(item_id=item.item_id, rater=judge, rater_kind="judge",
                              score=item.judge_score))  # fmt: skip
         rows.append(GradeRow(item_id=item.item_id, rater=judge + REVISED_SUFFIX,

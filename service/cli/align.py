@@ -196,21 +196,24 @@ def _interval(ci) -> str:
 @align_app.command("approve")
 def approve(
     run_id: str = typer.Argument(..., help="the run's id (qadi align list)"),
+    uncertified: bool = typer.Option(
+        False, "--uncertified", help="approve it although the held-out fold did not certify it"
+    ),
     project: str | None = project_option(),
 ) -> None:
-    """Make a certified revision live: a new rubric version whose template is the candidate."""
+    """Make a revision live: a new rubric version whose template is the candidate."""
     sessions, chosen = open_project(project)
-    _approve(sessions, chosen, run_id)
+    _approve(sessions, chosen, run_id, uncertified)
 
 
-def _approve(sessions, project: str, run_id: str) -> None:
+def _approve(sessions, project: str, run_id: str, uncertified: bool = False) -> None:
     from service.alignment.approval import approve_run
     from service.alignment.revision import AlignmentError
     from service.db.engine import session_scope
 
     try:
         with session_scope(sessions) as session:
-            new_ref = approve_run(session, project, run_id, "cli")
+            new_ref = approve_run(session, project, run_id, "cli", uncertified)
     except AlignmentError as exc:
         fail(str(exc))
     out.print(f"approved: {new_ref} grades with the revised template from now on "
@@ -232,6 +235,8 @@ def list_runs(project: str | None = project_option()) -> None:
             mad = (run.certification or {}).get("mad") or {}
             status = run.status + (f" → {run.approved_rubric_ref}" if run.approved_rubric_ref
                                    else "")  # fmt: skip
+            if run.status == "approved" and not (run.certification or {}).get("certified"):
+                status += " (not certified)"
             table.add_row(run.id, f"{run.created_at:%Y-%m-%d %H:%M}", run.rubric_ref, run.judge,
                           run.reviser, status, _num(mad.get("difference")),
                           _num(mad.get("p_value")))  # fmt: skip

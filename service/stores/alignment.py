@@ -49,6 +49,12 @@ class Labelled:
         """The SMEs' mean score (the reference of every report)."""
         return sum(s["score"] for s in self.smes) / len(self.smes)
 
+    @property
+    def inclusion_prob(self) -> float | None:
+        """The chance the item was sent to the SMEs, when its labels carry one (the SME
+        queue's escalations and audits are drawn unequally)."""
+        return next((s["inclusion_prob"] for s in self.smes if s["inclusion_prob"]), None)
+
 
 def labelled_items(
     session: Session, project: str, rubric: str, judge: str, template_hash: str | None = None
@@ -97,7 +103,7 @@ def labelled_items(
         for grade in grades:
             found[grade.item_id].smes.append({
                 "rater": grade.rater, "score": grade.score, "marks": grade.criteria or {},
-                "rationale": grade.rationale,
+                "rationale": grade.rationale, "inclusion_prob": grade.inclusion_prob,
             })  # fmt: skip
     return [item for item in found.values() if item.smes]
 

@@ -103,9 +103,12 @@ async def run_page(request: Request, run_id: str, signed: Lead) -> HTMLResponse:
 async def approve(
     request: Request, run_id: str, signed: LeadPoster
 ) -> HTMLResponse | RedirectResponse:
-    """Make the certified revision live (a new rubric version grades from now on)."""
+    """Make the revision live (a new rubric version grades from now on); one that was not
+    certified only with the form's "although it is not certified" box ticked."""
+    uncertified = (await request.form()).get("uncertified") == "yes"
     try:
-        await in_db(request, approve_run, signed.person.project, run_id, signed.person.handle)
+        await in_db(request, approve_run, signed.person.project, run_id, signed.person.handle,
+                    uncertified)  # fmt: skip
     except AlignmentError as exc:
         run = await in_db(request, store.get_run, signed.person.project, run_id)
         if run is None:

@@ -164,6 +164,10 @@ def test_a_certified_revision_is_live_only_after_approval(labelled, llm_server):
     # before approval the live rubric is the old one
     live = service.post("/judge", json=body(99))
     assert live.json()["results"][0]["score"] == 5
+    shown = run_cli("align", "show", run_id, env=env)
+    assert "PADDING-RULE" in shown.stdout and "Examples the experts graded" in shown.stdout
+    whole = json.loads(run_cli("align", "show", run_id, "--json", env=env).stdout)
+    assert whole["folds"] == folds and whole["status"] == "certified"
     approved = run_cli("align", "approve", run_id, env=env)
     assert approved.returncode == 0 and "support-reply@2" in approved.stdout
     again = run_cli("align", "approve", run_id, env=env)
@@ -177,7 +181,9 @@ def test_a_certified_revision_is_live_only_after_approval(labelled, llm_server):
     assert inputs["revision_training_items_excluded"] == N_ITEMS - len(held)
 
 
-def test_a_revision_that_changes_nothing_is_not_certified_nor_approved(labelled, llm_server):
+def test_a_revision_that_changes_nothing_is_not_certified_nor_approved_unasked(
+    labelled, llm_server
+):
     _, env, _ = labelled
     reviser_writes(llm_server, "Read every answer carefully.")
     proposed = run_cli("align", "propose", "--rubric", "support-reply", "--judge", "judge",
@@ -188,6 +194,9 @@ def test_a_revision_that_changes_nothing_is_not_certified_nor_approved(labelled,
     assert refused.returncode == 2 and "was not certified" in refused.stderr
     listed = run_cli("align", "list", env=env)
     assert run_id in listed.stdout and "not_certified" in listed.stdout
+    anyway = run_cli("align", "approve", run_id, "--uncertified", env=env)
+    assert anyway.returncode == 0 and "support-reply@2" in anyway.stdout
+    assert "(not certified)" in run_cli("align", "list", env=env).stdout
 
 
 def test_bad_alignment_requests_get_one_line_errors(labelled):

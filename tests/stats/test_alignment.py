@@ -112,3 +112,92 @@ def test_a_revision_that_changes_nothing_is_certified_at_most_at_the_level():
                    "at_most", setting)  # fmt: skip
         check_rate("alignment: ΔMAD interval covers 0", covered, reps, 0.95, "at_least",
                    setting)  # fmt: skip
+
+
+# --- few clusters --------------------------------------------------------------------------
+
+
+def test_with_few_prompt_clusters_a_revision_without_gain_is_certified_at_most_at_the_level():
+    """10 prompts with 6 answers each held out. Each template reads each prompt with an error
+    of its own (a prompt × template effect, then per-answer noise): the paired differences
+    of one prompt move together, the true ΔMAD is 0. CR1 over the prompts on t(G − 1)
+    certifies at most at 5%; the item-level t, which treats 60 answers as independent,
+    would certify far more often (recorded beside it)."""
+    rng = np.random.default_rng(404)
+    reps = Reps(fast=1000, long=20000).n
+    prompts, answers = 10, 6
+    clusters = np.repeat(np.arange(prompts), answers)
+    certified = naive = 0
+    for _ in range(reps):
+        ref = rng.integers(1, 6, prompts * answers).astype(float)
+        old = ref + np.repeat(rng.normal(0, 1, prompts), answers) + rng.normal(0, 0.5, len(ref))
+        new = ref + np.repeat(rng.normal(0, 1, prompts), answers) + rng.normal(0, 0.5, len(ref))
+        certified += certify(ref, old, new, clusters, ordinal=False).certified
+        naive += certify(ref, old, new, None, ordinal=False).certified
+    setting = f"{prompts} prompt clusters × {answers} answers, prompt × template effects"
+    check_rate("alignment: a revision without gain certified (CR1)", certified, reps, 0.05,
+               "at_most", setting)  # fmt: skip
+    record("alignment: same, item-level t ignoring the clusters", naive / reps, setting)
+    assert naive / reps > 0.1  # the clusters matter here: ignoring them over-certifies
+
+
+# --- labels sampled unequally --------------------------------------------------------------
+
+POPULATION, HARD_SHARE = 4000, 0.2
+PI_HARD, PI_EASY = 0.6, 0.05  # escalations: the hard items are labelled far more often
+
+
+def judge_on(rng, marks: np.ndarray, hard: np.ndarray, misread: bool) -> np.ndarray:
+    """The judge's marks: noise everywhere; criterion 3 read backwards on the hard items."""
+    seen = flip(rng, marks, NOISE)
+    if misread:
+        seen[hard, MISREAD] = 1 - marks[hard, MISREAD]
+    return seen
+
+
+def weighted_run(planted: bool, reps: int, seed: int):
+    """Labels drawn with inclusion_prob 0.6 on hard items, 0.05 on easy ones; half of them
+    held out; the revision fixes the misreading. The target is the population's ΔMAD."""
+    rng = np.random.default_rng(seed)
+    big = truth(rng, 200_000)
+    big_hard = rng.uniform(size=len(big)) < HARD_SHARE
+    ref_big = reference(rng, big)
+    target = float(np.abs(scores(judge_on(rng, big, big_hard, False)) - ref_big).mean()
+                   - np.abs(scores(judge_on(rng, big, big_hard, planted)) - ref_big).mean())  # fmt: skip
+    covered = unweighted_covered = certified = 0
+    for _ in range(reps):
+        marks = truth(rng, POPULATION)
+        hard = rng.uniform(size=POPULATION) < HARD_SHARE
+        pi = np.where(hard, PI_HARD, PI_EASY)
+        labelled = np.flatnonzero(rng.uniform(size=POPULATION) < pi)
+        held = labelled[rng.permutation(len(labelled))[: len(labelled) // 2]]
+        ref = reference(rng, marks[held])
+        old = scores(judge_on(rng, marks[held], hard[held], planted))
+        new = scores(judge_on(rng, marks[held], hard[held], False))
+        result = certify(ref, old, new, ordinal=False, weights=1 / pi[held])
+        ci = result.mad.ci
+        covered += ci is not None and ci[0] <= target <= ci[1]
+        certified += result.certified
+        plain = certify(ref, old, new, ordinal=False).mad.ci
+        unweighted_covered += plain is not None and plain[0] <= target <= plain[1]
+    return covered, unweighted_covered, certified, target
+
+
+def test_with_unequal_inclusion_probabilities_the_weighted_interval_covers_the_population_gain():
+    reps = Reps(fast=300, long=4000).n
+    covered, unweighted, certified, target = weighted_run(True, reps, 77)
+    setting = "hard items labelled with p 0.6, easy with 0.05; misread on the hard ones"
+    check_rate("alignment: weighted ΔMAD interval covers the population gain", covered, reps,
+               0.95, "at_least", setting)  # fmt: skip
+    record("alignment: unweighted interval covers the population gain", unweighted / reps,
+           setting)  # fmt: skip
+    record("alignment: true population ΔMAD", target, setting)
+    assert unweighted / reps < 0.5  # unweighted, the hard items' gain is counted too often
+
+
+def test_with_unequal_inclusion_probabilities_a_revision_without_gain_is_rarely_certified():
+    reps = Reps(fast=600, long=10000).n
+    _, _, certified, target = weighted_run(False, reps, 78)
+    assert abs(target) < 0.2
+    check_rate("alignment: a revision without gain certified (weighted)", certified, reps, 0.05,
+               "at_most", "hard items labelled with p 0.6, easy with 0.05; nothing misread")  # fmt: skip
