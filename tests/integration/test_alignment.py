@@ -199,6 +199,31 @@ def test_a_revision_that_changes_nothing_is_not_certified_nor_approved_unasked(
     assert "(not certified)" in run_cli("align", "list", env=env).stdout
 
 
+def test_the_workbench_approves_an_uncertified_revision_only_with_the_box_ticked(
+    labelled, llm_server
+):
+    from tests.integration.test_workbench_pages import csrf_of, link_for, sign_in
+
+    service, env, sessions = labelled
+    reviser_writes(llm_server, "Read every answer carefully.")
+    proposed = run_cli("align", "propose", "--rubric", "support-reply", "--judge", "judge",
+                       "--reviser", "reviser", env=env)  # fmt: skip
+    run_id = proposed.stdout.split("run ")[1].split(":")[0]
+    lead = sign_in(service, link_for(sessions, "lina", role="lead"))
+    page = lead.get(f"/workbench/alignment/runs/{run_id}")
+    assert page.status_code == 200 and "I approve it although it is not certified" in page.text
+    refused = lead.post(f"/workbench/alignment/runs/{run_id}/approve",
+                        data={"csrf": csrf_of(page.text)})  # fmt: skip
+    assert refused.status_code == 409 and "was not certified" in refused.text
+    done = lead.post(f"/workbench/alignment/runs/{run_id}/approve",
+                     data={"csrf": csrf_of(page.text), "uncertified": "yes"})  # fmt: skip
+    assert done.status_code == 303
+    after = lead.get(f"/workbench/alignment/runs/{run_id}").text
+    assert "Approved, although not certified, by lina" in after
+    sme = sign_in(service, link_for(sessions, "ada"))
+    assert sme.get(f"/workbench/alignment/runs/{run_id}").status_code == 403
+
+
 def test_bad_alignment_requests_get_one_line_errors(labelled):
     _, env, _ = labelled
     base = ("align", "propose", "--rubric", "support-reply", "--judge")
