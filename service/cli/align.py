@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from service.cli.app import app, console, fail, open_project, out, project_option
+from service.cli.app import app, console, fail, fail_invalid, open_project, out, project_option
 from service.cli.progress import grading_task, progress_bar
 
 align_app = typer.Typer(
@@ -127,8 +127,7 @@ def propose(
             level=level, stratify_by=stratify_by, cluster=cluster, concurrency=concurrency,
         )  # fmt: skip
     except ValidationError as exc:
-        error = exc.errors()[0]
-        fail(f"{'.'.join(map(str, error['loc']))}: {error['msg']}")
+        fail_invalid(exc)
     sessions, chosen = open_project(project)
     try:
         grader = Grader(load_config(config))

@@ -53,6 +53,13 @@ def fail(message: str, code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
+def fail_invalid(exc) -> NoReturn:
+    """A pydantic refusal of a command's options as one line: its first problem, by field."""
+    error = exc.errors()[0]
+    field = ".".join(map(str, error["loc"]))
+    fail(f"{field}: {error['msg'].removeprefix('Value error, ')}")
+
+
 def split_names(value: str | None) -> list[str] | None:
     if not value:
         return None

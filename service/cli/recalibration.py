@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from service.cli.app import app, console, fail, open_project, out, project_option
+from service.cli.app import app, console, fail, fail_invalid, open_project, out, project_option
 from service.cli.calibrate import CASCADE, TRUST_ALPHA, TRUST_CONFIDENCE, TRUST_DELTA
 
 recalibration_app = typer.Typer(
@@ -35,7 +35,9 @@ def add(
     ),
     bootstrap: int = typer.Option(500, min=0, help="bootstrap resamples of each report"),
     window_hours: float | None = typer.Option(
-        None, min=0.01, help="a nightly scope: only the judgments of the last N hours, stored "
+        None,
+        min=0.01,
+        help="a nightly scope: only the judgments of the last N hours, stored "
         "as a nightly report with its drift against the previous one (with --every-hours 24: "
         "qadi report nightly on the service's own schedule)",
     ),  # fmt: skip
@@ -56,8 +58,7 @@ def add(
             audit_slice=audit_slice, bootstrap=bootstrap, window_hours=window_hours,
         )  # fmt: skip
     except ValidationError as exc:
-        error = exc.errors()[0]
-        fail(f"{'.'.join(map(str, error['loc']))}: {error['msg']}")
+        fail_invalid(exc)
     sessions, chosen = open_project(project)
     try:
         with session_scope(sessions) as session:

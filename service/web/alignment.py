@@ -34,9 +34,7 @@ async def overview(
     stratum: str = "",
 ) -> HTMLResponse:
     """The form, the disagreements it asks for, and the project's alignment runs."""
-    project = signed.person.project
-    query = {"rubric": rubric.strip(), "judge": judge.strip(), "stratum": stratum.strip()}
-    view = await in_db(request, _view, project, query, request.app.state.grader.templates)
+    query, view = await _load(request, signed, rubric, judge, stratum)
     status = 422 if view["problem"] else 200
     return page(request, "alignment.html.j2", signed, status, query=query, shown=SHOWN,
                 judges=request.app.state.grader.config.names, **view)  # fmt: skip
@@ -54,16 +52,22 @@ async def download(
     """Every disagreement of the view as a CSV or JSON-lines file."""
     if format not in MEDIA:
         return message(request, "No such format", "Download as csv or jsonl.", 422, signed)
-    query = {"rubric": rubric.strip(), "judge": judge.strip(), "stratum": stratum.strip()}
-    view = await in_db(
-        request, _view, signed.person.project, query, request.app.state.grader.templates
-    )
+    query, view = await _load(request, signed, rubric, judge, stratum)
     if view["groups"] is None:
         problem = view["problem"] or "Choose a rubric and a judge first."
         return message(request, "Nothing to download", problem, 422, signed)
     name = f"disagreements-{view['rubric_ref']}-{query['judge']}.{format}".replace("@", "-v")
     return Response(export(view["groups"], format), media_type=MEDIA[format],
                     headers={"Content-Disposition": f'attachment; filename="{name}"'})  # fmt: skip
+
+
+async def _load(
+    request: Request, signed, rubric: str, judge: str, stratum: str
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """The query as typed (trimmed) and what the project's database says of it."""
+    query = {"rubric": rubric.strip(), "judge": judge.strip(), "stratum": stratum.strip()}
+    templates = request.app.state.grader.templates
+    return query, await in_db(request, _view, signed.person.project, query, templates)
 
 
 def _view(session: Session, project: str, query: dict[str, str], templates) -> dict[str, Any]:
