@@ -276,6 +276,7 @@ def test_csv_export_neutralises_formulas(service):
         "criteria": "",
         "inclusion_prob": "",
         "confidence": "",
+        "rationale": "",
         "project": "default",
         "note": "'+1",
         "dash": "'-2+3",

@@ -351,7 +351,7 @@ class MaxCalls(RootModel[int]):
     root: Annotated[
         int,
         Field(
-            description="refuse (422) a run that needs more new judge calls",
+            description="refuse (422) a run that needs more new judge calls; null: no limit below the service's own on the judge calls a run plans (QADI_PROBE_MAX_CALLS)",
             ge=0,
             title="Max Calls",
         ),
@@ -417,7 +417,7 @@ class ProbeRunRequest(BaseModel):
     max_calls: Annotated[
         MaxCalls | None,
         Field(
-            description="refuse (422) a run that needs more new judge calls",
+            description="refuse (422) a run that needs more new judge calls; null: no limit below the service's own on the judge calls a run plans (QADI_PROBE_MAX_CALLS)",
             title="Max Calls",
             validate_default=True,
         ),
