@@ -75,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 with suppress(asyncio.CancelledError):
                     await task
             await judging.drain()  # grades still waiting for the database
+            sessions.kw["bind"].dispose()  # hand the pooled connections back to the server
 
     # FastAPIOffline: /docs and /redoc load Swagger UI and ReDoc from files in the package,
     # not a CDN, so the docs work on a machine without internet access.

@@ -201,11 +201,20 @@ def pytest_generate_tests(metafunc):
 
 
 def reset_postgres(url: str) -> None:
+    """An empty schema, and no connection left from an earlier test: engines a test dropped
+    without disposing keep theirs open until garbage collection, and a long run would
+    otherwise reach the server's max_connections (CI did, in the last tests)."""
     from sqlalchemy import create_engine, text
 
     engine = create_engine(url)
     try:
         with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
             connection.execute(text("DROP SCHEMA public CASCADE"))
             connection.execute(text("CREATE SCHEMA public"))
     finally:
