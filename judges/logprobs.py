@@ -9,7 +9,8 @@ also puts weight on tokens the schema forbids), and derives
 
 - `confidence`: P(chosen value) renormalised over the allowed values (probs[chosen] / mass),
   the per-judgment confidence selective judging thresholds ("Trust or Escalate");
-- `confidence` of the whole verdict: for a rating, the rating's confidence; for a criteria
+- `confidence` of the whole verdict: for a rating, the rating's confidence; for a
+  scores verdict (`{"<dimension>_score": N, ...}`), the product of each dimension's; for a criteria
   verdict, the probability of every criterion's mark as given, the product of their
   confidences (criteria taken as independent): the judge's probability of exactly the
   verdict it returned. Selective judging (calibration/selective.py) thresholds it;
@@ -71,8 +72,13 @@ class TokenProbabilities(BaseModel):
 
     method: str = Field(description="how the distribution was read, and its assumptions")
     top_logprobs: int = Field(description="alternatives the judge listed per token")
-    rating: Distribution | None = None
+    rating: Distribution | None = Field(
+        default=None, description="the rating's (a one-dimension scale's score reads as one)"
+    )
     criteria: dict[str, Distribution] = Field(default_factory=dict)
+    dimensions: dict[str, Distribution] = Field(
+        default_factory=dict, description="each dimension's score (scores_json replies)"
+    )
     expected: float | None = Field(
         default=None, description="probability-weighted expected score (distributional)"
     )
@@ -162,6 +168,8 @@ def read_probabilities(
     spans = _TokenSpans(tokens, text)
     if output == "rating_json" and isinstance(rubric, ScaleRubric):
         return _rating(spans, rubric, top_k, verdict.dimensions)
+    if output == "scores_json" and isinstance(rubric, ScaleRubric):
+        return _scores(spans, rubric, top_k, verdict.dimensions)
     if output == "criteria_json" and isinstance(rubric, PenaltyWeightedRubric):
         return _criteria(spans, rubric, top_k, [c.id for c in verdict.criteria])
     return TokenProbabilities(
@@ -233,23 +241,81 @@ def _rating(
     if unavailable is not None:
         return TokenProbabilities(method=method, top_logprobs=top_k, unavailable=unavailable)
     match = _RATING.search(spans.text) or _BARE.fullmatch(spans.text)
-    allowed = [str(v) for v in range(int(rubric.scale.min), int(rubric.scale.max) + 1)]
-    token = spans.at(match.start(1), match.group(1)) if match else None
-    dist = _distribution(token, allowed) if token else None
-    if dist is None or float(dist.chosen) != dimensions.get(rubric.primary_dimension):
+    dist = _value_distribution(spans, rubric, match, dimensions.get(rubric.primary_dimension))
+    if dist is None:
         return TokenProbabilities(
             method=method,
             top_logprobs=top_k,
             unavailable="the rating is not one token whose alternatives name the ratings",
         )
-    expected = sum(int(v) * p for v, p in dist.probs.items()) / dist.mass
     return TokenProbabilities(
         method=method,
         top_logprobs=top_k,
         rating=dist,
-        expected=round(expected, 6),
+        expected=_expected_value(dist),
         confidence=dist.confidence,
     )
+
+
+def _scores(
+    spans: _TokenSpans, rubric: ScaleRubric, top_k: int, dimensions: Mapping[str, float]
+) -> TokenProbabilities:
+    """Each dimension's score read at its own value token, as a rating is. The verdict's
+    confidence is the product of the dimensions' (taken as independent, as criteria are):
+    the judge's probability of the scores it returned; the expected score is the primary
+    dimension's, the one the grade holds."""
+    method = (
+        "top_logprobs of each dimension's score token; confidence = the product over "
+        "dimensions (taken as independent); expected = sum v * p(v) / mass of the primary "
+        "dimension"
+    )
+    unavailable = _unavailable_rating(spans, rubric)
+    if unavailable is not None:
+        return TokenProbabilities(method=method, top_logprobs=top_k, unavailable=unavailable)
+    read: dict[str, Distribution] = {}
+    missing = []
+    for dimension in rubric.dimensions:
+        key = re.escape(f'"{dimension.id}_score"')
+        match = re.search(key + r"\s*:\s*(-?\d+)", spans.text)
+        dist = _value_distribution(spans, rubric, match, dimensions.get(dimension.id))
+        if dist is None:
+            missing.append(dimension.id)
+        else:
+            read[dimension.id] = dist
+    if missing:
+        return TokenProbabilities(
+            method=method,
+            top_logprobs=top_k,
+            dimensions=read,
+            unavailable=f"no distribution for dimensions {', '.join(missing)} (the score is "
+            "not one token whose alternatives name the scale's values)",
+        )
+    primary = read[rubric.primary_dimension]
+    return TokenProbabilities(
+        method=method,
+        top_logprobs=top_k,
+        rating=primary if len(read) == 1 else None,
+        dimensions=read,
+        expected=_expected_value(primary),
+        confidence=round(math.prod(d.confidence for d in read.values()), 6),
+    )
+
+
+def _value_distribution(
+    spans: _TokenSpans, rubric: ScaleRubric, match: re.Match[str] | None, parsed: float | None
+) -> Distribution | None:
+    """The distribution at the token of one integer value (`match` group 1), when that
+    token alone spells it and it is the value the verdict parsed."""
+    allowed = [str(v) for v in range(int(rubric.scale.min), int(rubric.scale.max) + 1)]
+    token = spans.at(match.start(1), match.group(1)) if match else None
+    dist = _distribution(token, allowed) if token else None
+    if dist is None or float(dist.chosen) != parsed:
+        return None
+    return dist
+
+
+def _expected_value(dist: Distribution) -> float:
+    return round(sum(int(v) * p for v, p in dist.probs.items()) / dist.mass, 6)
 
 
 def _unavailable_rating(spans: _TokenSpans, rubric: ScaleRubric) -> str | None:

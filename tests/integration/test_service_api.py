@@ -54,12 +54,15 @@ class Service:
         self.settings = Settings(database_url=url, judges_config=config_path, **settings)
         self.app = create_app(self.settings)
         self.client = TestClient(self.app)
-        sessions = make_sessionmaker(make_engine(url))
-        with session_scope(sessions) as session:
-            self.keys = {
-                scope: create_key(session, f"test-{scope}", [scope])
-                for scope in ("judge", "grades", "admin")
-            }
+        engine = make_engine(url)
+        try:
+            with session_scope(make_sessionmaker(engine)) as session:
+                self.keys = {
+                    scope: create_key(session, f"test-{scope}", [scope])
+                    for scope in ("judge", "grades", "admin")
+                }
+        finally:
+            engine.dispose()
 
     def headers(self, scope="judge", **extra):
         return {"Authorization": f"Bearer {self.keys[scope]}", **extra}

@@ -225,3 +225,74 @@ def test_the_judge_config_names_a_bad_mode_or_logprobs_count():
     config = parse_config(entry(logprobs=3, structured_output="none"))
     assert (config.judge("j").top_logprobs, config.judge("j").output_mode) == (3, "none")
     assert parse_config(entry(logprobs=False)).judge("j").top_logprobs is None
+
+
+SCORES = load_template("neutral-scale@1")
+
+
+def scores_payload(values: dict[str, tuple[str, dict[str, float]]]) -> dict:
+    """`{"<dim>_score": N, ...}` tokenised as a server would: each value its own token,
+    listed with its alternatives by value (leading space kept)."""
+    entries = [entry("{", 1.0)]
+    for i, (dim, (chosen, alternatives)) in enumerate(values.items()):
+        entries.append(entry(("" if i == 0 else ", ") + f'"{dim}_score":', 1.0))
+        listed = {" " + v: p for v, p in alternatives.items()}
+        entries.append(entry(" " + chosen, alternatives[chosen], listed))
+    entries.append(entry("}", 1.0))
+    return payload(*entries)
+
+
+def scale_rubric(*dimensions: str):
+    from rubrics import parse_rubric
+
+    return parse_rubric(
+        {
+            "kind": "scale",
+            "id": "helpfulness",
+            "version": 1,
+            "scale": {"min": 1, "max": 5},
+            "dimensions": [{"id": d} for d in dimensions],
+        }
+    )
+
+
+def test_a_one_dimension_scale_reads_like_a_rating():
+    rubric = scale_rubric("helpfulness")
+    body = scores_payload({"helpfulness": ("4", {"4": 0.6, "5": 0.3, "3": 0.05})})
+    found = read(SCORES, rubric, body)
+    assert found.unavailable is None
+    assert found.rating == found.dimensions["helpfulness"]
+    assert found.rating.probs == pytest.approx({"1": 0, "2": 0, "3": 0.05, "4": 0.6, "5": 0.3})
+    assert found.confidence == pytest.approx(0.6 / 0.95)
+    # (3*.05 + 4*.6 + 5*.3) / .95 = 4.05 / .95
+    assert found.expected == pytest.approx(4.05 / 0.95)
+
+
+def test_each_dimension_has_its_distribution_and_the_verdict_their_product():
+    rubric = scale_rubric("accuracy", "fluency")  # the first dimension is the primary one
+    body = scores_payload(
+        {
+            "accuracy": ("2", {"2": 0.5, "1": 0.5}),
+            "fluency": ("5", {"5": 0.8, "4": 0.2}),
+        }
+    )
+    found = read(SCORES, rubric, body)
+    assert found.rating is None  # two dimensions: no single rating
+    assert found.dimensions["accuracy"].confidence == pytest.approx(0.5)
+    assert found.dimensions["fluency"].confidence == pytest.approx(0.8)
+    assert found.confidence == pytest.approx(0.5 * 0.8)  # independence, as `method` says
+    assert "independent" in found.method
+    assert found.expected == pytest.approx(1.5)  # the primary (accuracy): 1*.5 + 2*.5
+
+
+def test_a_dimension_whose_score_is_no_single_token_names_it_and_gives_no_confidence():
+    rubric = scale_rubric("accuracy", "fluency")
+    body = scores_payload({"accuracy": ("2", {"2": 0.9, "1": 0.1})})
+    entries = body["choices"][0]["logprobs"]["content"]
+    # fluency's score and the closing brace come as one token: "5}" names no value
+    entries[-1:] = [entry(', "fluency_score":', 1.0), entry(" 5}", 0.7, {" 5}": 0.7})]
+    body["choices"][0]["message"]["content"] = "".join(e["token"] for e in entries)
+    found = read(SCORES, rubric, body)
+    assert found.confidence is None and found.expected is None
+    assert "fluency" in found.unavailable and "accuracy" not in found.unavailable
+    assert set(found.dimensions) == {"accuracy"}

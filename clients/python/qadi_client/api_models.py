@@ -641,8 +641,18 @@ class TokenProbabilities(BaseModel):
             description="alternatives the judge listed per token", title="Top Logprobs"
         ),
     ]
-    rating: Distribution | None = None
+    rating: Annotated[
+        Distribution | None,
+        Field(description="the rating's (a one-dimension scale's score reads as one)"),
+    ] = None
     criteria: Annotated[dict[str, Distribution] | None, Field(title="Criteria")] = None
+    dimensions: Annotated[
+        dict[str, Distribution] | None,
+        Field(
+            description="each dimension's score (scores_json replies)",
+            title="Dimensions",
+        ),
+    ] = None
     expected: Annotated[
         float | None,
         Field(

@@ -1,0 +1,76 @@
+"""A user's own one-dimension 1–5 rubric, graded by a real judge with token confidence
+(issue 38): vLLM serving SmolLM2-135M-Instruct, the neutral template (`scores_json`, one
+`<dimension>_score` per dimension), json_schema structured output and 10 alternatives per
+token, through `POST /judge` of the service; no test double in the path.
+
+SmolLM2-135M is a weak judge: nothing here asserts that its scores are right. What must hold
+is that the score's distribution is read at its value token as a rating's is, and stored with
+the judgment: probabilities the server gave (summing to at most 1) over the scale's five
+values, the expected score, and the verdict's confidence; a reply that is not a verdict has
+neither, with its error.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from service.cli.demo import SAMPLE
+
+pytestmark = pytest.mark.timeout(3600)
+RUBRIC = {
+    "kind": "scale",
+    "id": "explanation-faithfulness",
+    "scale": {"min": 1, "max": 5},
+    "dimensions": [{"id": "faithfulness", "anchors": {
+        "5": "Says what the reference says, in other words",
+        "3": "Part of the meaning, with mistakes",
+        "1": "Wrong or unrelated"}}],
+}  # fmt: skip
+VALUES = {str(v) for v in range(1, 6)}
+
+
+def test_a_one_dimension_scale_is_graded_with_its_distribution_and_confidence(
+    local_judge_url, tmp_path
+):
+    from service.db.engine import upgrade
+    from service.local_judge import judge_entry
+    from tests.integration.test_service_api import Service
+
+    url = f"sqlite:///{tmp_path / 'scale.db'}"
+    upgrade(url)
+    config = tmp_path / "judges.yaml"
+    config.write_text(yaml.safe_dump({"model_list": [judge_entry(local_judge_url, name="smol")],
+                                      "qadi": {"timeout": 300, "num_retries": 0}}))  # fmt: skip
+    service = Service(url, config)
+    assert service.post("/rubrics", json=RUBRIC).status_code == 201
+    items = [json.loads(line) for line in (SAMPLE / "explanations.jsonl").read_text().splitlines()]
+    read = []
+    for item in items[:4]:
+        answer = service.post("/judge", json={
+            "kind": "explanation", "rubric_id": RUBRIC["id"], "prompt": item["prompt"],
+            "reference": item["reference"], "response": item["response"],
+            "candidate_model": item["candidate_model"], "judges": ["smol"]})  # fmt: skip
+        assert answer.status_code in (200, 502), answer.text
+        [result] = answer.json()["results"]
+        assert result["template"] == "neutral-scale@1"
+        stored = service.get(f"/judgments/{result['id']}").json()
+        if result["status"] != "ok":  # a reply that is no verdict: an error, no confidence
+            assert result["score"] is None and stored["error"]
+            continue
+        probabilities = stored["probabilities"]
+        assert probabilities == result["probabilities"]
+        dist = probabilities["dimensions"]["faithfulness"]
+        assert probabilities["rating"] == dist  # one dimension: read like a rating
+        assert set(dist["probs"]) == VALUES and dist["chosen"] == str(int(result["score"]))
+        assert 0 < dist["mass"] <= 1 + 1e-6
+        assert sum(dist["probs"].values()) == pytest.approx(dist["mass"], abs=1e-5)
+        assert dist["confidence"] == pytest.approx(dist["probs"][dist["chosen"]] / dist["mass"],
+                                                   abs=1e-5)  # fmt: skip
+        assert probabilities["confidence"] == dist["confidence"]
+        assert 1 <= probabilities["expected"] <= 5 and probabilities["unavailable"] is None
+        read.append(probabilities["confidence"])
+    assert read, "no reply of the real judge was a verdict"
+    print(f"\nreal judge, one-dimension scale: confidences {read}")
