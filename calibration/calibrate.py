@@ -99,6 +99,7 @@ def build_calibration(
             options.by,
             options.selective,
             (inputs or {}).get("judge_versions"),
+            interval_level=options.confidence,
         )
     trust = trust_map(
         judges,

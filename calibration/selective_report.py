@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from calibration.confidence_quality import AUROC_METHOD, ECE_METHOD, Separation, separation
 from calibration.design import equal_probability_sample
 from calibration.metrics import reference_scores
 from calibration.selective import (
@@ -84,6 +85,11 @@ class SelectiveSection(BaseModel):
         "report): rows with a binding are what POST /judge applies"
     )
     rows: list[SelectiveRow]
+    separation: list[Separation] = Field(
+        default_factory=list,
+        description="per judge, how well its confidence separates the verdicts the SMEs "
+        f"agree with from the others, on the calibration items ({AUROC_METHOD}; {ECE_METHOD})",
+    )
 
 
 def wanted(table: GradeTable, options: SelectiveOptions) -> bool:
@@ -109,10 +115,11 @@ def selective_section(
     by: list[str],
     options: SelectiveOptions,
     versions: dict[str, list[dict[str, Any]]] | None = None,
+    interval_level: float = 0.95,
 ) -> SelectiveSection:
     """Every judge and configured cascade, overall and in each stratum of `by`.
     `versions` (judge → the versions its items were graded with, from the database) binds
-    each guarantee to what it was calibrated on."""
+    each guarantee to what it was calibrated on; `interval_level` is the AUROC intervals'."""
     _check_cascades(table, options)
     rule = agreement_rule(level, scale_range, options)
     agree = agreement_matrix(table, rule, reference)
@@ -179,6 +186,12 @@ def selective_section(
         ],
         bound=versions is not None,
         rows=rows,
+        separation=[
+            separation(judge, options.confidence, confidence[labelled, k],
+                       agree[labelled, k], interval_level)
+            for k, judge in enumerate(table.judges)
+            if judge in _with_confidence(table, confidence)
+        ],  # fmt: skip
     )
 
 

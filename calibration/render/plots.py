@@ -128,3 +128,22 @@ def confusion(judge: str, pairs: np.ndarray, levels: np.ndarray) -> bytes:
     ax.set_ylabel("human")
     ax.set_title(f"Judge vs human: {judge}")
     return _png(fig)
+
+
+def reliability(judge: str, source: str, bins: list[dict[str, Any]]) -> bytes:
+    """Share of verdicts the SMEs agree with against the mean confidence, per confidence bin
+    (point area by items), and the diagonal a calibrated confidence would lie on."""
+    fig, ax = plt.subplots(figsize=(4, 4))
+    ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8, linestyle="--", label="calibrated")
+    x = [b["mean_confidence"] for b in bins]
+    y = [b["agreement"] for b in bins]
+    sizes = [12 + 4 * b["n"] for b in bins]
+    ax.plot(x, y, color="C0", linewidth=1)
+    ax.scatter(x, y, s=sizes, color="C0", alpha=0.7, label="bins (area: items)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel(f"{source} confidence")
+    ax.set_ylabel("share the SMEs agree with")
+    ax.set_title(f"Reliability: {judge}")
+    ax.legend(fontsize=7, loc="upper left")
+    return _png(fig)

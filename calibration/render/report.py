@@ -77,6 +77,10 @@ def _plots(report: dict[str, Any], pairs) -> list[dict[str, str]]:
         if report["scale"]["level"] == "ordinal" and len(data["pairs"]):
             levels = np.unique(data["pairs"])
             images.append(_img(plots.confusion(judge, data["pairs"], levels), f"confusion {judge}"))
+    for row in (report.get("selective") or {}).get("separation") or []:
+        if row["bins"]:
+            png = plots.reliability(row["evaluator"], row["source"], row["bins"])
+            images.append(_img(png, f"reliability diagram {row['evaluator']}"))
     return images
 
 

@@ -285,7 +285,25 @@ def selective_view(section: dict[str, Any] | None) -> dict[str, Any] | None:
         "assumptions": section["assumptions"],
         "notes": section.get("notes") or [],
         "rows": rows,
+        "separation": [_separation_row(row) for row in section.get("separation") or []],
     }
+
+
+def _separation_row(row: dict[str, Any]) -> list[str]:
+    """judge, source, items (agreed), AUROC [interval], ECE (a calibrated judge's), the
+    reliability bins as "mean confidence → share agreeing (n)", note."""
+    interval = row.get("auroc_interval")
+    auroc = fmt(row.get("auroc"))
+    if interval:
+        auroc += f" [{interval[0]:.2f}, {interval[1]:.2f}]"
+    ece = fmt(row.get("ece"))
+    if row.get("ece_calibrated_reference") is not None:
+        ece += f" (calibrated: {row['ece_calibrated_reference']:.3f})"
+    bins = "; ".join(
+        f"{b['mean_confidence']:.2f} → {b['agreement']:.2f} ({b['n']})" for b in row["bins"]
+    )
+    return [row["evaluator"], row["source"], f"{row['n']} ({row['n_agree']} agreed)", auroc,
+            ece, bins or "—", row.get("note") or ""]  # fmt: skip
 
 
 def _unbound(section: dict[str, Any], row: dict[str, Any]) -> str | None:

@@ -136,6 +136,29 @@ def test_the_report_fixes_a_threshold_per_judge_and_cascade(calibrated):
     assert binding["rubric_ref"] == "kinayat-explanation@3"
 
 
+def test_the_report_says_how_well_each_judges_confidence_separates_agreement(calibrated):
+    from calibration.render.report import to_html, to_markdown
+
+    _, report, _ = calibrated
+    found = {row["evaluator"]: row for row in report["selective"]["separation"]}
+    cheap, noisy, strong = found["cheap"], found["noisy"], found["strong"]
+    # cheap: its 40 agreed verdicts at 0.97, its 8 disputed ones at 0.5: perfect separation,
+    # an interval that still says how sure that is at 48 items
+    assert cheap["source"] == "token" and (cheap["n"], cheap["n_agree"]) == (48, 40)
+    assert cheap["auroc"] == 1 and cheap["auroc_interval"][1] == 1
+    assert 0.5 < cheap["auroc_interval"][0] < 1
+    # ECE: bin [.5, .6) holds 8 at 0.5 none agreed, bin [.9, 1] 40 at 0.97 all agreed
+    assert cheap["ece"] == pytest.approx((8 * 0.5 + 40 * 0.03) / 48, abs=1e-6)
+    # noisy: the same 0.95 for its 32 right and 16 wrong verdicts: it separates nothing
+    assert noisy["auroc"] == 0.5 and noisy["ece"] == pytest.approx(0.95 - 32 / 48, abs=1e-6)
+    assert [(b["n"], b["agreement"]) for b in noisy["bins"]] == [(48, pytest.approx(2 / 3))]
+    # strong is always right: nothing to separate, and the report says so
+    assert strong["auroc"] is None and "agreed with every verdict" in strong["note"]
+    text = to_markdown(report)
+    assert "Does the confidence earn trust?" in text and "| cheap | token | 48 (40 agreed) |" in text
+    assert "reliability diagram cheap" in to_html(report)
+
+
 def test_a_cascade_trusts_its_cheap_stage_and_never_calls_the_strong_one(calibrated, llm_server):
     service, report, _ = calibrated
     before = llm_server.calls_by_model().get("strong-model", 0)
