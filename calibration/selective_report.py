@@ -187,12 +187,23 @@ def selective_section(
         bound=versions is not None,
         rows=rows,
         separation=[
-            separation(judge, options.confidence, confidence[labelled, k],
+            separation(judge, _source(judge, options, versions), confidence[labelled, k],
                        agree[labelled, k], interval_level)
             for k, judge in enumerate(table.judges)
             if judge in _with_confidence(table, confidence)
         ],  # fmt: skip
     )
+
+
+def _source(
+    judge: str, options: SelectiveOptions, versions: dict[str, list[dict[str, Any]]] | None
+) -> str:
+    """The judge's confidence source as its judgments name it (token, sampling), `panel`
+    for panel confidence; `token` for grades from files, which name none."""
+    if options.confidence == "panel":
+        return "panel"
+    named = {v.get("confidence_source") for v in (versions or {}).get(judge, [])} - {None}
+    return ", ".join(sorted(named)) or "token"
 
 
 def _with_confidence(table: GradeTable, confidence: np.ndarray) -> list[str]:
@@ -275,9 +286,8 @@ def _binding(
     [(rubric_ref, rubric_hash)] = rubrics
 
     def version(judge: str) -> dict[str, Any]:
-        return {k: found[judge][0][k] for k in ("model", "template", "template_hash")} | {
-            "judge": judge
-        }
+        fields = ("model", "template", "template_hash", "confidence_source")
+        return {k: found[judge][0][k] for k in fields if k in found[judge][0]} | {"judge": judge}
 
     binding = {
         "rubric_ref": rubric_ref,

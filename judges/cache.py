@@ -48,6 +48,9 @@ def cache_key(
     if entry.top_logprobs:
         # a result stored without token probabilities does not answer a call that asks for them
         fields["top_logprobs"] = entry.top_logprobs
+    if entry.confidence.source == "sampling":
+        # k samples at T are another verdict (the mode) than one call at the judge's sampling
+        fields["confidence"] = entry.confidence.model_dump()
     if scope is not None:
         fields["scope"] = scope
     return content_hash(fields)

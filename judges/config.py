@@ -112,6 +112,27 @@ class JudgeConfigError(ValueError):
     """The judge configuration is unusable; the message names the entry and field."""
 
 
+MAX_SAMPLES = 20
+
+
+class ConfidenceSource(BaseModel):
+    """Where a judge's confidence in its verdict comes from. `token` (the default): its
+    token probabilities, where the server returns them (`logprobs`). `sampling`: `samples`
+    calls at `temperature`, the verdict the most of them give, and as its confidence the
+    share of the samples that give it; for judges without logprobs (Anthropic, OpenAI's
+    reasoning models), at `samples` times the calls."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["token", "sampling"] = "token"
+    samples: int = Field(default=5, ge=2, le=MAX_SAMPLES, description="calls per verdict")
+    temperature: float = Field(default=0.7, gt=0, le=2, description="each sample's temperature")
+
+    @property
+    def calls_per_verdict(self) -> int:
+        return self.samples if self.source == "sampling" else 1
+
+
 class JudgeEntry(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -127,6 +148,11 @@ class JudgeEntry(BaseModel):
         default=None,
         description="ask for token probabilities: true, false or the number of alternatives "
         f"per token (1-{MAX_TOP_LOGPROBS}); default on for hosted_vllm/ routes",
+    )
+    confidence: ConfidenceSource = Field(
+        default_factory=ConfidenceSource,
+        description="where the verdict's confidence comes from: token probabilities (default) "
+        "or sampling (k calls at temperature T, the share agreeing with the most common verdict)",
     )
 
     @model_validator(mode="after")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from judges import standins
+from judges import sampling, standins
 from judges.cache import cache_key
 from judges.config import JudgesConfig
 from judges.fit import template_of
@@ -250,9 +250,26 @@ class Grader:
     async def _call(
         self, name: str, plan: PlannedGrade, slots: asyncio.Semaphore | None
     ) -> JudgeResult:
+        """One call, or a sampling judge's samples combined into one verdict."""
+        confidence = self.config.judge(name).confidence
+        if confidence.source != "sampling":
+            return await self._call_once(name, plan, slots)
+        samples = await asyncio.gather(
+            *(
+                self._call_once(name, plan, slots, temperature=confidence.temperature)
+                for _ in range(confidence.samples)
+            )
+        )
+        return sampling.combine(samples)
+
+    async def _call_once(
+        self, name: str, plan: PlannedGrade, slots: asyncio.Semaphore | None, **overrides: Any
+    ) -> JudgeResult:
         call = plan.call_for(self.config.judge(name).output_mode)
         async with slots if slots is not None else nullcontext():
-            outcome = await self.client.complete(name, call.messages, call.response_format)
+            outcome = await self.client.complete(
+                name, call.messages, call.response_format, **overrides
+            )
         base = self.unanswered(
             name,
             plan,

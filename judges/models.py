@@ -85,6 +85,16 @@ class CriterionVerdict(BaseModel):
     evidence: str = ""
 
 
+class SampleVerdict(BaseModel):
+    """One sample of a sampling judge (judges/sampling.py): what that call said."""
+
+    status: CallStatus
+    score: float | None = None
+    dimensions: dict[str, float] = Field(default_factory=dict)
+    criteria: dict[str, bool] = Field(default_factory=dict, description="criterion id -> met")
+    error: str | None = None
+
+
 class JudgeResult(BaseModel):
     """One judge call, successful or not. A failed call has no score, ever."""
 
@@ -109,8 +119,19 @@ class JudgeResult(BaseModel):
     )
     confidence: float | None = Field(
         default=None,
-        description="the judge's probability of its verdict, from its token probabilities "
-        "(`probabilities.confidence`); null where the judge gave none, never invented",
+        description="the judge's confidence in its verdict (`confidence_source` says which): "
+        "its token probability (`probabilities.confidence`) or the share of its samples that "
+        "give it; null where there is none, never invented",
+    )
+    confidence_source: Literal["token", "sampling"] | None = Field(
+        default=None,
+        description="where `confidence` comes from: token (the verdict's token probabilities) "
+        "or sampling (the share of `samples` giving this verdict); null with no confidence",
+    )
+    samples: list[SampleVerdict] | None = Field(
+        default=None,
+        description="a sampling judge's samples in call order: each one's outcome; the "
+        "verdict is the most common, its confidence their share",
     )
     raw_reply: str | None = None
     error: str | None = None

@@ -125,4 +125,6 @@ def judge_result(
         verdict_fields["probabilities"] = probabilities
         verdict_fields["expected_score"] = probabilities.expected
         verdict_fields["confidence"] = probabilities.confidence
+        if probabilities.confidence is not None:
+            verdict_fields["confidence_source"] = "token"
     return base.model_copy(update={**update, "status": "ok", **verdict_fields})

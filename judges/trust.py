@@ -104,6 +104,9 @@ class StageVersion(BaseModel):
     model: str
     template: str
     template_hash: str
+    confidence_source: str | None = Field(
+        default=None, description="token or sampling: what its confidences were (null: none)"
+    )
 
 
 class Binding(BaseModel):
@@ -409,6 +412,13 @@ def _expired(calibration: Calibration, result: JudgeResult) -> str | None:
     if stage.template_hash != result.template_hash:
         return (
             f"the prompt template changed since calibration ({stage.template} → {result.template})"
+        )
+    if None not in (stage.confidence_source, result.confidence_source) and (
+        stage.confidence_source != result.confidence_source
+    ):
+        return (
+            "the judge's confidence source changed since calibration "
+            f"({stage.confidence_source} → {result.confidence_source})"
         )
     return None
 

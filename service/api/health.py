@@ -100,6 +100,8 @@ async def judges(request: Request, _: JudgeKey) -> list[JudgeInfo]:
             maker=config.maker_of_judge(e),
             stand_in=is_stand_in(e.model),
             substitute=e.substitute,
+            confidence_source=e.confidence.source,
+            calls_per_verdict=e.confidence.calls_per_verdict,
             reachable=reachable,
             detail=detail,
         )

@@ -128,6 +128,12 @@ class JudgeInfo(BaseModel):
         default=False, description="a stand-in judge (qadi-stand-in/...): no model behind it"
     )
     substitute: str | None
+    confidence_source: str = Field(
+        default="token", description="where its confidence comes from: token or sampling"
+    )
+    calls_per_verdict: int = Field(
+        default=1, description="calls each verdict costs (a sampling judge's samples)"
+    )
     reachable: bool | None = Field(description="null when the endpoint cannot be probed")
     detail: str
 

@@ -139,7 +139,10 @@ def regrade(
             return
         from service.regrading.batch_files import write_batch
 
-        count = write_batch(grader, pending, batch)
+        try:
+            count = write_batch(grader, pending, batch)
+        except ValueError as exc:
+            fail(str(exc))
         console.print(
             f"wrote {count} requests to {batch} ({planned - len(pending)} already stored); "
             "submit it, then `qadi regrade ... --ingest RESULTS.jsonl`"

@@ -26,7 +26,15 @@ def custom_id(plan: PlannedGrade, judge: str) -> str:
 
 
 def write_batch(grader: Grader, pending: list[tuple[PlannedGrade, str]], path: Path) -> int:
-    """One request line per pending call; the body is what a live call would send."""
+    """One request line per pending call; the body is what a live call would send. A
+    sampling judge's samples are combined as they come back live, so batch files refuse it."""
+    sampling = sorted({j for _, j in pending if grader.config.judge(j).confidence.source
+                       == "sampling"})  # fmt: skip
+    if sampling:
+        raise ValueError(
+            f"--batch: judge {', '.join(sampling)} takes its confidence from sampling, which "
+            "batch files do not carry; regrade it live, or give it another confidence source"
+        )
     with path.open("w", encoding="utf-8") as handle:
         for plan, judge in pending:
             entry = grader.config.judge(judge)

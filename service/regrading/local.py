@@ -114,22 +114,26 @@ def estimate_cost(config: JudgesConfig, pending: list[tuple[PlannedGrade, str]])
     completion = 0
     for plan, judge in pending:
         model = config.judge(judge).model
+        # a sampling judge makes `samples` calls per verdict (judges/sampling.py)
+        calls = config.judge(judge).confidence.calls_per_verdict
         completion = expected_completion_tokens(plan.request.rubric, plan.template)
         entry = per_judge.setdefault(
-            judge, {"model": model, "calls": 0, "prompt_tokens": 0, "cost_usd": 0.0}
-        )
+            judge,
+            {"model": model, "calls": 0, "calls_per_verdict": calls, "prompt_tokens": 0,
+             "cost_usd": 0.0},
+        )  # fmt: skip
         # counted with LiteLLM's bundled default (tiktoken) encoding for every model: model-
         # specific tokenizers would be fetched from a hub, and this is an estimate anyway
-        tokens = litellm.token_counter(messages=plan.call.messages)
-        entry["calls"] += 1
+        tokens = calls * litellm.token_counter(messages=plan.call.messages)
+        entry["calls"] += calls
         entry["prompt_tokens"] += tokens
-        cost = price(model, tokens, completion)
+        cost = price(model, tokens, calls * completion)
         entry["cost_usd"] = (
             None if cost is None or entry["cost_usd"] is None else (entry["cost_usd"] + cost)
         )
     unpriced = sorted(j for j, e in per_judge.items() if e["cost_usd"] is None)
     return {
-        "calls": len(pending),
+        "calls": sum(e["calls"] for e in per_judge.values()),
         "assumed_completion_tokens_per_call": completion,
         "judges": per_judge,
         "cost_usd": sum(e["cost_usd"] for e in per_judge.values() if e["cost_usd"] is not None),

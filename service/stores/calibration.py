@@ -130,8 +130,11 @@ def rows_from_db(
     latest = {key: found for key, found in latest.items() if key[0] not in revised}
     rows = []
     versions: dict[str, set[tuple[str, ...]]] = {}
+    sources: dict[str, set[str]] = {}  # judge -> where its confidences came from
     for (item, judge), (judgment, response) in latest.items():
         versions.setdefault(judge, set()).add(_version(judgment))
+        if judgment.confidence_source is not None:
+            sources.setdefault(judge, set()).add(judgment.confidence_source)
         attributes = {k: v for k, v in (response.attributes or {}).items() if k != "item_id"}
         attributes["candidate_model"] = response.candidate_model
         marks = {c["id"]: bool(c["met"]) for c in judgment.criteria or [] if "id" in c}
@@ -193,7 +196,7 @@ def rows_from_db(
         "judge_scores": selection.score,
         # what each judge graded the items with (selective judging binds its guarantees)
         "judge_versions": {
-            judge: [dict(zip(_VERSION_FIELDS, v, strict=True)) for v in sorted(found)]
+            judge: _with_sources(found, sources.get(judge, set()))
             for judge, found in sorted(versions.items())
         },
         "items_on_other_scales_excluded": len(off_scale),
@@ -220,6 +223,17 @@ def _kept_apart(row: GradeRow) -> GradeRow:
 
 
 _VERSION_FIELDS = ("model", "template", "template_hash", "rubric_ref", "rubric_hash")
+
+
+def _with_sources(found: set[tuple[str, ...]], sources: set[str]) -> list[dict[str, Any]]:
+    """A judge's versions, each with the source of its confidences: a threshold fitted on
+    token confidences says nothing of sampled ones. Confidences from two sources make two
+    versions (no guarantee binds to a mixture); none, a version without a source."""
+    return [
+        {**dict(zip(_VERSION_FIELDS, v, strict=True)), "confidence_source": source}
+        for v in sorted(found)
+        for source in (sorted(sources) or [None])
+    ]
 
 
 def _version(judgment: JudgmentRow) -> tuple[str, ...]:

@@ -34,6 +34,7 @@ _RESULT_COLUMNS = {
     "rationale": "rationale",
     "expected_score": "expected_score",
     "confidence": "confidence",
+    "confidence_source": "confidence_source",
     "raw_reply": "raw_reply",
     "error": "error",
     "latency_ms": "latency_ms",
@@ -64,6 +65,9 @@ def row_values(
         probabilities=(
             result.probabilities.model_dump(mode="json") if result.probabilities else None
         ),
+        samples=(
+            None if result.samples is None else [s.model_dump(mode="json") for s in result.samples]
+        ),
         created_at=utcnow(),
     )
     refuse_non_finite("judgment", values)  # a defect upstream must not poison every replay
@@ -75,6 +79,7 @@ def result_from_row(row: JudgmentRow) -> JudgeResult:
     values["dimensions"] = values["dimensions"] or {}
     values["criteria"] = [CriterionVerdict(**c) for c in row.criteria or []]
     values["probabilities"] = row.probabilities
+    values["samples"] = row.samples
     return JudgeResult(**values)
 
 

@@ -84,6 +84,11 @@ def test_a_binding_needs_one_version_per_stage_under_one_rubric():
         "stages": [{"judge": "a", "model": "m1", "template": "t@1", "template_hash": "th"},
                    {"judge": "b", "model": "m2", "template": "t@1", "template_hash": "th"}],
     }  # fmt: skip
+    # from the database each version names its confidence source, and the binding keeps it
+    sourced = {"a": [{**one, "confidence_source": "sampling"}], "b": [one]}
+    rows = {r.evaluator: r for r in selective_section(
+        table, "ordinal", 4, "mean", [], options, sourced).rows}  # fmt: skip
+    assert rows["a"].binding["stages"][0]["confidence_source"] == "sampling"
     twice = {"a": [one, {**one, "template_hash": "new"}], "b": [one]}
     rows = {r.evaluator: r for r in selective_section(
         table, "ordinal", 4, "mean", [], options, twice).rows}  # fmt: skip
@@ -194,6 +199,16 @@ def test_a_changed_version_is_uncalibrated_never_trusted(changed, reason):
     [verdict] = outcome.judges
     assert verdict.status == "uncalibrated" and reason in verdict.reason
     assert outcome.status == "escalated"
+
+
+def test_a_threshold_fitted_on_one_confidence_source_does_not_trust_another():
+    sampled = calibration()
+    sampled.binding.stages[0].confidence_source = "sampling"
+    [verdict] = decide([result(confidence_source="token")], {"cheap": sampled}).judges
+    assert verdict.status == "uncalibrated"
+    assert "confidence source changed since calibration (sampling → token)" in verdict.reason
+    same = decide([result(confidence=0.8, confidence_source="sampling")], {"cheap": sampled})
+    assert same.status == "trusted"
 
 
 def test_no_confidence_no_verdict_and_no_calibration_each_say_so():

@@ -307,6 +307,20 @@ class JudgeInfo(BaseModel):
         ),
     ] = False
     substitute: Annotated[str | None, Field(title="Substitute")]
+    confidence_source: Annotated[
+        str,
+        Field(
+            description="where its confidence comes from: token or sampling",
+            title="Confidence Source",
+        ),
+    ] = "token"
+    calls_per_verdict: Annotated[
+        int,
+        Field(
+            description="calls each verdict costs (a sampling judge's samples)",
+            title="Calls Per Verdict",
+        ),
+    ] = 1
     reachable: Annotated[
         bool | None,
         Field(description="null when the endpoint cannot be probed", title="Reachable"),
@@ -489,6 +503,23 @@ class RubricInfo(BaseModel):
     id: Annotated[str, Field(title="Id")]
     version: Annotated[int, Field(title="Version")]
     hash: Annotated[str, Field(title="Hash")]
+
+
+class SampleVerdict(BaseModel):
+    """
+    One sample of a sampling judge (judges/sampling.py): what that call said.
+    """
+
+    status: Annotated[
+        Literal["ok", "parse_error", "backend_error", "timeout"], Field(title="Status")
+    ]
+    score: Annotated[float | None, Field(title="Score")] = None
+    dimensions: Annotated[dict[str, float] | None, Field(title="Dimensions")] = None
+    criteria: Annotated[
+        dict[str, bool] | None,
+        Field(description="criterion id -> met", title="Criteria"),
+    ] = None
+    error: Annotated[str | None, Field(title="Error")] = None
 
 
 class Tolerance(RootModel[float]):
@@ -921,8 +952,22 @@ class JudgeResult(BaseModel):
     confidence: Annotated[
         float | None,
         Field(
-            description="the judge's probability of its verdict, from its token probabilities (`probabilities.confidence`); null where the judge gave none, never invented",
+            description="the judge's confidence in its verdict (`confidence_source` says which): its token probability (`probabilities.confidence`) or the share of its samples that give it; null where there is none, never invented",
             title="Confidence",
+        ),
+    ] = None
+    confidence_source: Annotated[
+        Literal["token", "sampling"] | None,
+        Field(
+            description="where `confidence` comes from: token (the verdict's token probabilities) or sampling (the share of `samples` giving this verdict); null with no confidence",
+            title="Confidence Source",
+        ),
+    ] = None
+    samples: Annotated[
+        list[SampleVerdict] | None,
+        Field(
+            description="a sampling judge's samples in call order: each one's outcome; the verdict is the most common, its confidence their share",
+            title="Samples",
         ),
     ] = None
     raw_reply: Annotated[str | None, Field(title="Raw Reply")] = None
@@ -984,8 +1029,22 @@ class JudgmentOut(BaseModel):
     confidence: Annotated[
         float | None,
         Field(
-            description="the judge's probability of its verdict, from its token probabilities (`probabilities.confidence`); null where the judge gave none, never invented",
+            description="the judge's confidence in its verdict (`confidence_source` says which): its token probability (`probabilities.confidence`) or the share of its samples that give it; null where there is none, never invented",
             title="Confidence",
+        ),
+    ] = None
+    confidence_source: Annotated[
+        Literal["token", "sampling"] | None,
+        Field(
+            description="where `confidence` comes from: token (the verdict's token probabilities) or sampling (the share of `samples` giving this verdict); null with no confidence",
+            title="Confidence Source",
+        ),
+    ] = None
+    samples: Annotated[
+        list[SampleVerdict] | None,
+        Field(
+            description="a sampling judge's samples in call order: each one's outcome; the verdict is the most common, its confidence their share",
+            title="Samples",
         ),
     ] = None
     raw_reply: Annotated[str | None, Field(title="Raw Reply")] = None
