@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Protocol
 
-from judges.config import JudgeEntry
+from judges.config import ConfidenceSource, JudgeEntry
 from judges.models import Graded, GradeRequest, JudgeResult
 from judges.prompts import JudgeCall
 from judges.templates import PromptTemplate
@@ -48,8 +48,9 @@ def cache_key(
     if entry.top_logprobs:
         # a result stored without token probabilities does not answer a call that asks for them
         fields["top_logprobs"] = entry.top_logprobs
-    if entry.confidence.source == "sampling":
-        # k samples at T are another verdict (the mode) than one call at the judge's sampling
+    if entry.confidence != ConfidenceSource():
+        # k samples at T are another verdict (the mode) than one call at the judge's
+        # sampling; a verdict stored without its scored values does not answer one with
         fields["confidence"] = entry.confidence.model_dump()
     if scope is not None:
         fields["scope"] = scope

@@ -127,6 +127,12 @@ class ConfidenceSource(BaseModel):
     source: Literal["token", "sampling"] = "token"
     samples: int = Field(default=5, ge=2, le=MAX_SAMPLES, description="calls per verdict")
     temperature: float = Field(default=0.7, gt=0, le=2, description="each sample's temperature")
+    score_values: bool = Field(
+        default=False,
+        description="token confidence of a scale whose values are not one token each (0-10, "
+        "0-100): each allowed value scored as a whole by the server (vLLM's prompt_logprobs, "
+        "one call per value and dimension; judges/value_scoring.py)",
+    )
 
     @property
     def calls_per_verdict(self) -> int:
@@ -163,6 +169,13 @@ class JudgeEntry(BaseModel):
             1 <= self.logprobs <= MAX_TOP_LOGPROBS
         ):
             raise ValueError(f"logprobs: {self.logprobs} alternatives; give 1-{MAX_TOP_LOGPROBS}")
+        if self.confidence.score_values and self.confidence.source != "token":
+            raise ValueError("confidence.score_values: token confidence only, not sampling")
+        if self.confidence.score_values and not self.model.startswith(LOGPROB_ROUTES):
+            raise ValueError(
+                "confidence.score_values: only vLLM (hosted_vllm/ routes) scores a given "
+                "completion (prompt_logprobs); OpenAI, Anthropic and llama.cpp's server do not"
+            )
         return self
 
     @property

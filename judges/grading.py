@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
-from judges import sampling, standins
+from judges import sampling, standins, value_scoring
 from judges.cache import cache_key
 from judges.config import JudgesConfig
 from judges.fit import template_of
@@ -28,7 +28,7 @@ from judges.models import Aggregate, GradeRequest, GradeResult, JudgeResult, Una
 from judges.prompts import JudgeCall, build_call, for_mode
 from judges.replies import judge_result, read_completion
 from judges.templates import PromptTemplate
-from rubrics import Rubric, content_hash, rubric_hash
+from rubrics import Rubric, ScaleRubric, content_hash, rubric_hash
 
 if TYPE_CHECKING:
     from judges.client import JudgeClient
@@ -252,6 +252,8 @@ class Grader:
     ) -> JudgeResult:
         """One call, or a sampling judge's samples combined into one verdict."""
         confidence = self.config.judge(name).confidence
+        if confidence.score_values:
+            return await self._with_scored_values(name, plan, slots)
         if confidence.source != "sampling":
             return await self._call_once(name, plan, slots)
         samples = await asyncio.gather(
@@ -261,6 +263,38 @@ class Grader:
             )
         )
         return sampling.combine(samples)
+
+    async def _with_scored_values(
+        self, name: str, plan: PlannedGrade, slots: asyncio.Semaphore | None
+    ) -> JudgeResult:
+        """One call, then each allowed value of its verdict scored as a whole by the server
+        (judges/value_scoring.py): the verdict's distribution where values span tokens."""
+        result = await self._call_once(name, plan, slots)
+        rubric, output = plan.request.rubric, plan.template.output
+        scale_reply = output in ("rating_json", "scores_json") and isinstance(rubric, ScaleRubric)
+        if result.status != "ok" or not scale_reply or result.raw_reply is None:
+            return result
+        messages = plan.call_for(self.config.judge(name).output_mode).messages
+
+        async def scorer(reply: str):
+            async with slots if slots is not None else nullcontext():
+                outcome = await self.client.complete(
+                    name, [*messages, {"role": "assistant", "content": reply}], None,
+                    logprobs=False, **value_scoring.SCORING_PARAMS,
+                )  # fmt: skip
+            return value_scoring.prompt_tokens(outcome.payload) if outcome.status == "ok" else None
+
+        found = await value_scoring.score_values(
+            result.raw_reply, rubric, output, result.dimensions, scorer
+        )
+        return result.model_copy(
+            update={
+                "probabilities": found,
+                "expected_score": found.expected,
+                "confidence": found.confidence,
+                "confidence_source": "token" if found.confidence is not None else None,
+            }
+        )
 
     async def _call_once(
         self, name: str, plan: PlannedGrade, slots: asyncio.Semaphore | None, **overrides: Any

@@ -74,3 +74,39 @@ def test_a_one_dimension_scale_is_graded_with_its_distribution_and_confidence(
         read.append(probabilities["confidence"])
     assert read, "no reply of the real judge was a verdict"
     print(f"\nreal judge, one-dimension scale: confidences {read}")
+
+
+def test_a_zero_to_ten_scale_gets_whole_value_probabilities_from_vllm(local_judge_url, tmp_path):
+    """0–10: "1" begins "10", so no token's alternatives give the distribution; with
+    `score_values` vLLM scores each of the 11 values as a whole (prompt_logprobs)."""
+    from service.db.engine import upgrade
+    from service.local_judge import judge_entry
+    from tests.integration.test_service_api import Service
+
+    url = f"sqlite:///{tmp_path / 'ten.db'}"
+    upgrade(url)
+    config = tmp_path / "judges.yaml"
+    entry = judge_entry(local_judge_url, name="smol", confidence={"score_values": True})
+    config.write_text(yaml.safe_dump({"model_list": [entry],
+                                      "qadi": {"timeout": 300, "num_retries": 0}}))  # fmt: skip
+    service = Service(url, config)
+    rubric = {**RUBRIC, "id": "faithfulness-ten", "scale": {"min": 0, "max": 10}}
+    assert service.post("/rubrics", json=rubric).status_code == 201
+    item = json.loads((SAMPLE / "explanations.jsonl").read_text().splitlines()[0])
+    answer = service.post("/judge", json={
+        "rubric_id": "faithfulness-ten", "kind": "explanation", "prompt": item["prompt"],
+        "reference": item["reference"], "response": item["response"],
+        "candidate_model": item["candidate_model"], "judges": ["smol"]})  # fmt: skip
+    assert answer.status_code in (200, 502), answer.text
+    [result] = answer.json()["results"]
+    if result["status"] != "ok":
+        pytest.fail(f"the real judge gave no verdict to score: {result['error']}")
+    probabilities = service.get(f"/judgments/{result['id']}").json()["probabilities"]
+    assert probabilities["unavailable"] is None, probabilities
+    dist = probabilities["rating"]
+    assert set(dist["probs"]) == {str(v) for v in range(11)}
+    assert dist["chosen"] == str(int(result["score"])) and 0 < dist["mass"] <= 1 + 1e-6
+    assert probabilities["confidence"] == dist["confidence"] == result["confidence"]
+    assert result["confidence_source"] == "token" and 0 <= probabilities["expected"] <= 10
+    assert "prompt_logprobs" in probabilities["method"]
+    print(f"\nreal judge, 0-10 scale: {dist}")

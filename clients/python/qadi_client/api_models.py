@@ -652,6 +652,13 @@ class StageVersion(BaseModel):
     model: Annotated[str, Field(title="Model")]
     template: Annotated[str, Field(title="Template")]
     template_hash: Annotated[str, Field(title="Template Hash")]
+    confidence_source: Annotated[
+        str | None,
+        Field(
+            description="token or sampling: what its confidences were (null: none)",
+            title="Confidence Source",
+        ),
+    ] = None
 
 
 class TokenProbabilities(BaseModel):
