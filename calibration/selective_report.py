@@ -12,6 +12,7 @@ judges whose verdict agrees with it (`panel`: "simulated annotators", Jung et al
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calibration.confidence_quality import AUROC_METHOD, ECE_METHOD, Separation, separation
 from calibration.design import equal_probability_sample
+from calibration.jury import MIN_FIT_ITEMS, JuryFit, fit, in_fit_fold, jury_key, verdicts
 from calibration.metrics import reference_scores
 from calibration.selective import (
     AgreementRule,
@@ -52,6 +54,11 @@ class SelectiveOptions(BaseModel):
     )
     confidence: Literal["token", "panel"] = "token"
     min_items: int | None = Field(default=None, ge=1)
+    juries: list[list[str]] = Field(
+        default_factory=list,
+        description="judges whose verdicts are pooled into one evaluator, each a jury "
+        "(calibration/jury.py; labels and ratings, token confidence)",
+    )
 
 
 class SelectiveRow(BaseModel):
@@ -62,6 +69,9 @@ class SelectiveRow(BaseModel):
     binding: dict[str, Any] | None = Field(
         description="the rubric version and each stage's model and template the guarantee "
         "holds for; null when the items were graded by several (not applicable at request time)"
+    )
+    jury: JuryFit | None = Field(
+        default=None, description="a jury's members and fitted weights (evaluator 'jury:...')"
     )
     supported: bool = Field(
         default=True,
@@ -120,7 +130,7 @@ def selective_section(
     """Every judge and configured cascade, overall and in each stratum of `by`.
     `versions` (judge → the versions its items were graded with, from the database) binds
     each guarantee to what it was calibrated on; `interval_level` is the AUROC intervals'."""
-    _check_cascades(table, options)
+    _check_cascades(table, options, level)
     rule = agreement_rule(level, scale_range, options)
     agree = agreement_matrix(table, rule, reference)
     confidence = (
@@ -141,31 +151,46 @@ def selective_section(
     # whose verdicts made it (those that graded calibration items), not for another panel
     panel = _calibration_panel(table, labelled) if options.confidence == "panel" else None
     rows = []
-    for stages in evaluators:
-        columns = [table.judges.index(s) for s in stages]
+
+    def add_rows(evaluator, stages, conf, hits, usable, binding, jury=None) -> None:
+        """One row per stratum: the threshold of `conf` (items × stages) certified on the
+        `usable` labelled items of the stratum."""
         for stratum, mask in blocks.items():
-            keep = mask & labelled
+            keep = mask & usable
             result = calibrate_threshold(
-                confidence[keep][:, columns],
-                agree[keep][:, columns],
-                options.alpha,
-                options.delta,
-                stage_names=stages,
+                conf[keep], hits[keep], options.alpha, options.delta,
+                stage_names=[evaluator] if jury else stages,
                 requested_min_items=options.min_items,
-            )
-            result = _explained(result, confidence[keep][:, columns], options)
+            )  # fmt: skip
+            result = _explained(result, conf[keep], options)
             if sample is None:
                 result = result.model_copy(update={"reason": design_note})
             rows.append(
                 SelectiveRow(
-                    evaluator=">".join(stages),
+                    evaluator=evaluator,
                     stages=stages,
                     stratum=stratum,
                     result=result,
-                    binding=_binding(stages, versions, panel),
+                    binding=binding,
                     supported=sample is not None and result.n_calibration >= result.min_items,
+                    jury=jury,
                 )
             )
+
+    for stages in evaluators:
+        columns = [table.judges.index(s) for s in stages]
+        add_rows(">".join(stages), stages, confidence[:, columns], agree[:, columns], labelled,
+                 _binding(stages, versions, panel))  # fmt: skip
+    juries = [_jury(table, members, confidence, labelled) for members in options.juries]
+    for fitted in juries:
+        if fitted.fit is None:
+            continue
+        binding = _binding(fitted.members, versions)
+        if binding is not None:
+            binding["jury"] = fitted.fit.model_dump()
+        add_rows(jury_key(fitted.members), fitted.members, fitted.confidence[:, None],
+                 fitted.agree[:, None], labelled & ~fitted.fit_fold, binding,
+                 fitted.fit)  # fmt: skip
     return SelectiveSection(
         method=rows[0].result.method if rows else "",
         alpha=options.alpha,
@@ -183,6 +208,7 @@ def selective_section(
         notes=[
             *_notes(table, options, versions is not None, confidence),
             *([design_note] if design_note else []),
+            *(j.note for j in juries if j.note),
         ],
         bound=versions is not None,
         rows=rows,
@@ -191,8 +217,57 @@ def selective_section(
                        agree[labelled, k], interval_level)
             for k, judge in enumerate(table.judges)
             if judge in _with_confidence(table, confidence)
+        ] + [
+            separation(jury_key(j.members), "jury", j.confidence[labelled & ~j.fit_fold],
+                       j.agree[labelled & ~j.fit_fold], interval_level)
+            for j in juries if j.fit is not None
         ],  # fmt: skip
     )
+
+
+@dataclass
+class FittedJury:
+    """A jury of a report: its weights (None when they could not be fitted, `note` says
+    why) and, per item, its verdict's confidence and agreement with the SMEs."""
+
+    members: list[str]
+    fit: JuryFit | None
+    fit_fold: np.ndarray
+    confidence: np.ndarray
+    agree: np.ndarray
+    note: str | None = None
+
+
+def _jury(
+    table: GradeTable, members: list[str], confidence: np.ndarray, labelled: np.ndarray
+) -> FittedJury:
+    """The jury's weights fitted on the fit third of the labelled items, and its verdicts."""
+    columns = [table.judges.index(m) for m in members]
+    votes, conf = table.judge_scores[:, columns], confidence[:, columns]
+    modes = [_modes(row) for row in table.human_scores]
+    fold = np.array([in_fit_fold(item) for item in table.items]) & labelled
+    fold &= np.array([bool(m) for m in modes]) & ~np.isnan(votes).all(axis=1)
+    empty = np.full(table.n_items, np.nan)
+    if fold.sum() < MIN_FIT_ITEMS:
+        note = (f"{jury_key(members)}: {int(fold.sum())} labelled items in its fit third, "
+                f"fewer than {MIN_FIT_ITEMS}: no weights, no row (label more items)")  # fmt: skip
+        return FittedJury(members, None, fold, empty, empty, note)
+    values = np.concatenate([votes[~np.isnan(votes)], table.human_scores[~np.isnan(
+        table.human_scores)]])  # fmt: skip
+    classes = sorted({float(v) for v in values})
+    fitted = fit(members, votes[fold], conf[fold], [modes[i] for i in np.flatnonzero(fold)],
+                 classes)  # fmt: skip
+    verdict, jury_confidence = verdicts(fitted, votes, conf)
+    return FittedJury(members, fitted, fold, jury_confidence,
+                      agreement_exact(verdict, table.human_scores))  # fmt: skip
+
+
+def _modes(row: np.ndarray) -> set[float]:
+    marks = row[~np.isnan(row)]
+    if marks.size == 0:
+        return set()
+    values, counts = np.unique(marks, return_counts=True)
+    return {float(v) for v in values[counts == counts.max()]}
 
 
 def _source(
@@ -212,8 +287,15 @@ def _with_confidence(table: GradeTable, confidence: np.ndarray) -> list[str]:
     return [j for k, j in enumerate(table.judges) if np.isfinite(confidence[:, k]).any()]
 
 
-def _check_cascades(table: GradeTable, options: SelectiveOptions) -> None:
-    for cascade in options.cascades:
+def _check_cascades(table: GradeTable, options: SelectiveOptions, level: str) -> None:
+    if options.juries and level not in ("nominal", "ordinal"):
+        raise ValueError("jury: pools labels and ratings (exact agreement), not interval scores")
+    if options.juries and options.confidence == "panel":
+        raise ValueError("jury: weighs each judge's own confidence; use token confidence")
+    for jury in options.juries:
+        if len(jury) < 2:
+            raise ValueError(f"jury: {'+'.join(jury)} needs at least two judges")
+    for cascade in [*options.cascades, *options.juries]:
         unknown = [name for name in cascade if name not in table.judges]
         if unknown:
             raise ValueError(f"cascade: {', '.join(unknown)} not a judge of these grades")

@@ -22,13 +22,17 @@ the service looks the calibrations up and passes them in.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from calibration.formats.interchange import MIN_INCLUSION_PROB
+from calibration.jury import JuryFit, jury_key
+from calibration.jury import verdicts as pooled
 from calibration.selective import AgreementRule, Threshold, verdicts_agree
 from judges.models import JudgeResult
 
@@ -55,6 +59,14 @@ class TrustPolicy(BaseModel):
         description="judges in escalation order (cheap first); the first trusted verdict "
         "stands and later judges are not called. Without it, each judge of the panel is "
         "checked on its own",
+    )
+    jury: list[str] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=8,
+        description="judges whose verdicts are pooled by the weights a calibration fitted "
+        "(`qadi calibrate --jury`): the jury's verdict stands when its confidence passes its "
+        "threshold. The panel must be these judges",
     )
     by: str | None = Field(
         default=None,
@@ -89,6 +101,11 @@ class TrustPolicy(BaseModel):
 
     @model_validator(mode="after")
     def _panel_has_no_cascade(self):
+        if self.jury and (self.cascade or self.confidence == "panel"):
+            raise ValueError(
+                "a jury is one evaluator over its judges' own confidences: not with a cascade "
+                "nor panel confidence"
+            )
         if self.cascade and self.confidence == "panel":
             raise ValueError(
                 "confidence 'panel' compares the judges of one panel; a cascade stops at "
@@ -117,6 +134,9 @@ class Binding(BaseModel):
         default=None,
         description="with panel confidence: every judge of the panel at calibration (the "
         "confidence is their agreement, so it holds for this panel only)",
+    )
+    jury: JuryFit | None = Field(
+        default=None, description="a jury's fitted weights (its stages are its members)"
     )
 
 
@@ -214,7 +234,9 @@ def stratum_for(policy: TrustPolicy, metadata: Mapping[str, str]) -> str | None:
 
 
 def evaluators(policy: TrustPolicy, panel: list[str]) -> list[str]:
-    """The calibrations a request needs: its cascade's, or each panel judge's."""
+    """The calibrations a request needs: its cascade's or jury's, or each panel judge's."""
+    if policy.jury:
+        return [jury_key(policy.jury)]
     return [cascade_key(policy.cascade)] if policy.cascade else list(panel)
 
 
@@ -284,6 +306,8 @@ class TrustDecider:
         only the panel's first judge's verdict can stand; the others' trust is reported,
         and an item its first judge does not settle is escalated (a cascade calibrated in
         the panel's order would settle it)."""
+        if self.policy.jury:
+            return self._jury_outcome(results, audit_draw)
         scores = {r.judge: r.score for r in results if r.status == "ok"}
         changed = self._panel_changed(results)
         judged: list[tuple[JudgeTrust, Calibration | None]] = []
@@ -326,6 +350,59 @@ class TrustDecider:
             queued=audit if audited else None,
             **common,
         )
+
+    def _jury_outcome(self, results: list[JudgeResult], audit_draw: float) -> TrustOutcome:
+        """The jury's pooled verdict (calibration/jury.py, with the weights its calibration
+        fitted) against its threshold; members' versions must be those calibrated."""
+        key = jury_key(self.policy.jury)
+        calibration = self.calibrations.get(key)
+        problem = self._missing(key)
+        if problem is None and sorted(self.panel) != sorted(self.policy.jury):
+            problem = f"the panel ({', '.join(self.panel)}) is not the jury's judges"
+        if problem is None and (calibration.binding is None or calibration.binding.jury is None):
+            problem = f"calibration of {key} holds no jury weights"
+        for result in results if problem is None else []:
+            problem = _expired(calibration, result)
+            if problem is not None:
+                break
+        if problem is not None:
+            return self._escalated(JudgeTrust(judge=key, confidence=None,
+                                              status="uncalibrated", reason=problem))  # fmt: skip
+        fit = calibration.binding.jury
+        by_judge = {r.judge: r for r in results if r.status == "ok"}
+        votes = [[by_judge[m].score if m in by_judge else np.nan for m in fit.members]]
+        confs = [[_or_nan(by_judge[m].confidence) if m in by_judge else np.nan
+                  for m in fit.members]]  # fmt: skip
+        verdict, confidence = (float(x[0]) for x in pooled(fit, np.array(votes, dtype=float),
+                                                            np.array(confs, dtype=float)))
+        threshold = calibration.threshold.threshold
+        if math.isnan(verdict):
+            trust = JudgeTrust(judge=key, confidence=None, status="no_verdict",
+                               reason="no judge of the jury gave a verdict")  # fmt: skip
+        elif threshold is None or confidence < threshold:
+            why = ("no threshold passed at calibration" if threshold is None
+                   else f"confidence {confidence:.3g} below the threshold {threshold:.3g}")
+            trust = JudgeTrust(judge=key, confidence=round(confidence, 6), status="abstained",
+                               threshold=threshold, reason=why)  # fmt: skip
+        else:
+            audited = audit_draw < self.policy.audit_rate
+            return TrustOutcome(
+                status="trusted", judge=key, score=verdict, stratum=self.stratum,
+                policy=self.policy,
+                judges=[JudgeTrust(judge=key, confidence=round(confidence, 6), status="trusted",
+                                   threshold=threshold)],
+                guarantee=_guarantee(calibration),
+                queued=Queued(reason="audit", inclusion_prob=self.policy.audit_rate)
+                if audited else None,
+            )  # fmt: skip
+        return self._escalated(trust)
+
+    def _escalated(self, trust: JudgeTrust) -> TrustOutcome:
+        return TrustOutcome(
+            status="escalated", judge=None, score=None, stratum=self.stratum, policy=self.policy,
+            judges=[trust], reason=_escalation_reason([trust]),
+            queued=Queued(reason="escalated", inclusion_prob=1.0),
+        )  # fmt: skip
 
     def _panel_changed(self, results: list[JudgeResult]) -> dict[str, str]:
         """With panel confidence, per judge: why its calibration's panel is not this
@@ -379,6 +456,10 @@ class TrustDecider:
             return None
         agree = [verdicts_agree(result.score, s, calibration.agreement) for s in others]
         return sum(agree) / len(agree)
+
+
+def _or_nan(value: float | None) -> float:
+    return np.nan if value is None else value
 
 
 def _status(

@@ -77,6 +77,10 @@ CASCADE = typer.Option(
     [], "--cascade", help="judges in escalation order, e.g. cheap,strong (repeatable): its "
     "threshold is calibrated too"
 )  # fmt: skip
+JURY = typer.Option(
+    [], "--jury", help="judges whose verdicts are pooled into one evaluator, e.g. a,b,c "
+    "(repeatable): weights fitted on a third of the labels, its threshold on the rest"
+)  # fmt: skip
 PROBE_RUN = typer.Option(
     None,
     "--probe-run",
@@ -88,7 +92,7 @@ TRUST_CONFIDENCE = typer.Option(
 )  # fmt: skip
 
 
-def trust_options(alpha, delta, tolerance, cascades, confidence) -> dict:
+def trust_options(alpha, delta, tolerance, cascades, confidence, juries=()) -> dict:
     """The `selective` field of CalibrationOptions from the --trust-* and --cascade options,
     or a clean exit naming the option at fault."""
     from calibration.selective_report import SelectiveOptions
@@ -100,11 +104,12 @@ def trust_options(alpha, delta, tolerance, cascades, confidence) -> dict:
             delta=delta,
             tolerance=tolerance,
             cascades=[split_names(c) for c in cascades],
+            juries=[split_names(j) for j in juries],
             confidence=confidence,
         ).model_dump()
     except ValidationError as exc:
         error = exc.errors()[0]
-        name = {"cascades": "cascade", "confidence": "trust-confidence"}.get(
+        name = {"cascades": "cascade", "juries": "jury", "confidence": "trust-confidence"}.get(
             str(error["loc"][0]), f"trust-{error['loc'][0]}"
         )
         fail(f"--{name}: {error['msg'].removeprefix('Value error, ')}")
@@ -245,6 +250,7 @@ def calibrate(
     trust_delta: float = TRUST_DELTA,
     trust_tolerance: float | None = TRUST_TOLERANCE,
     cascade: list[str] = CASCADE,
+    jury: list[str] = JURY,
     trust_confidence: str = TRUST_CONFIDENCE,
     project: str | None = project_option(),
 ) -> None:
@@ -279,7 +285,7 @@ def calibrate(
         "alt_scoring": alt_scoring,
         "alt_min_items": alt_min_items,
         "selective": trust_options(
-            trust_alpha, trust_delta, trust_tolerance, cascade, trust_confidence
+            trust_alpha, trust_delta, trust_tolerance, cascade, trust_confidence, jury
         ),
     }
     if grades_file is not None:

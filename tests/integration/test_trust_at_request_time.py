@@ -329,3 +329,44 @@ def test_a_project_pins_the_trust_stratum_to_the_items_stored_attribute(calibrat
     assert run_cli("projects", "pin-stratum", "default", "--unpin", env=env).returncode == 0
     again = service.post("/judge", json=body(5, metadata=claim, trust=TRUST)).json()["trust"]
     assert again["stratum"] == "overall"
+
+
+def test_a_jury_calibrated_from_the_database_decides_requests(migrated_db, llm_server, tmp_path):
+    """90 items: cheap is wrong (and unsure) on every sixth, noisy on every third (sure all
+    the same), strong on every tenth; the jury of the three is fitted on a third of the
+    labels, certified on the rest, and stands at request time where its judges agree, not
+    where only its weakest judge answered."""
+    rules = []
+    for i in range(90):
+        h = truth(i)
+        cheap = (h % 5 + 1, 0.6) if i % 6 == 0 else (h, 0.9)
+        strong = (h % 5 + 1, 0.8) if i % 10 == 0 else (h, 0.85)
+        noisy = (h % 5 + 1, 0.95) if i % 3 == 0 else (h, 0.95)
+        rules += plant(i, cheap, strong, noisy)
+    rules += plant(100, (3, 0.9), (3, 0.85), (3, 0.95))  # all three agree
+    # only noisy answers (the others' servers fail): its vote alone weighs little
+    rules += [{"match": "answer number 101.", "model": model, "reply": {"status": 500}}
+              for model in ("cheap-model", "strong-model")]  # fmt: skip
+    rules += plant(101, (2, 0.6), (2, 0.8), (2, 0.95))[2:]
+    llm_server.rules(*rules)
+    path = tmp_path / "judges.yaml"
+    path.write_text(yaml.safe_dump(judges(llm_server)))
+    service = Service(migrated_db, path)
+    for i in range(90):
+        assert service.post("/judge", json=body(i)).status_code == 200
+    grades = [{"item_id": f"item-{i:03d}", "rater": "sme-1", "rater_kind": "human",
+               "score": truth(i)} for i in range(90)]  # fmt: skip
+    assert service.post("/grades", scope="grades", json={"grades": grades}).status_code == 200
+    jury = ["cheap", "strong", "noisy"]
+    report = service.post("/calibration/reports", scope="grades", json={
+        "rubric": "kinayat-explanation", "bootstrap": 0, "trust": {**TRUST, "juries": [jury]}})
+    assert report.status_code == 201, report.text  # fmt: skip
+    row = rows_of(report.json())["jury:cheap+strong+noisy"]
+    assert row["binding"]["jury"]["weights"]["strong"] > row["binding"]["jury"]["weights"]["noisy"]
+    assert row["result"]["threshold"] is not None
+    trust = {**TRUST, "jury": jury, "audit_rate": 0}
+    agreed = service.post("/judge", json=body(100, trust=trust)).json()["trust"]
+    assert agreed["status"] == "trusted" and agreed["judge"] == "jury:cheap+strong+noisy"
+    assert agreed["score"] == 3 and agreed["guarantee"]["evaluator"] == "jury:cheap+strong+noisy"
+    split = service.post("/judge", json=body(101, trust=trust)).json()["trust"]
+    assert split["status"] == "escalated" and split["judges"][0]["status"] == "abstained"

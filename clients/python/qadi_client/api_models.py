@@ -569,6 +569,13 @@ class SelectiveOptions(BaseModel):
         "token"
     )
     min_items: Annotated[MinItems | None, Field(title="Min Items")] = None
+    juries: Annotated[
+        list[list[str]] | None,
+        Field(
+            description="judges whose verdicts are pooled into one evaluator, each a jury (calibration/jury.py; labels and ratings, token confidence)",
+            title="Juries",
+        ),
+    ] = None
 
 
 class SkippedJudge(BaseModel):
@@ -726,6 +733,18 @@ class Cascade(RootModel[list[str]]):
     ]
 
 
+class Jury(RootModel[list[str]]):
+    root: Annotated[
+        list[str],
+        Field(
+            description="judges whose verdicts are pooled by the weights a calibration fitted (`qadi calibrate --jury`): the jury's verdict stands when its confidence passes its threshold. The panel must be these judges",
+            max_length=8,
+            min_length=2,
+            title="Jury",
+        ),
+    ]
+
+
 class By(RootModel[str]):
     root: Annotated[
         str,
@@ -768,6 +787,13 @@ class TrustPolicy(BaseModel):
         Field(
             description="judges in escalation order (cheap first); the first trusted verdict stands and later judges are not called. Without it, each judge of the panel is checked on its own",
             title="Cascade",
+        ),
+    ] = None
+    jury: Annotated[
+        Jury | None,
+        Field(
+            description="judges whose verdicts are pooled by the weights a calibration fitted (`qadi calibrate --jury`): the jury's verdict stands when its confidence passes its threshold. The panel must be these judges",
+            title="Jury",
         ),
     ] = None
     by: Annotated[
