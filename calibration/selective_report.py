@@ -209,7 +209,10 @@ def selective_section(
             *_notes(table, options, versions is not None, confidence),
             *([design_note] if design_note else []),
             *(j.note for j in juries if j.note),
-        ],
+            *(f"{judge}: verbalised confidence (the judge's own statement of it, opt-in; "
+              "stated confidences tend to be overconfident): its threshold is bound to it"
+              for judge in table.judges if "verbalised" in _source(judge, options, versions)),
+        ],  # fmt: skip
         bound=versions is not None,
         rows=rows,
         separation=[

@@ -120,11 +120,14 @@ class ConfidenceSource(BaseModel):
     token probabilities, where the server returns them (`logprobs`). `sampling`: `samples`
     calls at `temperature`, the verdict the most of them give, and as its confidence the
     share of the samples that give it; for judges without logprobs (Anthropic, OpenAI's
-    reasoning models), at `samples` times the calls."""
+    reasoning models), at `samples` times the calls. `verbalised` (opt-in, and marked as
+    such wherever it appears): the judge states its confidence in its JSON reply, a number
+    nothing checks but the calibration (LLMs' stated confidences are often overconfident;
+    Xiong et al. 2024)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    source: Literal["token", "sampling"] = "token"
+    source: Literal["token", "sampling", "verbalised"] = "token"
     samples: int = Field(default=5, ge=2, le=MAX_SAMPLES, description="calls per verdict")
     temperature: float = Field(default=0.7, gt=0, le=2, description="each sample's temperature")
     score_values: bool = Field(

@@ -20,12 +20,12 @@ from uuid import uuid4
 
 from judges import sampling, standins, value_scoring
 from judges.cache import cache_key
-from judges.config import JudgesConfig
+from judges.config import JudgeEntry, JudgesConfig
 from judges.fit import template_of
 from judges.flights import Flights
 from judges.guard import PanelChoice, choose_panel, substitute_for
 from judges.models import Aggregate, GradeRequest, GradeResult, JudgeResult, UnavailableJudge
-from judges.prompts import JudgeCall, build_call, for_mode
+from judges.prompts import JudgeCall, build_call, for_mode, with_verbalised_confidence
 from judges.replies import judge_result, read_completion
 from judges.templates import PromptTemplate
 from rubrics import Rubric, ScaleRubric, content_hash, rubric_hash
@@ -46,13 +46,17 @@ class PlannedGrade:
     rubric_hash: str
     panel: PanelChoice
     keys: dict[str, str] = field(default_factory=dict)  # judge -> cache key
-    modes: dict[str, JudgeCall] = field(default_factory=dict)  # structured-output mode -> call
+    # (structured-output mode, asks for a verbalised confidence) -> the call
+    modes: dict[tuple[str, bool], JudgeCall] = field(default_factory=dict)
 
-    def call_for(self, mode: str) -> JudgeCall:
-        """The call as a judge of this structured-output mode receives it."""
-        found = self.modes.get(mode)
+    def call_for(self, entry: JudgeEntry) -> JudgeCall:
+        """The call as this judge receives it: in its structured-output mode, asking for
+        its confidence in words when that is its confidence source."""
+        key = (entry.output_mode, entry.confidence.source == "verbalised")
+        found = self.modes.get(key)
         if found is None:
-            found = self.modes[mode] = for_mode(self.call, mode)
+            asked = with_verbalised_confidence(self.call) if key[1] else self.call
+            found = self.modes[key] = for_mode(asked, key[0])
         return found
 
     @property
@@ -105,7 +109,7 @@ class Grader:
                 template,
                 plan.rubric_hash,
                 request,
-                plan.call_for(entry.output_mode),
+                plan.call_for(entry),
                 scope,
             )
         return plan
@@ -274,7 +278,7 @@ class Grader:
         scale_reply = output in ("rating_json", "scores_json") and isinstance(rubric, ScaleRubric)
         if result.status != "ok" or not scale_reply or result.raw_reply is None:
             return result
-        messages = plan.call_for(self.config.judge(name).output_mode).messages
+        messages = plan.call_for(self.config.judge(name)).messages
 
         async def scorer(reply: str):
             async with slots if slots is not None else nullcontext():
@@ -299,7 +303,7 @@ class Grader:
     async def _call_once(
         self, name: str, plan: PlannedGrade, slots: asyncio.Semaphore | None, **overrides: Any
     ) -> JudgeResult:
-        call = plan.call_for(self.config.judge(name).output_mode)
+        call = plan.call_for(self.config.judge(name))
         async with slots if slots is not None else nullcontext():
             outcome = await self.client.complete(
                 name, call.messages, call.response_format, **overrides
@@ -316,7 +320,10 @@ class Grader:
         if outcome.status != "ok":
             return base
         completion = read_completion(outcome.payload)
-        result = judge_result(base, completion, plan.template, plan.request, self.client.redact)
+        verbalised = self.config.judge(name).confidence.source == "verbalised"
+        result = judge_result(
+            base, completion, plan.template, plan.request, self.client.redact, verbalised
+        )
         if result.stand_in and result.status == "ok" and result.rationale is None:
             why = standins.rationale(result.model, call.messages, call.response_format)
             result = result.model_copy(update={"rationale": why})

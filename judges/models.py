@@ -123,10 +123,11 @@ class JudgeResult(BaseModel):
         "its token probability (`probabilities.confidence`) or the share of its samples that "
         "give it; null where there is none, never invented",
     )
-    confidence_source: Literal["token", "sampling"] | None = Field(
+    confidence_source: Literal["token", "sampling", "verbalised"] | None = Field(
         default=None,
-        description="where `confidence` comes from: token (the verdict's token probabilities) "
-        "or sampling (the share of `samples` giving this verdict); null with no confidence",
+        description="where `confidence` comes from: token (the verdict's token probabilities), "
+        "sampling (the share of `samples` giving this verdict) or verbalised (the judge's own "
+        "statement in its reply, opt-in); null with no confidence",
     )
     samples: list[SampleVerdict] | None = Field(
         default=None,

@@ -52,6 +52,27 @@ def build_call(template: PromptTemplate, request: GradeRequest) -> JudgeCall:
     return JudgeCall(messages=messages, response_format=_schema(template, request.rubric))
 
 
+VERBALISED_INSTRUCTION = (
+    '\n\nIn the same JSON object, also give "confidence": your probability, from 0 to 1, that '
+    "a careful expert grading this answer would give exactly your verdict."
+)
+
+
+def with_verbalised_confidence(call: JudgeCall) -> JudgeCall:
+    """The call asking the judge for its confidence in words (`confidence` in its JSON,
+    required by the schema): the opt-in `verbalised` source. A free-text call (no schema)
+    has no JSON to hold it and is left as it is; its verdicts carry no confidence."""
+    if call.response_format is None:
+        return call
+    format_ = json.loads(json.dumps(call.response_format))
+    schema = format_["json_schema"]["schema"]
+    schema["properties"]["confidence"] = {"type": "number", "minimum": 0, "maximum": 1}
+    schema["required"] = [*schema["required"], "confidence"]
+    last = call.messages[-1]
+    messages = [*call.messages[:-1], {**last, "content": last["content"] + VERBALISED_INSTRUCTION}]
+    return JudgeCall(messages=messages, response_format=format_)
+
+
 def for_mode(call: JudgeCall, mode: str) -> JudgeCall:
     """The same call for a judge whose server takes another kind of structured output
     (`judges.config.StructuredOutput`): the schema goes into the prompt for `json_object`

@@ -21,7 +21,7 @@ from judges.logprobs import Token, read_probabilities, tokens_of
 from judges.models import CallStatus, GradeRequest, JudgeResult
 from judges.payloads import field_of
 from judges.templates import PromptTemplate
-from judges.verdicts import ParseFailure, parse_reply
+from judges.verdicts import ParseFailure, json_object, parse_reply
 
 
 @dataclass(frozen=True)
@@ -96,9 +96,12 @@ def judge_result(
     template: PromptTemplate,
     request: GradeRequest,
     redact: Callable[[str], str] = lambda text: text,
+    verbalised: bool = False,
 ) -> JudgeResult:
     """`base` (who was asked, with what) completed by the reply: a verdict, or the failure
-    with the raw reply and its reason. Secrets are redacted from everything stored."""
+    with the raw reply and its reason. Secrets are redacted from everything stored.
+    `verbalised`: the judge was asked for its confidence in its JSON (`confidence`, 0–1);
+    a reply without a valid one is a parse error like any other missing field."""
     update: dict[str, Any] = {
         "raw_reply": redact(completion.raw),
         "prompt_tokens": completion.prompt_tokens,
@@ -108,8 +111,12 @@ def judge_result(
         return base.model_copy(
             update={**update, "status": completion.status, "error": completion.problem}
         )
+    stated = None
     try:
-        verdict = parse_reply(template, request.rubric, completion.text)
+        text = completion.text
+        if verbalised and template.output != "first_integer":
+            text, stated = _stated_confidence(text)
+        verdict = parse_reply(template, request.rubric, text)
     except ParseFailure as exc:
         return base.model_copy(update={**update, "status": "parse_error", "error": str(exc)})
     verdict_fields = dict(verdict)
@@ -127,4 +134,15 @@ def judge_result(
         verdict_fields["confidence"] = probabilities.confidence
         if probabilities.confidence is not None:
             verdict_fields["confidence_source"] = "token"
+    if stated is not None:  # the judge's chosen source, whatever its token probabilities say
+        verdict_fields["confidence"], verdict_fields["confidence_source"] = stated, "verbalised"
     return base.model_copy(update={**update, "status": "ok", **verdict_fields})
+
+
+def _stated_confidence(text: str) -> tuple[str, float]:
+    """The reply without its `confidence`, and that confidence (a number from 0 to 1)."""
+    data = json_object(text)
+    value = data.pop("confidence", None)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ParseFailure("'confidence' is missing or not a number from 0 to 1")
+    return json.dumps(data, ensure_ascii=False), float(value)

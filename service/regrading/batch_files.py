@@ -38,7 +38,7 @@ def write_batch(grader: Grader, pending: list[tuple[PlannedGrade, str]], path: P
     with path.open("w", encoding="utf-8") as handle:
         for plan, judge in pending:
             entry = grader.config.judge(judge)
-            call = plan.call_for(entry.output_mode)
+            call = plan.call_for(entry)
             body: dict[str, Any] = {
                 "model": model_name(entry.model),
                 "messages": call.messages,
@@ -93,7 +93,10 @@ def _result(grader: Grader, plan: PlannedGrade, judge: str, line: dict[str, Any]
     if line.get("error") or response.get("status_code") != 200:
         detail = line.get("error") or body.get("error") or f"status {response.get('status_code')}"
         return base.model_copy(update={"error": redact(f"batch error: {detail}")})
-    result = judge_result(base, read_completion(body), plan.template, plan.request, redact)
+    verbalised = entry.confidence.source == "verbalised"
+    result = judge_result(
+        base, read_completion(body), plan.template, plan.request, redact, verbalised
+    )
     return result.model_copy(
         update={
             "cost_usd": batch_cost(

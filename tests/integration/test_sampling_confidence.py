@@ -110,3 +110,25 @@ def test_the_dry_run_states_the_samples_before_any_call(sampled, llm_server, mig
                       "--batch", str(tmp_path / "batch.jsonl"), env=env)  # fmt: skip
     assert refused.returncode != 0 and "sampling" in refused.stderr
     assert llm_server.calls() == 0
+
+
+def test_a_verbalised_confidence_is_asked_for_read_and_marked(migrated_db, llm_server, tmp_path):
+    config = sampling_config(llm_server)
+    config["model_list"][0]["confidence"] = {"source": "verbalised"}
+    path = tmp_path / "verbalised.yaml"
+    path.write_text(yaml.safe_dump(config))
+    judged = Service(migrated_db, path)
+    stated = json.loads(verdict())
+    llm_server.script({"content": json.dumps({**stated, "confidence": 0.7})},
+                      {"content": verdict()})  # fmt: skip
+    [result] = judged.post("/judge", json=rubric_body()).json()["results"]
+    assert result["confidence"] == 0.7 and result["confidence_source"] == "verbalised"
+    assert {c["id"]: c["met"] for c in result["criteria"]} == IRAQI
+    [sent] = [r for r in llm_server.requests() if r.get("model") == "gpt-4.1-mini"]
+    schema = sent["response_format"]["json_schema"]["schema"]
+    assert "confidence" in schema["required"] and '"confidence"' in sent["messages"][-1]["content"]
+    # asked for it and not given: a parse error, never a verdict with an invented confidence
+    other = rubric_body(response="شكو يعني شنو", metadata={"item_id": "irq-3"})
+    [missing] = judged.post("/judge", json=other).json()["results"]
+    assert missing["status"] == "parse_error" and "'confidence'" in missing["error"]
+    assert missing["confidence"] is None

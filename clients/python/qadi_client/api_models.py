@@ -990,9 +990,9 @@ class JudgeResult(BaseModel):
         ),
     ] = None
     confidence_source: Annotated[
-        Literal["token", "sampling"] | None,
+        Literal["token", "sampling", "verbalised"] | None,
         Field(
-            description="where `confidence` comes from: token (the verdict's token probabilities) or sampling (the share of `samples` giving this verdict); null with no confidence",
+            description="where `confidence` comes from: token (the verdict's token probabilities), sampling (the share of `samples` giving this verdict) or verbalised (the judge's own statement in its reply, opt-in); null with no confidence",
             title="Confidence Source",
         ),
     ] = None
@@ -1067,9 +1067,9 @@ class JudgmentOut(BaseModel):
         ),
     ] = None
     confidence_source: Annotated[
-        Literal["token", "sampling"] | None,
+        Literal["token", "sampling", "verbalised"] | None,
         Field(
-            description="where `confidence` comes from: token (the verdict's token probabilities) or sampling (the share of `samples` giving this verdict); null with no confidence",
+            description="where `confidence` comes from: token (the verdict's token probabilities), sampling (the share of `samples` giving this verdict) or verbalised (the judge's own statement in its reply, opt-in); null with no confidence",
             title="Confidence Source",
         ),
     ] = None
