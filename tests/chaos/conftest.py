@@ -12,3 +12,11 @@ BACKENDS = ["sqlite", "postgresql"] if POSTGRES_URL else ["sqlite"]
 @pytest.fixture(params=BACKENDS)
 def database(request, tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'qadi.db'}" if request.param == "sqlite" else POSTGRES_URL
+
+
+@pytest.fixture
+def sqlite_database(tmp_path) -> str:
+    """For chaos tests whose hostile part is refused before any storage (the same code on
+    either backend): the storage invariants under load are checked on both backends by the
+    other chaos tests, so these run once (CI's time)."""
+    return f"sqlite:///{tmp_path / 'qadi.db'}"
