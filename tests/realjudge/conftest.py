@@ -12,8 +12,10 @@ bring it back around each use of the script (`users_local_judge`).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import users_local_judge
 
@@ -35,3 +37,20 @@ def local_judge_url():
     if not already_running:
         with users_local_judge():
             local_judge.stop()
+
+
+def real_judge_service(folder: Path, url: str, name: str = "smol", **entry: object):
+    """A migrated SQLite database in `folder` and the HTTP service over it, its one judge the
+    real local one (`entry`: fields over service.local_judge.judge_entry's); returns the
+    service, the database URL and the judges file."""
+    from service.db.engine import upgrade
+    from service.local_judge import judge_entry
+    from tests.integration.test_service_api import Service
+
+    database = f"sqlite:///{folder / f'{name}.db'}"
+    upgrade(database)
+    config = folder / "judges.yaml"
+    config.write_text(yaml.safe_dump({"model_list": [judge_entry(url, name=name, **entry)],
+                                      "qadi": {"timeout": 300, "num_retries": 0}}))  # fmt: skip
+    return Service(database, config), database, config
+

@@ -22,11 +22,11 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 from sqlalchemy import func, select
 
 from service.cli.demo import SAMPLE
 from tests.conftest import ROOT, run_cli
+from tests.realjudge.conftest import real_judge_service
 
 pytestmark = pytest.mark.timeout(3600)
 RUBRIC = {
@@ -43,18 +43,11 @@ RUBRIC = {
 def test_a_real_judge_is_revised_certified_on_held_out_labels_and_approved(
     local_judge_url, tmp_path
 ):
-    from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
+    from service.db.engine import make_engine, make_sessionmaker, session_scope
     from service.db.schema import AlignmentGradeRow, AlignmentRunRow
-    from service.local_judge import judge_entry
-    from tests.integration.test_service_api import Service
 
-    url = f"sqlite:///{tmp_path / 'align.db'}"
-    upgrade(url)
-    config = tmp_path / "judges.yaml"
-    config.write_text(yaml.safe_dump({"model_list": [judge_entry(local_judge_url, name="smol")],
-                                      "qadi": {"timeout": 300, "num_retries": 0}}))  # fmt: skip
+    service, url, config = real_judge_service(tmp_path, local_judge_url)
     env = {"QADI_DATABASE_URL": url, "QADI_JUDGES_CONFIG": str(config)}
-    service = Service(url, config)
     assert service.post("/rubrics", json=RUBRIC).status_code == 201
     graded = run_cli("regrade", str(SAMPLE / "explanations.jsonl"), "--rubric", "idiom-meaning",
                      "--judges", "smol", "--concurrency", "6", env=env)  # fmt: skip

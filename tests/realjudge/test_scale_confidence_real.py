@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from service.cli.demo import SAMPLE
+from tests.realjudge.conftest import real_judge_service
 
 pytestmark = pytest.mark.timeout(3600)
 RUBRIC = {
@@ -35,16 +35,7 @@ VALUES = {str(v) for v in range(1, 6)}
 def test_a_one_dimension_scale_is_graded_with_its_distribution_and_confidence(
     local_judge_url, tmp_path
 ):
-    from service.db.engine import upgrade
-    from service.local_judge import judge_entry
-    from tests.integration.test_service_api import Service
-
-    url = f"sqlite:///{tmp_path / 'scale.db'}"
-    upgrade(url)
-    config = tmp_path / "judges.yaml"
-    config.write_text(yaml.safe_dump({"model_list": [judge_entry(local_judge_url, name="smol")],
-                                      "qadi": {"timeout": 300, "num_retries": 0}}))  # fmt: skip
-    service = Service(url, config)
+    service, _, _ = real_judge_service(tmp_path, local_judge_url)
     assert service.post("/rubrics", json=RUBRIC).status_code == 201
     items = [json.loads(line) for line in (SAMPLE / "explanations.jsonl").read_text().splitlines()]
     read = []
@@ -79,17 +70,8 @@ def test_a_one_dimension_scale_is_graded_with_its_distribution_and_confidence(
 def test_a_zero_to_ten_scale_gets_whole_value_probabilities_from_vllm(local_judge_url, tmp_path):
     """0–10: "1" begins "10", so no token's alternatives give the distribution; with
     `score_values` vLLM scores each of the 11 values as a whole (prompt_logprobs)."""
-    from service.db.engine import upgrade
-    from service.local_judge import judge_entry
-    from tests.integration.test_service_api import Service
-
-    url = f"sqlite:///{tmp_path / 'ten.db'}"
-    upgrade(url)
-    config = tmp_path / "judges.yaml"
-    entry = judge_entry(local_judge_url, name="smol", confidence={"score_values": True})
-    config.write_text(yaml.safe_dump({"model_list": [entry],
-                                      "qadi": {"timeout": 300, "num_retries": 0}}))  # fmt: skip
-    service = Service(url, config)
+    service, _, _ = real_judge_service(tmp_path, local_judge_url,
+                                       confidence={"score_values": True})  # fmt: skip
     rubric = {**RUBRIC, "id": "faithfulness-ten", "scale": {"min": 0, "max": 10}}
     assert service.post("/rubrics", json=rubric).status_code == 201
     item = json.loads((SAMPLE / "explanations.jsonl").read_text().splitlines()[0])
