@@ -48,8 +48,17 @@ class JuryFit(BaseModel):
     method: str = METHOD
 
 
+JURY_PREFIX = "jury:"
+
+
 def jury_key(members: list[str]) -> str:
-    return "jury:" + "+".join(members)
+    """The name of a jury as a report row and a cascade stage: 'jury:a+b+c'."""
+    return JURY_PREFIX + "+".join(members)
+
+
+def stage_members(stage: str) -> list[str]:
+    """The judges of a cascade stage: a jury's ('jury:a+b'), or the judge it names."""
+    return stage.removeprefix(JURY_PREFIX).split("+") if stage.startswith(JURY_PREFIX) else [stage]
 
 
 def in_fit_fold(item: str) -> bool:

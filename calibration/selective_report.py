@@ -20,7 +20,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from calibration.confidence_quality import AUROC_METHOD, ECE_METHOD, Separation, separation
 from calibration.design import equal_probability_sample
-from calibration.jury import MIN_FIT_ITEMS, JuryFit, fit, in_fit_fold, jury_key, verdicts
+from calibration.jury import (
+    JURY_PREFIX,
+    MIN_FIT_ITEMS,
+    JuryFit,
+    fit,
+    in_fit_fold,
+    jury_key,
+    stage_members,
+    verdicts,
+)
 from calibration.metrics import reference_scores
 from calibration.selective import (
     AgreementRule,
@@ -159,7 +168,7 @@ def selective_section(
             keep = mask & usable
             result = calibrate_threshold(
                 conf[keep], hits[keep], options.alpha, options.delta,
-                stage_names=[evaluator] if jury else stages,
+                stage_names=stages,
                 requested_min_items=options.min_items,
             )  # fmt: skip
             result = _explained(result, conf[keep], options)
@@ -177,20 +186,18 @@ def selective_section(
                 )
             )
 
+    juries = {jury_key(m): _jury(table, m, confidence, labelled) for m in options.juries}
+    evaluators += [[key] for key, fitted in juries.items() if fitted.fit is not None]
     for stages in evaluators:
-        columns = [table.judges.index(s) for s in stages]
-        add_rows(">".join(stages), stages, confidence[:, columns], agree[:, columns], labelled,
-                 _binding(stages, versions, panel))  # fmt: skip
-    juries = [_jury(table, members, confidence, labelled) for members in options.juries]
-    for fitted in juries:
-        if fitted.fit is None:
-            continue
-        binding = _binding(fitted.members, versions)
-        if binding is not None:
-            binding["jury"] = fitted.fit.model_dump()
-        add_rows(jury_key(fitted.members), fitted.members, fitted.confidence[:, None],
-                 fitted.agree[:, None], labelled & ~fitted.fit_fold, binding,
-                 fitted.fit)  # fmt: skip
+        if any(s in juries and juries[s].fit is None for s in stages):
+            continue  # a jury without weights (its note says why)
+        judges, conf, hits, fitted = _stage_columns(stages, table, confidence, agree, juries)
+        folds = [juries[s].fit_fold for s in stages if s in juries]
+        usable = labelled & ~np.any(folds, axis=0) if folds else labelled
+        binding = _binding(judges, versions, panel)
+        if binding is not None and fitted is not None:
+            binding["jury"] = fitted.model_dump()
+        add_rows(">".join(stages), stages, conf, hits, usable, binding, fitted)
     return SelectiveSection(
         method=rows[0].result.method if rows else "",
         alpha=options.alpha,
@@ -208,7 +215,7 @@ def selective_section(
         notes=[
             *_notes(table, options, versions is not None, confidence),
             *([design_note] if design_note else []),
-            *(j.note for j in juries if j.note),
+            *(j.note for j in juries.values() if j.note),
             *(f"{judge}: verbalised confidence (the judge's own statement of it, opt-in; "
               "stated confidences tend to be overconfident): its threshold is bound to it"
               for judge in table.judges if "verbalised" in _source(judge, options, versions)),
@@ -223,7 +230,7 @@ def selective_section(
         ] + [
             separation(jury_key(j.members), "jury", j.confidence[labelled & ~j.fit_fold],
                        j.agree[labelled & ~j.fit_fold], interval_level)
-            for j in juries if j.fit is not None
+            for j in juries.values() if j.fit is not None
         ],  # fmt: skip
     )
 
@@ -295,15 +302,46 @@ def _check_cascades(table: GradeTable, options: SelectiveOptions, level: str) ->
         raise ValueError("jury: pools labels and ratings (exact agreement), not interval scores")
     if options.juries and options.confidence == "panel":
         raise ValueError("jury: weighs each judge's own confidence; use token confidence")
+    juries = {jury_key(members) for members in options.juries}
     for jury in options.juries:
         if len(jury) < 2:
             raise ValueError(f"jury: {'+'.join(jury)} needs at least two judges")
-    for cascade in [*options.cascades, *options.juries]:
-        unknown = [name for name in cascade if name not in table.judges]
-        if unknown:
-            raise ValueError(f"cascade: {', '.join(unknown)} not a judge of these grades")
-        if len(set(cascade)) != len(cascade):
-            raise ValueError(f"cascade: {'>'.join(cascade)} names a judge twice")
+        _known_once("jury", jury, table)
+    for cascade in options.cascades:
+        stages = [s for s in cascade if s.startswith(JURY_PREFIX)]
+        if any(s not in juries for s in stages):
+            raise ValueError(f"cascade: {', '.join(s for s in stages if s not in juries)} is no "
+                             "jury of this report (give it with --jury)")  # fmt: skip
+        if len(stages) > 1:
+            raise ValueError(f"cascade: {'>'.join(cascade)} has more than one jury stage")
+        _known_once("cascade", [j for s in cascade for j in stage_members(s)], table)
+
+
+def _known_once(what: str, judges: list[str], table: GradeTable) -> None:
+    unknown = [name for name in judges if name not in table.judges]
+    if unknown:
+        raise ValueError(f"{what}: {', '.join(unknown)} not a judge of these grades")
+    if len(set(judges)) != len(judges):
+        raise ValueError(f"{what}: {'>'.join(judges)} names a judge twice")
+
+
+def _stage_columns(stages, table, confidence, agree, juries):
+    """A cascade's judges, and per stage (a judge or a jury) its confidence and agreement
+    columns; with a jury stage, the jury's weights."""
+    judges, conf, hits, fitted = [], [], [], None
+    for stage in stages:
+        if stage in juries:
+            jury = juries[stage]
+            judges += jury.members
+            conf.append(jury.confidence)
+            hits.append(jury.agree)
+            fitted = jury.fit
+        else:
+            column = table.judges.index(stage)
+            judges.append(stage)
+            conf.append(confidence[:, column])
+            hits.append(agree[:, column])
+    return judges, np.column_stack(conf), np.column_stack(hits), fitted
 
 
 def agreement_matrix(table: GradeTable, rule: AgreementRule, reference: str) -> np.ndarray:

@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from calibration.formats.interchange import MIN_INCLUSION_PROB
-from calibration.jury import JuryFit, jury_key
+from calibration.jury import JURY_PREFIX, JuryFit, stage_members
 from calibration.jury import verdicts as pooled
 from calibration.selective import AgreementRule, Threshold, verdicts_agree
 from judges.models import JudgeResult
@@ -57,16 +57,10 @@ class TrustPolicy(BaseModel):
         min_length=1,
         max_length=8,
         description="judges in escalation order (cheap first); the first trusted verdict "
-        "stands and later judges are not called. Without it, each judge of the panel is "
+        "stands and later judges are not called. A stage may be a jury calibrated with "
+        "`qadi calibrate --jury` ('jury:a+b+c': its judges' verdicts pooled by the fitted "
+        "weights), alone or after cheaper stages. Without it, each judge of the panel is "
         "checked on its own",
-    )
-    jury: list[str] | None = Field(
-        default=None,
-        min_length=2,
-        max_length=8,
-        description="judges whose verdicts are pooled by the weights a calibration fitted "
-        "(`qadi calibrate --jury`): the jury's verdict stands when its confidence passes its "
-        "threshold. The panel must be these judges",
     )
     by: str | None = Field(
         default=None,
@@ -101,11 +95,6 @@ class TrustPolicy(BaseModel):
 
     @model_validator(mode="after")
     def _panel_has_no_cascade(self):
-        if self.jury and (self.cascade or self.confidence == "panel"):
-            raise ValueError(
-                "a jury is one evaluator over its judges' own confidences: not with a cascade "
-                "nor panel confidence"
-            )
         if self.cascade and self.confidence == "panel":
             raise ValueError(
                 "confidence 'panel' compares the judges of one panel; a cascade stops at "
@@ -234,9 +223,7 @@ def stratum_for(policy: TrustPolicy, metadata: Mapping[str, str]) -> str | None:
 
 
 def evaluators(policy: TrustPolicy, panel: list[str]) -> list[str]:
-    """The calibrations a request needs: its cascade's or jury's, or each panel judge's."""
-    if policy.jury:
-        return [jury_key(policy.jury)]
+    """The calibrations a request needs: its cascade's, or each panel judge's."""
     return [cascade_key(policy.cascade)] if policy.cascade else list(panel)
 
 
@@ -257,6 +244,7 @@ class TrustDecider:
         self.panel = panel
         self.guard_skipped = guard_skipped or []  # left out of this item's panel by the guard
         self.problem = self._cascade_problem()
+        self._seen: dict[str, JudgeResult] = {}  # a cascade's results so far (`stop`)
 
     @property
     def sequential(self) -> bool:
@@ -268,8 +256,9 @@ class TrustDecider:
         cascade = self.policy.cascade
         if not cascade:
             return None
-        if self.panel != cascade:
-            dropped = [name for name in cascade if name not in self.panel]
+        judges = cascade_judges(cascade)
+        if self.panel != judges:
+            dropped = [name for name in judges if name not in self.panel]
             return (
                 f"the cascade {cascade_key(cascade)} cannot run as calibrated: "
                 f"{', '.join(dropped) or 'a stage'} skipped by the self-evaluation guard"
@@ -288,9 +277,17 @@ class TrustDecider:
         return None
 
     def stop(self, result: JudgeResult) -> bool:
-        """For a cascade: does this stage's verdict stand (later stages not called)?"""
+        """For a cascade, called with each judge's result in the panel's order: does the
+        stage it completes stand (later stages not called)? A jury stage is complete once
+        each of its judges has answered."""
+        self._seen[result.judge] = result
+        stage = next(s for s in self.policy.cascade if result.judge in stage_members(s))
+        members = stage_members(stage)
+        if any(m not in self._seen for m in members):
+            return False
         cascade = self.calibrations[cascade_key(self.policy.cascade)]
-        return self.judge_trust(result, cascade, {}).status == "trusted"
+        trust, _ = self._stage_trust(stage, [self._seen[m] for m in members], cascade)
+        return trust.status == "trusted"
 
     def outcome(self, results: list[JudgeResult], audit_draw: float) -> TrustOutcome:
         """Each judge's trust, the verdict that stands or the escalation, and whether the
@@ -306,102 +303,74 @@ class TrustDecider:
         only the panel's first judge's verdict can stand; the others' trust is reported,
         and an item its first judge does not settle is escalated (a cascade calibrated in
         the panel's order would settle it)."""
-        if self.policy.jury:
-            return self._jury_outcome(results, audit_draw)
+        if self.policy.cascade:
+            return self._cascade_outcome(results, audit_draw)
         scores = {r.judge: r.score for r in results if r.status == "ok"}
         changed = self._panel_changed(results)
         judged: list[tuple[JudgeTrust, Calibration | None]] = []
         for result in results:
-            evaluator = cascade_key(self.policy.cascade) if self.policy.cascade else result.judge
-            problem = self.problem if self.policy.cascade else self._missing(evaluator)
-            problem = problem or changed.get(evaluator)
+            problem = self._missing(result.judge) or changed.get(result.judge)
             if problem is not None:
                 judged.append((_uncalibrated(result, problem), None))
                 continue
-            calibration = self.calibrations[evaluator]
+            calibration = self.calibrations[result.judge]
             judged.append((self.judge_trust(result, calibration, scores), calibration))
-        common = {"stratum": self.stratum, "policy": self.policy, "judges": [t for t, _ in judged]}
-        eligible = judged if self.policy.cascade else judged[:1]
-        trusted = next(((t, c) for t, c in eligible if t.status == "trusted"), None)
-        if trusted is None:
+        first, calibration = judged[0] if judged else (None, None)
+        if first is None or first.status != "trusted":
             reason = _escalation_reason([t for t, _ in judged])
-            if not self.policy.cascade and any(t.status == "trusted" for t, _ in judged[1:]):
+            if any(t.status == "trusted" for t, _ in judged[1:]):
                 reason += (
                     f"; only the panel's first judge ({judged[0][0].judge}) can settle an "
                     "item without a cascade: calibrate the panel's order as a cascade to let "
                     "a later judge's trusted verdict stand"
                 )
-            return TrustOutcome(
-                status="escalated",
-                judge=None,
-                score=None,
-                reason=reason,
-                queued=Queued(reason="escalated", inclusion_prob=1.0),
-                **common,
-            )
-        verdict, calibration = trusted
+            return self._escalated([t for t, _ in judged], reason)
+        return self._trusted(first, scores[first.judge], calibration, judged, audit_draw)
+
+    def _cascade_outcome(self, results: list[JudgeResult], audit_draw: float) -> TrustOutcome:
+        """The cascade's stages in order, as far as they were graded: the first trusted
+        stage's verdict stands (a jury stage's: its pooled verdict)."""
+        if self.problem is not None:
+            trusts = [_uncalibrated(result, self.problem) for result in results]
+            return self._escalated(trusts, _escalation_reason(trusts))
+        cascade = self.policy.cascade
+        calibration = self.calibrations[cascade_key(cascade)]
+        by_judge = {r.judge: r for r in results}
+        judged: list[tuple[JudgeTrust, float | None]] = []
+        for stage in cascade:
+            members = stage_members(stage)
+            if any(m not in by_judge for m in members):
+                break  # not graded: an earlier stage stood
+            judged.append(self._stage_trust(stage, [by_judge[m] for m in members], calibration))
+        trusts = [t for t, _ in judged]
+        for trust, score in judged:
+            if trust.status == "trusted":
+                return self._trusted(trust, score, calibration, judged, audit_draw)
+        return self._escalated(trusts, _escalation_reason(trusts))
+
+    def _stage_trust(
+        self, stage: str, results: list[JudgeResult], calibration: Calibration
+    ) -> tuple[JudgeTrust, float | None]:
+        """A cascade stage's trust and verdict: a judge's own, or a jury's pooled one."""
+        if not stage.startswith(JURY_PREFIX):
+            [result] = results
+            return self.judge_trust(result, calibration, {}), result.score
+        return _jury_trust(stage, results, calibration)
+
+    def _trusted(self, trust, score, calibration, judged, audit_draw: float) -> TrustOutcome:
         audited = audit_draw < self.policy.audit_rate
-        audit = Queued(reason="audit", inclusion_prob=self.policy.audit_rate)
         return TrustOutcome(
-            status="trusted",
-            judge=verdict.judge,
-            score=scores[verdict.judge],
+            status="trusted", judge=trust.judge, score=score, stratum=self.stratum,
+            policy=self.policy, judges=[t for t, _ in judged],
             guarantee=_guarantee(calibration),
-            queued=audit if audited else None,
-            **common,
-        )
+            queued=Queued(reason="audit", inclusion_prob=self.policy.audit_rate)
+            if audited else None,
+        )  # fmt: skip
 
-    def _jury_outcome(self, results: list[JudgeResult], audit_draw: float) -> TrustOutcome:
-        """The jury's pooled verdict (calibration/jury.py, with the weights its calibration
-        fitted) against its threshold; members' versions must be those calibrated."""
-        key = jury_key(self.policy.jury)
-        calibration = self.calibrations.get(key)
-        problem = self._missing(key)
-        if problem is None and sorted(self.panel) != sorted(self.policy.jury):
-            problem = f"the panel ({', '.join(self.panel)}) is not the jury's judges"
-        if problem is None and (calibration.binding is None or calibration.binding.jury is None):
-            problem = f"calibration of {key} holds no jury weights"
-        for result in results if problem is None else []:
-            problem = _expired(calibration, result)
-            if problem is not None:
-                break
-        if problem is not None:
-            return self._escalated(JudgeTrust(judge=key, confidence=None,
-                                              status="uncalibrated", reason=problem))  # fmt: skip
-        fit = calibration.binding.jury
-        by_judge = {r.judge: r for r in results if r.status == "ok"}
-        votes = [[by_judge[m].score if m in by_judge else np.nan for m in fit.members]]
-        confs = [[_or_nan(by_judge[m].confidence) if m in by_judge else np.nan
-                  for m in fit.members]]  # fmt: skip
-        verdict, confidence = (float(x[0]) for x in pooled(fit, np.array(votes, dtype=float),
-                                                            np.array(confs, dtype=float)))
-        threshold = calibration.threshold.threshold
-        if math.isnan(verdict):
-            trust = JudgeTrust(judge=key, confidence=None, status="no_verdict",
-                               reason="no judge of the jury gave a verdict")  # fmt: skip
-        elif threshold is None or confidence < threshold:
-            why = ("no threshold passed at calibration" if threshold is None
-                   else f"confidence {confidence:.3g} below the threshold {threshold:.3g}")
-            trust = JudgeTrust(judge=key, confidence=round(confidence, 6), status="abstained",
-                               threshold=threshold, reason=why)  # fmt: skip
-        else:
-            audited = audit_draw < self.policy.audit_rate
-            return TrustOutcome(
-                status="trusted", judge=key, score=verdict, stratum=self.stratum,
-                policy=self.policy,
-                judges=[JudgeTrust(judge=key, confidence=round(confidence, 6), status="trusted",
-                                   threshold=threshold)],
-                guarantee=_guarantee(calibration),
-                queued=Queued(reason="audit", inclusion_prob=self.policy.audit_rate)
-                if audited else None,
-            )  # fmt: skip
-        return self._escalated(trust)
-
-    def _escalated(self, trust: JudgeTrust) -> TrustOutcome:
+    def _escalated(self, judged: list[JudgeTrust], reason: str) -> TrustOutcome:
         return TrustOutcome(
             status="escalated", judge=None, score=None, stratum=self.stratum, policy=self.policy,
-            judges=[trust], reason=_escalation_reason([trust]),
-            queued=Queued(reason="escalated", inclusion_prob=1.0),
+            judges=judged, reason=reason, queued=Queued(reason="escalated", inclusion_prob=1.0),
         )  # fmt: skip
 
     def _panel_changed(self, results: list[JudgeResult]) -> dict[str, str]:
@@ -456,6 +425,41 @@ class TrustDecider:
             return None
         agree = [verdicts_agree(result.score, s, calibration.agreement) for s in others]
         return sum(agree) / len(agree)
+
+
+def cascade_judges(cascade: list[str]) -> list[str]:
+    """Every judge a cascade may call, in order (a jury stage's judges in its order)."""
+    return [judge for stage in cascade for judge in stage_members(stage)]
+
+
+def _jury_trust(
+    stage: str, results: list[JudgeResult], calibration: Calibration
+) -> tuple[JudgeTrust, float | None]:
+    """A jury stage's pooled verdict (calibration/jury.py, the weights its calibration
+    fitted) against the threshold; its judges' versions must be those calibrated."""
+    fit = calibration.binding.jury if calibration.binding is not None else None
+    problem = None if fit is not None else f"the calibration holds no weights for {stage}"
+    for result in results if problem is None else []:
+        problem = problem or _expired(calibration, result)
+    if problem is not None:
+        return JudgeTrust(judge=stage, confidence=None, status="uncalibrated", reason=problem), None
+    by_judge = {r.judge: r for r in results if r.status == "ok" and r.score is not None}
+    votes = [[by_judge[m].score if m in by_judge else np.nan for m in fit.members]]
+    confs = [[_or_nan(by_judge[m].confidence) if m in by_judge else np.nan for m in fit.members]]
+    verdict, confidence = (float(x[0]) for x in pooled(fit, np.array(votes, dtype=float),
+                                                        np.array(confs, dtype=float)))  # fmt: skip
+    threshold = calibration.threshold.threshold
+    if math.isnan(verdict):
+        why = "no judge of the jury gave a verdict"
+        return JudgeTrust(judge=stage, confidence=None, status="no_verdict", reason=why), None
+    confidence = round(confidence, 6)
+    if threshold is None or confidence < threshold:
+        why = ("no threshold passed at calibration" if threshold is None
+               else f"confidence {confidence:.3g} below the threshold {threshold:.3g}")  # fmt: skip
+        return JudgeTrust(judge=stage, confidence=confidence, status="abstained",
+                          threshold=threshold, reason=why), None  # fmt: skip
+    trust = JudgeTrust(judge=stage, confidence=confidence, status="trusted", threshold=threshold)
+    return trust, verdict
 
 
 def _or_nan(value: float | None) -> float:

@@ -31,7 +31,13 @@ from judges import (
     PlannedGrade,
     RequestError,
 )
-from judges.trust import TrustDecider, TrustOutcome, evaluators, stratum_for
+from judges.trust import (
+    TrustDecider,
+    TrustOutcome,
+    cascade_judges,
+    evaluators,
+    stratum_for,
+)
 from rubrics import Rubric, content_hash
 from service import metrics
 from service.db.engine import storage_guard
@@ -380,7 +386,7 @@ class GradingService:
                 request = GradeRequest.from_body(rubric, item.body)
                 policy = getattr(item.body, "trust", None)
                 if policy is not None and policy.cascade:
-                    request = request.model_copy(update={"judges": policy.cascade})
+                    request = request.model_copy(update={"judges": cascade_judges(policy.cascade)})
                 if policy is not None:
                     if not pins:
                         pins.append(pinned_stratum(session, project))

@@ -344,6 +344,8 @@ def test_a_jury_calibrated_from_the_database_decides_requests(migrated_db, llm_s
         noisy = (h % 5 + 1, 0.95) if i % 3 == 0 else (h, 0.95)
         rules += plant(i, cheap, strong, noisy)
     rules += plant(100, (3, 0.9), (3, 0.85), (3, 0.95))  # all three agree
+    rules += plant(102, (1, 0.6), (4, 0.85), (4, 0.95))  # cheap unsure; strong and noisy agree
+    rules += plant(103, (5, 0.9), (5, 0.85), (5, 0.95))  # cheap sure
     # only noisy answers (the others' servers fail): its vote alone weighs little
     rules += [{"match": "answer number 101.", "model": model, "reply": {"status": 500}}
               for model in ("cheap-model", "strong-model")]  # fmt: skip
@@ -357,16 +359,37 @@ def test_a_jury_calibrated_from_the_database_decides_requests(migrated_db, llm_s
     grades = [{"item_id": f"item-{i:03d}", "rater": "sme-1", "rater_kind": "human",
                "score": truth(i)} for i in range(90)]  # fmt: skip
     assert service.post("/grades", scope="grades", json={"grades": grades}).status_code == 200
-    jury = ["cheap", "strong", "noisy"]
+    juries = [["cheap", "strong", "noisy"], ["strong", "noisy"]]
     report = service.post("/calibration/reports", scope="grades", json={
-        "rubric": "kinayat-explanation", "bootstrap": 0, "trust": {**TRUST, "juries": [jury]}})
+        "rubric": "kinayat-explanation", "bootstrap": 0,
+        "trust": {**TRUST, "juries": juries, "cascades": [["cheap", "jury:strong+noisy"]]}})
     assert report.status_code == 201, report.text  # fmt: skip
-    row = rows_of(report.json())["jury:cheap+strong+noisy"]
+    rows = rows_of(report.json())
+    row = rows["jury:cheap+strong+noisy"]
     assert row["binding"]["jury"]["weights"]["strong"] > row["binding"]["jury"]["weights"]["noisy"]
     assert row["result"]["threshold"] is not None
-    trust = {**TRUST, "jury": jury, "audit_rate": 0}
+    staged = rows["cheap>jury:strong+noisy"]
+    assert [s["judge"] for s in staged["binding"]["stages"]] == ["cheap", "strong", "noisy"]
+    assert staged["binding"]["jury"]["members"] == ["strong", "noisy"]
+    trust = {**TRUST, "cascade": ["jury:cheap+strong+noisy"], "audit_rate": 0}
     agreed = service.post("/judge", json=body(100, trust=trust)).json()["trust"]
     assert agreed["status"] == "trusted" and agreed["judge"] == "jury:cheap+strong+noisy"
     assert agreed["score"] == 3 and agreed["guarantee"]["evaluator"] == "jury:cheap+strong+noisy"
     split = service.post("/judge", json=body(101, trust=trust)).json()["trust"]
     assert split["status"] == "escalated" and split["judges"][0]["status"] == "abstained"
+    cascade = {**TRUST, "cascade": ["cheap", "jury:strong+noisy"], "audit_rate": 0}
+    # the jury as the cascade's second stage: it decides where cheap abstains (the common
+    # threshold is above cheap's 0.6 on its wrong verdicts) ...
+    assert staged["result"]["threshold"] > 0.6
+    assert staged["result"]["stages"]["jury:strong+noisy"] > 0
+    decided = service.post("/judge", json=body(102, trust=cascade)).json()["trust"]
+    assert decided["status"] == "trusted" and decided["judge"] == "jury:strong+noisy"
+    assert decided["score"] == 4
+    assert [(t["judge"], t["status"]) for t in decided["judges"]] == [
+        ("cheap", "abstained"), ("jury:strong+noisy", "trusted")]  # fmt: skip
+    # ... and is never called where cheap's verdict stands
+    before = llm_server.calls_by_model()
+    sure = service.post("/judge", json=body(103, trust=cascade)).json()["trust"]
+    assert sure["status"] == "trusted" and sure["judge"] == "cheap" and sure["score"] == 5
+    after = llm_server.calls_by_model()
+    assert after.get("strong-model", 0) == before.get("strong-model", 0)

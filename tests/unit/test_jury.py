@@ -77,7 +77,7 @@ def jury_calibration(threshold: float) -> Calibration:
 
 
 def test_at_request_time_the_jury_verdict_stands_when_its_confidence_passes():
-    policy = TrustPolicy(alpha=0.1, delta=0.1, jury=["a", "b"], audit_rate=0)
+    policy = TrustPolicy(alpha=0.1, delta=0.1, cascade=["jury:a+b"], audit_rate=0)
     results = [result("a", score=4.0), result("b", score=4.0)]
     # both vote 4: score 3 against 0 on two classes: confidence e^3 / (e^3 + 1) = 0.9526
     decided = TrustDecider(policy, "overall", {"jury:a+b": jury_calibration(0.95)},
@@ -96,7 +96,21 @@ def test_at_request_time_the_jury_verdict_stands_when_its_confidence_passes():
     assert stale.status == "escalated" and "prompt template changed" in stale.reason
 
 
-def test_a_jury_is_neither_a_cascade_nor_panel_confidence():
-    with pytest.raises(ValueError, match="not with a cascade"):
-        TrustPolicy(alpha=0.1, delta=0.1, jury=["a", "b"], cascade=["a", "b"])
-    assert TrustPolicy(alpha=0.1, delta=0.1, jury=["a", "b"]).jury == ["a", "b"]
+def test_a_jury_stage_after_a_cheap_judge_decides_only_where_the_judge_abstains():
+    policy = TrustPolicy(alpha=0.1, delta=0.1, cascade=["cheap", "jury:a+b"], audit_rate=0)
+    calibrations = {"cheap>jury:a+b": jury_calibration(0.95)}
+    stages = calibrations["cheap>jury:a+b"]
+    stages.binding.stages.insert(0, calibration().binding.stages[0])  # cheap's version
+    decider = TrustDecider(policy, "overall", calibrations, ["cheap", "a", "b"])
+    assert decider.problem is None
+    sure = result("cheap", score=4.0, confidence=0.99)
+    assert decider.stop(sure)  # the cheap stage stands: the jury is never called
+    unsure = [result("cheap", score=3.0, confidence=0.5), result("a", score=4.0),
+              result("b", score=4.0)]  # fmt: skip
+    decider = TrustDecider(policy, "overall", calibrations, ["cheap", "a", "b"])
+    assert [decider.stop(r) for r in unsure] == [False, False, True]  # a jury waits for b
+    outcome = decider.outcome(unsure, 0.5)
+    assert outcome.status == "trusted" and outcome.judge == "jury:a+b" and outcome.score == 4.0
+    assert [t.judge for t in outcome.judges] == ["cheap", "jury:a+b"]
+    with pytest.raises(ValueError, match="cascade"):
+        TrustPolicy(alpha=0.1, delta=0.1, cascade=["jury:a+b"], confidence="panel")

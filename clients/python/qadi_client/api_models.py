@@ -725,22 +725,10 @@ class Cascade(RootModel[list[str]]):
     root: Annotated[
         list[str],
         Field(
-            description="judges in escalation order (cheap first); the first trusted verdict stands and later judges are not called. Without it, each judge of the panel is checked on its own",
+            description="judges in escalation order (cheap first); the first trusted verdict stands and later judges are not called. A stage may be a jury calibrated with `qadi calibrate --jury` ('jury:a+b+c': its judges' verdicts pooled by the fitted weights), alone or after cheaper stages. Without it, each judge of the panel is checked on its own",
             max_length=8,
             min_length=1,
             title="Cascade",
-        ),
-    ]
-
-
-class Jury(RootModel[list[str]]):
-    root: Annotated[
-        list[str],
-        Field(
-            description="judges whose verdicts are pooled by the weights a calibration fitted (`qadi calibrate --jury`): the jury's verdict stands when its confidence passes its threshold. The panel must be these judges",
-            max_length=8,
-            min_length=2,
-            title="Jury",
         ),
     ]
 
@@ -785,15 +773,8 @@ class TrustPolicy(BaseModel):
     cascade: Annotated[
         Cascade | None,
         Field(
-            description="judges in escalation order (cheap first); the first trusted verdict stands and later judges are not called. Without it, each judge of the panel is checked on its own",
+            description="judges in escalation order (cheap first); the first trusted verdict stands and later judges are not called. A stage may be a jury calibrated with `qadi calibrate --jury` ('jury:a+b+c': its judges' verdicts pooled by the fitted weights), alone or after cheaper stages. Without it, each judge of the panel is checked on its own",
             title="Cascade",
-        ),
-    ] = None
-    jury: Annotated[
-        Jury | None,
-        Field(
-            description="judges whose verdicts are pooled by the weights a calibration fitted (`qadi calibrate --jury`): the jury's verdict stands when its confidence passes its threshold. The panel must be these judges",
-            title="Jury",
         ),
     ] = None
     by: Annotated[
