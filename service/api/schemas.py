@@ -132,7 +132,9 @@ class JudgeInfo(BaseModel):
         default="token", description="where its confidence comes from: token or sampling"
     )
     calls_per_verdict: int = Field(
-        default=1, description="calls each verdict costs (a sampling judge's samples)"
+        default=1,
+        description="calls each verdict costs (a sampling judge's samples; with score_values, "
+        "one more per allowed value and dimension of the rubric's scale)",
     )
     reachable: bool | None = Field(description="null when the endpoint cannot be probed")
     detail: str

@@ -14,8 +14,9 @@ from typing import Any
 
 from judges import AnswerRecord, BatchOptions, Graded, GradeRequest, JudgesConfig, PlannedGrade
 from judges.client import price
+from judges.config import JudgeEntry
 from judges.templates import PromptTemplate
-from rubrics import Rubric
+from rubrics import Rubric, ScaleRubric
 
 
 def requests_for(
@@ -105,6 +106,19 @@ def expected_completion_tokens(rubric: Rubric, template: PromptTemplate) -> int:
     return 5 if template.output == "first_integer" else 40
 
 
+def calls_per_verdict(entry: JudgeEntry, plan: PlannedGrade) -> int:
+    """The calls one verdict costs: `samples` for a sampling judge (judges/sampling.py);
+    with `score_values`, one more per allowed value and dimension (judges/value_scoring.py)."""
+    calls = entry.confidence.calls_per_verdict
+    rubric, output = plan.request.rubric, plan.template.output
+    if entry.confidence.score_values and isinstance(rubric, ScaleRubric) and output in (
+        "rating_json", "scores_json"
+    ):
+        dimensions = 1 if output == "rating_json" else len(rubric.dimensions)
+        calls += dimensions * int(rubric.scale.max - rubric.scale.min + 1)
+    return calls
+
+
 def estimate_cost(config: JudgesConfig, pending: list[tuple[PlannedGrade, str]]) -> dict[str, Any]:
     """Calls and a price estimate from LiteLLM's own table, per judge. A judge whose model
     has no price is named and left out of the total, which is then marked partial."""
@@ -114,8 +128,7 @@ def estimate_cost(config: JudgesConfig, pending: list[tuple[PlannedGrade, str]])
     completion = 0
     for plan, judge in pending:
         model = config.judge(judge).model
-        # a sampling judge makes `samples` calls per verdict (judges/sampling.py)
-        calls = config.judge(judge).confidence.calls_per_verdict
+        calls = calls_per_verdict(config.judge(judge), plan)
         completion = expected_completion_tokens(plan.request.rubric, plan.template)
         entry = per_judge.setdefault(
             judge,

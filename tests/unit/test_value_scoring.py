@@ -99,3 +99,18 @@ def test_only_vllm_routes_may_score_values():
                 "confidence": {"source": "sampling", "score_values": True}}  # fmt: skip
     with pytest.raises(JudgeConfigError, match="token confidence only"):
         parse_config({"model_list": [sampling]})
+
+
+def test_the_dry_run_counts_the_scoring_calls():
+    from judges import GradeRequest
+    from judges.grading import PlannedGrade
+    from judges.templates import load_template
+    from service.regrading.local import calls_per_verdict
+
+    [entry] = parse_config({"model_list": [{
+        "model_name": "j", "litellm_params": {"model": "hosted_vllm/m"},
+        "confidence": {"score_values": True}}]}).model_list  # fmt: skip
+    rubric = scale("a", "b")  # two dimensions of 0-10
+    request = GradeRequest(rubric=rubric, response="x", candidate_model="m")
+    plan = PlannedGrade(request, load_template("neutral-scale@1"), None, "h", None)
+    assert calls_per_verdict(entry, plan) == 1 + 2 * 11

@@ -317,7 +317,7 @@ class JudgeInfo(BaseModel):
     calls_per_verdict: Annotated[
         int,
         Field(
-            description="calls each verdict costs (a sampling judge's samples)",
+            description="calls each verdict costs (a sampling judge's samples; with score_values, one more per allowed value and dimension of the rubric's scale)",
             title="Calls Per Verdict",
         ),
     ] = 1
