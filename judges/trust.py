@@ -70,8 +70,9 @@ class TrustPolicy(BaseModel):
     )
     confidence: Confidence = Field(
         default="token",
-        description="'token': the judge's token probability of its verdict; 'panel': the "
-        "share of the other judges of the panel that agree with it (no cascade)",
+        description="'token': the judge's own confidence in its verdict (its token "
+        "probability, or its sampled or verbalised one: `confidence_source`, as calibrated); "
+        "'panel': the share of the other judges of the panel that agree with it (no cascade)",
     )
     audit_rate: float = Field(
         default=0.05,
