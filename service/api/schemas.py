@@ -30,18 +30,21 @@ EXAMPLE_EXPLANATION_BODY = {
 
 
 class JudgeBody(BaseModel):
-    """One answer to grade. `kind` says which rubric kind it expects: `rubric` for a
-    penalty-weighted rubric (score in %), `explanation` for a 1-5 explanation scale (Kinayat,
-    Fann or Flop judges). One model, not a tagged union, so an error's `loc` is the field's
-    own path (`["body", "item_id"]`), never prefixed by the tag."""
+    """One answer to grade. `kind`, optional, says which rubric kind it expects: `rubric` for
+    a penalty-weighted rubric (score in %), `explanation` for a scale (Kinayat, Fann or Flop
+    judges, a user's 1-5 rubric); the rubric's own kind decides when it is left out. One
+    model, not a tagged union, so an error's `loc` is the field's own path
+    (`["body", "item_id"]`), never prefixed by the tag."""
 
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={"examples": [EXAMPLE_RUBRIC_BODY, EXAMPLE_EXPLANATION_BODY]},
     )
 
-    kind: Literal["rubric", "explanation"] = Field(
-        description="'rubric' (penalty-weighted, %) or 'explanation' (1-5 scale)"
+    kind: Literal["rubric", "explanation"] | None = Field(
+        default=None,
+        description="optional, as the rubric says what it is: 'rubric' (penalty-weighted, %) "
+        "or 'explanation' (a scale); given, it must agree with the rubric",
     )
     prompt: str = Field(default="", description="what the candidate model was asked")
     response: str = Field(description="the candidate's answer (untrusted; fenced in prompts)")

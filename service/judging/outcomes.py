@@ -74,9 +74,9 @@ def body_rubric(
     check: Callable[[Rubric], Any] = lambda rubric: None,
 ) -> Rubric:
     """The rubric a request body names or carries, resolved and stored in `project`, checked
-    against its `kind`. `seen` remembers rubrics by (project, reference) within one
-    transaction (many requests name the same). An inline rubric is stored only once `check`
-    (its template) has passed."""
+    against its `kind` when the body gives one. `seen` remembers rubrics by (project,
+    reference) within one transaction (many requests name the same). An inline rubric is
+    stored only once `check` (its template) has passed."""
     seen = seen if seen is not None else {}
     if body.rubric is not None:
         inline = parse_rubric(body.rubric, source="rubric")
@@ -89,7 +89,7 @@ def body_rubric(
         if not stored:  # library rubrics: stored in the project on first use
             rubric, _ = save_rubric(session, project, rubric)
         seen[(project, body.rubric_id)] = rubric
-    expected = RUBRIC_KIND_FOR[body.kind]
+    expected = RUBRIC_KIND_FOR[body.kind] if body.kind is not None else rubric.kind
     if rubric.kind != expected:
         raise RubricKindError(
             f"kind '{body.kind}' needs a {expected} rubric; '{rubric.id}' is {rubric.kind}"

@@ -134,6 +134,20 @@ def test_kind_must_match_the_rubric(service):
     assert response.json()["detail"][0]["loc"] == ["body", "rubric"]
 
 
+def test_kind_may_be_left_to_the_rubric(service, llm_server):
+    """A user's own 1-5 rubric sent without `kind` (issue 41.2): the rubric says what it is."""
+    own = {"kind": "scale", "id": "helpfulness", "scale": {"min": 1, "max": 5},
+           "dimensions": [{"id": "helpfulness"}]}  # fmt: skip
+    llm_server.script({"content": '{"helpfulness_score": 4}'})
+    body = {k: v for k, v in rubric_body(rubric=own).items() if k not in ("kind", "rubric_id")}
+    answer = service.post("/judge", json=body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["results"][0]["score"] == 4.0
+    llm_server.script({"content": verdict()})
+    criteria = {k: v for k, v in rubric_body().items() if k != "kind"}
+    assert service.post("/judge", json=criteria).status_code == 200
+
+
 def test_identical_request_is_cached_without_a_backend_call(service, llm_server):
     first = service.post("/judge", json=rubric_body()).json()
     second = service.post("/judge", json=rubric_body()).json()

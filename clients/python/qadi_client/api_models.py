@@ -866,22 +866,23 @@ class Guarantee(BaseModel):
 
 class JudgeBody(BaseModel):
     """
-    One answer to grade. `kind` says which rubric kind it expects: `rubric` for a
-    penalty-weighted rubric (score in %), `explanation` for a 1-5 explanation scale (Kinayat,
-    Fann or Flop judges). One model, not a tagged union, so an error's `loc` is the field's
-    own path (`["body", "item_id"]`), never prefixed by the tag.
+    One answer to grade. `kind`, optional, says which rubric kind it expects: `rubric` for
+    a penalty-weighted rubric (score in %), `explanation` for a scale (Kinayat, Fann or Flop
+    judges, a user's 1-5 rubric); the rubric's own kind decides when it is left out. One
+    model, not a tagged union, so an error's `loc` is the field's own path
+    (`["body", "item_id"]`), never prefixed by the tag.
     """
 
     model_config = ConfigDict(
         extra="forbid",
     )
     kind: Annotated[
-        Literal["rubric", "explanation"],
+        Literal["rubric", "explanation"] | None,
         Field(
-            description="'rubric' (penalty-weighted, %) or 'explanation' (1-5 scale)",
+            description="optional, as the rubric says what it is: 'rubric' (penalty-weighted, %) or 'explanation' (a scale); given, it must agree with the rubric",
             title="Kind",
         ),
-    ]
+    ] = None
     prompt: Annotated[
         str, Field(description="what the candidate model was asked", title="Prompt")
     ] = ""
