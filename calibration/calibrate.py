@@ -100,6 +100,7 @@ def build_calibration(
             options.selective,
             (inputs or {}).get("judge_versions"),
             interval_level=options.confidence,
+            classes=_jury_classes(table, level, options),
         )
     trust = trust_map(
         judges,
@@ -224,6 +225,18 @@ def design_block(table: GradeTable, ref: np.ndarray, weighted: bool) -> dict[str
     )
     out["warnings"] = [out["unweighted"], *out["warnings"]]
     return out
+
+
+def _jury_classes(table: GradeTable, level: str, options) -> list[float] | None:
+    """The verdicts a jury can return, from the scale alone: its labels' codes, or the whole
+    numbers of an ordinal scale; None (the fit's own) where the scale gives none."""
+    if table.labels is not None:
+        return [float(code) for code in range(len(table.labels))]
+    low, high = options.scale_min, options.scale_max
+    whole = low is not None and high is not None and float(low).is_integer()
+    if level == "ordinal" and whole and float(high).is_integer() and high - low <= 100:
+        return [float(v) for v in range(int(low), int(high) + 1)]
+    return None
 
 
 def _values(table: GradeTable) -> np.ndarray:

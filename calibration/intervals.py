@@ -6,8 +6,12 @@ formed.
 The rule (docs/statistics.md, "Metric intervals"), decided per judge and block from the
 block's labelled units (calibration/blocks.py drops items no human scored):
 
-- A metric that is a ratio of item sums (MAD, signed error, exact match, judge higher/lower,
-  within ±1: `Metric.ratio`) has the linearised (delta-method) standard error of a ratio
+- A share of (item, human) pairs (exact match, judge higher/lower, within ±1) gets the
+  Korn–Graubard interval: Clopper–Pearson on the effective sample size p(1 − p)/SE² of its
+  linearised (or CR1) SE, df-adjusted (`korn_graubard_interval`); the bootstrap-t it
+  replaces covered 0.55 at a share of 0.99 with 30 items.
+- A metric that is a ratio of item sums (MAD, signed error, and the shares' SE:
+  `Metric.ratio`) has the linearised (delta-method) standard error of a ratio
   with ddof 1, or CR1 with `--cluster` (G/(G − 1), Cameron & Miller 2015, "A Practitioner's
   Guide to Cluster-Robust Inference", J. Human Resources 50(2), §II.C and §VI.C). Its
   interval is the studentized bootstrap (bootstrap-t: Efron & Tibshirani 1993, §12.5; Hall
@@ -42,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
+from scipy import special, stats
 
 from calibration.agreement import AlphaFeatures, alpha
 from calibration.bootstrap import (
@@ -62,6 +66,10 @@ METHODS: dict[str, str] = {
     "linearised SE, times the linearised SE, joined with the t interval (ratio metrics, "
     "≤ 500 items)",
     "t": "value ± Student t(n − 1) × linearised standard error of the ratio (ddof 1)",
+    "korn_graubard": "shares of (item, human) pairs: Clopper-Pearson on the effective sample "
+    "size p(1 − p)/SE² of the linearised SE, df-adjusted (Korn & Graubard 1998)",
+    "korn_graubard_cr1": "shares: Clopper-Pearson on the effective sample size p(1 − p)/SE² "
+    "of the CR1 cluster-robust SE, df-adjusted to G − 1 (Korn & Graubard 1998)",
     "t_cr1": "value ± Student t(G − 1) × cluster-robust CR1 standard error (G clusters)",
     "t_hajek": "labels weighted by their design (1/inclusion probability, Hájek ratio); "
     "value ± Student t(ν) × HC2 standard error, ν the Bell-McCaffrey df",
@@ -162,6 +170,10 @@ def ratio_interval(
         return Interval(None, None, None, f"{units} unit(s): no variance to estimate")
     factor = ratio.factor(prepared.inputs)
     se *= factor
+    if ratio.denominator == "pairs":  # a share of (item, human) pairs
+        pairs = float(prepared.feature("pairs").sum())
+        ci = korn_graubard_interval(value, se, pairs, units, confidence)
+        return Interval(ci, se, "korn_graubard" if clusters is None else "korn_graubard_cr1")
     t_ci = t_interval(value, se, units - 1, confidence, metric.bounds)
     if moments is not None and se > 0:
         pivots = studentized(moments, value / factor, units)
@@ -169,6 +181,27 @@ def ratio_interval(
         if ci is not None:  # never narrower than t: the bootstrap-t extends the skewed side
             return Interval([min(ci[0], t_ci[0]), max(ci[1], t_ci[1])], se, "bootstrap_t")
     return Interval(t_ci, se, "t" if clusters is None else "t_cr1")
+
+
+def korn_graubard_interval(
+    share: float, se: float, n: float, units: int, confidence: float
+) -> list[float]:
+    """Clopper–Pearson on the effective sample size of a share estimated from clustered
+    pairs (Korn & Graubard 1998, Survey Methodology 24(2):193–201): n* = p(1 − p)/SE², at
+    most n (and n when p is 0 or 1, where SE is 0), times (t_{n−1}/t_{units−1})² for the SE's
+    degrees of freedom; x* = p·n*. It stays inside [0, 1] and keeps its coverage at shares
+    near 0 or 1, where the studentized bootstrap's resamples have no spread (issue 41.5: a
+    share of 0.987 got [0.000, 1.000], and at 0.99 with 30 items it covered 0.55)."""
+    inside = 0 < share < 1 and se > 0
+    effective = min(n, share * (1 - share) / se**2) if inside else n
+    if units > 1 and n > 1:
+        tail = (1 + confidence) / 2
+        effective *= (stats.t.ppf(tail, n - 1) / stats.t.ppf(tail, units - 1)) ** 2
+    x = share * effective
+    alpha = 1 - confidence
+    low = 0.0 if x <= 0 else float(stats.beta.ppf(alpha / 2, x, effective - x + 1))
+    high = 1.0 if x >= effective else float(stats.beta.ppf(1 - alpha / 2, x + 1, effective - x))
+    return [low, high]
 
 
 def hajek_interval(

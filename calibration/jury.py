@@ -5,7 +5,10 @@ how well their verdicts predict the SMEs'. For labels and ratings (exact agreeme
 judge j that gave verdict v_ij on item i with confidence c_ij (its token or sampling
 confidence, 0 where it has none) adds w_j + u_j·c_ij to the score of class v_ij; the jury's
 probability of class k is the softmax of the scores (log-linear opinion pooling, Genest &
-Zidek 1986), its verdict the most probable class and its confidence that probability.
+Zidek 1986), its verdict the most probable class and its confidence that probability. The
+classes are the scale's values (its labels, or its whole numbers), fixed before any label is
+read; a vote outside them, or only from judges of weight 0, counts for nothing and gives no
+verdict rather than a uniform guess.
 
 The weights w, u ≥ 0 are fitted by log-loss (the SMEs' majority as the target; a tie: any of
 the tied classes) with a small ridge penalty, so a weak judge gets a small weight rather than
@@ -13,7 +16,8 @@ being dropped, and a judge whose confidence means something gets it counted. The
 on a fit fold of the labels only (a fixed third, by a hash of the item id): the labels that
 certify the jury's threshold (calibration/selective.py) are never the ones its weights were
 fitted on, so its guarantee is the exact one of any single evaluator, for these weights. A
-judge that gave no verdict on an item adds nothing there.
+jury decides only where each of its judges gave a verdict: with one missing it would be
+another evaluator than the one calibrated.
 """
 
 from __future__ import annotations
@@ -110,13 +114,18 @@ def fit(
 def verdicts(
     jury: JuryFit, votes: np.ndarray, confidence: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The jury's verdict and confidence per item (NaN where no member gave a verdict)."""
+    """The jury's verdict and confidence per item; NaN where one of its judges gave no
+    verdict (a jury decides with all its judges), or where no vote counts (none is one of its
+    classes, or only judges it gives no weight cast them)."""
     onehot = _onehot(votes, jury.classes)
     w = np.array([jury.weights[m] for m in jury.members])
     u = np.array([jury.confidence_weights[m] for m in jury.members])
     conf = np.nan_to_num(confidence, nan=0.0)[:, :, None] * onehot
     p = _probabilities(onehot, conf, w, u)
-    voted = ~np.isnan(votes).all(axis=1)
+    # a verdict needs a vote that counts: one of the jury's classes, from a judge it weighs;
+    # otherwise the pooled probabilities are uniform and the "verdict" would be invented
+    counted = np.einsum("ijk,j->i", onehot, w) + np.einsum("ijk,j->i", conf, u)
+    voted = (counted > 0) & ~np.isnan(votes).any(axis=1)  # every judge, as at request time
     verdict = np.where(voted, np.asarray(jury.classes)[p.argmax(axis=1)], np.nan)
     return verdict, np.where(voted, p.max(axis=1), np.nan)
 

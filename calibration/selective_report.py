@@ -135,10 +135,12 @@ def selective_section(
     options: SelectiveOptions,
     versions: dict[str, list[dict[str, Any]]] | None = None,
     interval_level: float = 0.95,
+    classes: list[float] | None = None,
 ) -> SelectiveSection:
     """Every judge and configured cascade, overall and in each stratum of `by`.
     `versions` (judge → the versions its items were graded with, from the database) binds
-    each guarantee to what it was calibrated on; `interval_level` is the AUROC intervals'."""
+    each guarantee to what it was calibrated on; `interval_level` is the AUROC intervals';
+    `classes` the verdicts a jury can return (the scale's values)."""
     _check_cascades(table, options, level)
     rule = agreement_rule(level, scale_range, options)
     agree = agreement_matrix(table, rule, reference)
@@ -186,7 +188,8 @@ def selective_section(
                 )
             )
 
-    juries = {jury_key(m): _jury(table, m, confidence, labelled) for m in options.juries}
+    juries = {jury_key(m): _jury(table, m, confidence, labelled, classes)
+              for m in options.juries}  # fmt: skip
     evaluators += [[key] for key, fitted in juries.items() if fitted.fit is not None]
     for stages in evaluators:
         if any(s in juries and juries[s].fit is None for s in stages):
@@ -249,22 +252,28 @@ class FittedJury:
 
 
 def _jury(
-    table: GradeTable, members: list[str], confidence: np.ndarray, labelled: np.ndarray
+    table: GradeTable,
+    members: list[str],
+    confidence: np.ndarray,
+    labelled: np.ndarray,
+    classes: list[float] | None,
 ) -> FittedJury:
-    """The jury's weights fitted on the fit third of the labelled items, and its verdicts."""
+    """The jury's weights fitted on the fit third of the labelled items, and its verdicts.
+    `classes`: the scale's values (its labels, or its whole numbers), so that the pooling
+    depends on no certifying label; None: those seen in the fit third."""
     columns = [table.judges.index(m) for m in members]
     votes, conf = table.judge_scores[:, columns], confidence[:, columns]
     modes = [_modes(row) for row in table.human_scores]
     fold = np.array([in_fit_fold(item) for item in table.items]) & labelled
-    fold &= np.array([bool(m) for m in modes]) & ~np.isnan(votes).all(axis=1)
+    fold &= np.array([bool(m) for m in modes]) & ~np.isnan(votes).any(axis=1)
     empty = np.full(table.n_items, np.nan)
     if fold.sum() < MIN_FIT_ITEMS:
         note = (f"{jury_key(members)}: {int(fold.sum())} labelled items in its fit third, "
                 f"fewer than {MIN_FIT_ITEMS}: no weights, no row (label more items)")  # fmt: skip
         return FittedJury(members, None, fold, empty, empty, note)
-    values = np.concatenate([votes[~np.isnan(votes)], table.human_scores[~np.isnan(
-        table.human_scores)]])  # fmt: skip
-    classes = sorted({float(v) for v in values})
+    if classes is None:  # the values seen in the fit third, never the certifying labels
+        seen = np.concatenate([votes[fold].ravel(), table.human_scores[fold].ravel()])
+        classes = sorted({float(v) for v in seen[~np.isnan(seen)]})
     fitted = fit(members, votes[fold], conf[fold], [modes[i] for i in np.flatnonzero(fold)],
                  classes)  # fmt: skip
     verdict, jury_confidence = verdicts(fitted, votes, conf)

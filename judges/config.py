@@ -172,6 +172,13 @@ class JudgeEntry(BaseModel):
             1 <= self.logprobs <= MAX_TOP_LOGPROBS
         ):
             raise ValueError(f"logprobs: {self.logprobs} alternatives; give 1-{MAX_TOP_LOGPROBS}")
+        if self.confidence.source == "sampling":
+            fixed = sorted({"seed", "n"} & set(self.litellm_params))
+            if fixed:
+                raise ValueError(
+                    f"confidence: sampling draws independent samples; litellm_params."
+                    f"{fixed[0]} would make them one answer repeated (remove it)"
+                )
         if self.confidence.score_values and self.confidence.source != "token":
             raise ValueError("confidence.score_values: token confidence only, not sampling")
         if self.confidence.score_values and not self.model.startswith(LOGPROB_ROUTES):

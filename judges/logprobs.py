@@ -261,13 +261,14 @@ def _scores(
     spans: _TokenSpans, rubric: ScaleRubric, top_k: int, dimensions: Mapping[str, float]
 ) -> TokenProbabilities:
     """Each dimension's score read at its own value token, as a rating is. The verdict's
-    confidence is the product of the dimensions' (taken as independent, as criteria are):
-    the judge's probability of the scores it returned; the expected score is the primary
-    dimension's, the one the grade holds."""
+    confidence is the product of the dimensions': each read given the reply before it, so
+    the product is the judge's probability of the scores it returned (the chain rule, the
+    text between them as written); the expected score is the primary dimension's, the one
+    the grade holds."""
     method = (
         "top_logprobs of each dimension's score token; confidence = the product over "
-        "dimensions (taken as independent); expected = sum v * p(v) / mass of the primary "
-        "dimension"
+        "dimensions, each given the reply before it (chain rule); expected = sum v * p(v) / "
+        "mass of the primary dimension"
     )
     unavailable = _unavailable_rating(spans, rubric)
     if unavailable is not None:

@@ -444,7 +444,11 @@ def _jury_trust(
         problem = problem or _expired(calibration, result)
     if problem is not None:
         return JudgeTrust(judge=stage, confidence=None, status="uncalibrated", reason=problem), None
-    by_judge = {r.judge: r for r in results if r.status == "ok" and r.score is not None}
+    failed = [r.judge for r in results if r.status != "ok" or r.score is None]
+    if failed:  # its calibration pooled full juries: fewer votes are another evaluator
+        why = f"{', '.join(failed)} gave no verdict: a jury decides with all its judges"
+        return JudgeTrust(judge=stage, confidence=None, status="no_verdict", reason=why), None
+    by_judge = {r.judge: r for r in results}
     votes = [[by_judge[m].score if m in by_judge else np.nan for m in fit.members]]
     confs = [[_or_nan(by_judge[m].confidence) if m in by_judge else np.nan for m in fit.members]]
     verdict, confidence = (float(x[0]) for x in pooled(fit, np.array(votes, dtype=float),
@@ -499,12 +503,13 @@ def _expired(calibration: Calibration, result: JudgeResult) -> str | None:
         return (
             f"the prompt template changed since calibration ({stage.template} → {result.template})"
         )
-    if None not in (stage.confidence_source, result.confidence_source) and (
-        stage.confidence_source != result.confidence_source
-    ):
+    # a threshold on the judge's own confidence holds for that source only; a calibration
+    # stored before sources were named (migration 0014) was on token probabilities
+    calibrated = stage.confidence_source or "token"
+    if calibration.confidence == "token" and result.confidence_source not in (None, calibrated):
         return (
             "the judge's confidence source changed since calibration "
-            f"({stage.confidence_source} → {result.confidence_source})"
+            f"({calibrated} → {result.confidence_source})"
         )
     return None
 

@@ -334,8 +334,8 @@ def test_a_project_pins_the_trust_stratum_to_the_items_stored_attribute(calibrat
 def test_a_jury_calibrated_from_the_database_decides_requests(migrated_db, llm_server, tmp_path):
     """90 items: cheap is wrong (and unsure) on every sixth, noisy on every third (sure all
     the same), strong on every tenth; the jury of the three is fitted on a third of the
-    labels, certified on the rest, and stands at request time where its judges agree, not
-    where only its weakest judge answered."""
+    labels, certified on the rest, and stands at request time where its judges agree, never
+    where two of its judges gave no verdict."""
     rules = []
     for i in range(90):
         h = truth(i)
@@ -346,7 +346,7 @@ def test_a_jury_calibrated_from_the_database_decides_requests(migrated_db, llm_s
     rules += plant(100, (3, 0.9), (3, 0.85), (3, 0.95))  # all three agree
     rules += plant(102, (1, 0.6), (4, 0.85), (4, 0.95))  # cheap unsure; strong and noisy agree
     rules += plant(103, (5, 0.9), (5, 0.85), (5, 0.95))  # cheap sure
-    # only noisy answers (the others' servers fail): its vote alone weighs little
+    # only noisy answers (the others' servers fail): the jury gives no verdict
     rules += [{"match": "answer number 101.", "model": model, "reply": {"status": 500}}
               for model in ("cheap-model", "strong-model")]  # fmt: skip
     rules += plant(101, (2, 0.6), (2, 0.8), (2, 0.95))[2:]
@@ -376,7 +376,7 @@ def test_a_jury_calibrated_from_the_database_decides_requests(migrated_db, llm_s
     assert agreed["status"] == "trusted" and agreed["judge"] == "jury:cheap+strong+noisy"
     assert agreed["score"] == 3 and agreed["guarantee"]["evaluator"] == "jury:cheap+strong+noisy"
     split = service.post("/judge", json=body(101, trust=trust)).json()["trust"]
-    assert split["status"] == "escalated" and split["judges"][0]["status"] == "abstained"
+    assert split["status"] == "escalated" and split["judges"][0]["status"] == "no_verdict"
     cascade = {**TRUST, "cascade": ["cheap", "jury:strong+noisy"], "audit_rate": 0}
     # the jury as the cascade's second stage: it decides where cheap abstains (the common
     # threshold is above cheap's 0.6 on its wrong verdicts) ...

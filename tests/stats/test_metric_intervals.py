@@ -191,3 +191,35 @@ def test_unlabelled_padding_does_not_change_the_interval_a_block_gets():
                    defined[metric], 0.95, "at_least", "15 labelled of 615 judged items")  # fmt: skip
     assert methods == {"mad": {"bootstrap_t"}, "pearson_r": {"bootstrap_t_z"},
                        "kendall_tau": {"jackknife_z"}}  # fmt: skip
+
+
+@lru_cache(maxsize=8)
+def share_truth(judge: Judge, human_noise: float) -> dict[str, float]:
+    """Population shares of (item, human) pairs, on a million items (plain numpy)."""
+    from tests.stats.simulate import scores
+
+    rng = np.random.default_rng(54321)
+    truth = rng.integers(1, 6, 1_000_000).astype(float)
+    humans = scores(rng, truth[:, None].repeat(3, 1), 0.0, human_noise)
+    gap = scores(rng, truth, judge.bias, judge.noise)[:, None] - humans
+    return {"within_one": float((np.abs(gap) <= 1).mean()), "exact_match": float((gap == 0).mean())}
+
+
+@pytest.mark.parametrize(("noise", "n"), [(0.3, 30), (0.5, 50), (0.9, 20)])
+def test_share_intervals_cover_near_their_bound(noise, n):
+    """Within ±1 at 0.99 (issue 41.5: the bootstrap-t gave [0.000, 1.000] to a share of 0.987,
+    and covered 0.55 at 0.99 with 30 items): Korn–Graubard's Clopper–Pearson on the effective
+    sample size covers, near the bound and in the middle."""
+    reps = Reps(fast=200, long=2000).n
+    judge = Judge(bias=0.0 if noise < 0.9 else 0.3, noise=noise)
+    truth = share_truth(judge, 0.5)
+    options = CalibrationOptions(scale_min=1, scale_max=5, bootstrap=1000)
+    rng = np.random.default_rng(300 + n)
+    hits = {"within_one": 0, "exact_match": 0}
+    for _ in range(reps):
+        table = graded(rng, n, {"j": judge}, human_noise=0.5)
+        for metric, ok in covered(table, truth, truth, options, rng).items():
+            hits[metric] += ok
+    for metric, count in hits.items():
+        check_rate(f"95% interval covers the {metric}", count, reps, 0.95, "at_least",
+                   f"share {truth[metric]:.3f}, n = {n}")  # fmt: skip

@@ -186,9 +186,10 @@ def test_report_json_has_the_design_keys():
     assert set(block["ci"]) == set(block["se"]) == set(block["ci_method"]) == metrics
     lo, hi = block["ci"]["mad"]
     assert lo <= block["mad"] <= hi
-    # means and shares: the studentized bootstrap; r on Fisher's z; τ, ρ, κ, α the jackknife
-    # on Fisher's z (<= 500 items)
-    assert block["ci_method"]["mad"] == block["ci_method"]["exact_match"] == "bootstrap_t"
+    # means: the studentized bootstrap; shares: Korn-Graubard; r on Fisher's z; τ, ρ, κ, α
+    # the jackknife on Fisher's z (<= 500 items)
+    assert block["ci_method"]["mad"] == "bootstrap_t"
+    assert block["ci_method"]["exact_match"] == "korn_graubard"
     assert block["ci_method"]["pearson_r"] in ("bootstrap_t_z", "t_z")
     assert block["ci_method"]["kendall_tau"] == "jackknife_z" and block["ci_method"]["n"] is None
     assert set(report["methods"]["intervals"]) >= {"t", "bca", "percentile", "jackknife_z"}

@@ -114,3 +114,30 @@ def test_a_jury_stage_after_a_cheap_judge_decides_only_where_the_judge_abstains(
     assert [t.judge for t in outcome.judges] == ["cheap", "jury:a+b"]
     with pytest.raises(ValueError, match="cascade"):
         TrustPolicy(alpha=0.1, delta=0.1, cascade=["jury:a+b"], confidence="panel")
+
+
+def test_a_jury_invents_no_verdict_from_votes_that_do_not_count():
+    policy = TrustPolicy(alpha=0.1, delta=0.1, cascade=["jury:a+b"], audit_rate=0)
+    # both say 1, which is none of the jury's classes (3, 4): the softmax would be uniform
+    outside = TrustDecider(policy, "overall", {"jury:a+b": jury_calibration(0.5)},
+                           ["a", "b"]).outcome([result("a", score=1.0), result("b", score=1.0)],
+                                               0.5)  # fmt: skip
+    assert outside.status == "escalated" and outside.judges[0].status == "no_verdict"
+    # one judge of the jury failed: the calibrated jury decides with all its judges
+    failed = TrustDecider(policy, "overall", {"jury:a+b": jury_calibration(0.5)},
+                          ["a", "b"]).outcome([result("a", score=4.0),
+                                               result("b", status="timeout")], 0.5)  # fmt: skip
+    assert failed.status == "escalated" and "gave no verdict" in failed.judges[0].reason
+    verdict, confidence = verdicts(jury_calibration(0.5).binding.jury,
+                                   np.array([[4.0, np.nan]]), np.array([[0.9, np.nan]]))
+    assert math.isnan(verdict[0]) and math.isnan(confidence[0])  # fmt: skip
+
+
+def test_sampling_refuses_a_fixed_seed():
+    from judges import JudgeConfigError, parse_config
+
+    entry = {"model_name": "j", "litellm_params": {"model": "openai/gpt-4.1", "seed": 7},
+             "confidence": {"source": "sampling"}}  # fmt: skip
+    with pytest.raises(JudgeConfigError, match="seed would make them one answer repeated"):
+        parse_config({"model_list": [entry]})
+

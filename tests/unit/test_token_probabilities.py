@@ -280,8 +280,8 @@ def test_each_dimension_has_its_distribution_and_the_verdict_their_product():
     assert found.rating is None  # two dimensions: no single rating
     assert found.dimensions["accuracy"].confidence == pytest.approx(0.5)
     assert found.dimensions["fluency"].confidence == pytest.approx(0.8)
-    assert found.confidence == pytest.approx(0.5 * 0.8)  # independence, as `method` says
-    assert "independent" in found.method
+    assert found.confidence == pytest.approx(0.5 * 0.8)  # the chain rule, as `method` says
+    assert "chain rule" in found.method
     assert found.expected == pytest.approx(1.5)  # the primary (accuracy): 1*.5 + 2*.5
 
 

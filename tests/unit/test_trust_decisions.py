@@ -209,6 +209,12 @@ def test_a_threshold_fitted_on_one_confidence_source_does_not_trust_another():
     assert "confidence source changed since calibration (sampling → token)" in verdict.reason
     same = decide([result(confidence=0.8, confidence_source="sampling")], {"cheap": sampled})
     assert same.status == "trusted"
+    # a calibration stored before sources were named (its stages say none) was on tokens
+    [older] = decide([result(confidence=0.9, confidence_source="sampling")],
+                     {"cheap": calibration()}).judges  # fmt: skip
+    assert older.status == "uncalibrated" and "(token → sampling)" in older.reason
+    assert decide([result(confidence_source="token")], {"cheap": calibration()}).status == (
+        "trusted")  # fmt: skip
 
 
 def test_no_confidence_no_verdict_and_no_calibration_each_say_so():
