@@ -38,7 +38,7 @@ def covered(table, metrics, truth: dict[str, float], options, rng) -> dict[str, 
 
 @pytest.mark.parametrize("n", [10, 20, 50])
 def test_bootstrap_t_intervals_of_mad_and_signed_error_cover_at_small_n(n):
-    """The default path (resamples given): bootstrap-t for means and shares up to 500 items;
+    """The default path (resamples given): bootstrap-t for means up to 500 items;
     its tails need the resamples (1000 here; the default is 2000)."""
     reps = Reps(fast=300, long=4000).n
     mad, signed = population(JUDGE)
