@@ -104,7 +104,8 @@ class QadiClient(_Client):
         return JudgeResponse.model_validate(response.json())
 
     def judge_batch(self, items: Items, idempotency_key: str | None = None) -> BatchResponse:
-        """Grade several answers; each item has its own status (see BatchItemResult)."""
+        """Grade several answers: a BatchResponse whose `results` hold one BatchItemResult
+        per item, in order, each with its own status."""
         response = self._send(_calls.judge_batch(items, idempotency_key))
         return BatchResponse.model_validate(response.json())
 
