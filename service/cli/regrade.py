@@ -103,6 +103,8 @@ def regrade(
     except AnswerError as exc:
         fail("\n  ".join(["invalid answers", *exc.problems]))
     answers = answers[:limit] if limit else answers
+    if from_db and rubric is None:
+        rubric = db_rubric  # answers judged with a rubric are regraded with it by default
     try:
         wanted, notes = core.rubric_plan(answers, rubric)
     except ValueError as exc:

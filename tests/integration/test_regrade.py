@@ -215,6 +215,11 @@ def test_regrade_answers_from_the_database(setup, llm_server):
     )
     assert done.returncode == 0, done.stderr
     assert len(stored(url, judge="llama-judge")) == 10
+    # without --rubric, the answers are regraded with the rubric --db-rubric names (41.8)
+    again = qadi("regrade", "--from-db", "--db-rubric", RUBRIC, "--judges", "claude-judge",
+                 "--config", str(config), "--limit", "5", env=env)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert len(stored(url, judge="claude-judge")) == 5
 
 
 def test_batch_file_round_trip(setup, llm_server, tmp_path):
