@@ -277,8 +277,12 @@ def stored_grades(url: str) -> dict[tuple[str, str], dict]:
     from service.db.schema import HumanGradeRow
     from service.stores.grades import grade_from_row
 
-    with session_scope(make_sessionmaker(make_engine(url))) as session:
-        rows = [grade_from_row(r) for r in session.scalars(select(HumanGradeRow))]
+    engine = make_engine(url)
+    try:
+        with session_scope(make_sessionmaker(engine)) as session:
+            rows = [grade_from_row(r) for r in session.scalars(select(HumanGradeRow))]
+    finally:
+        engine.dispose()
     return {(r["item_id"], r["rater"]): r for r in to_records(rows)}
 
 

@@ -35,10 +35,28 @@ OPTIONAL = ("criteria", "inclusion_prob", "confidence", "rationale", "project")
 COLUMNS = frozenset((*REQUIRED, *OPTIONAL))  # names an attribute cannot have
 
 
+MAX_PROBLEMS = 50  # a file's problems listed; the rest counted (1,350 lines helped no one)
+# Arabic-Indic (U+0660-0669) and Eastern Arabic-Indic (U+06F0-06F9) digits and the Arabic
+# decimal separator (U+066B) as ASCII
+_DIGITS = str.maketrans(
+    {**{chr(0x0660 + d): str(d) for d in range(10)},
+     **{chr(0x06F0 + d): str(d) for d in range(10)}, "\u066b": "."}
+)  # fmt: skip
+
+
+def western_digits(text: str) -> str:
+    """A number typed with Arabic-Indic digits, in the digits float() reads."""
+    return text.translate(_DIGITS)
+
+
 class GradeFormatError(ValueError):
-    """Rows were refused; `problems` lists 'row N: field: message' lines."""
+    """Rows were refused; `problems` lists 'row N: field: message' lines (the first
+    MAX_PROBLEMS of them, then how many more)."""
 
     def __init__(self, problems: list[str]) -> None:
+        if len(problems) > MAX_PROBLEMS:
+            extra = len(problems) - MAX_PROBLEMS
+            problems = [*problems[:MAX_PROBLEMS], f"... and {extra} more problem(s)"]
         self.problems = problems
         shown = "; ".join(problems[:10])
         more = f" (+{len(problems) - 10} more)" if len(problems) > 10 else ""
@@ -91,10 +109,11 @@ class GradeRow(_Grade):
     @field_validator("score", mode="before")
     @classmethod
     def _not_boolean(cls, value: Any) -> Any:
-        """pydantic reads `true` as 1.0; a yes/no is a label (level nominal), not a score."""
+        """pydantic reads `true` as 1.0; a yes/no is a label (level nominal), not a score.
+        A score typed with Arabic-Indic digits (٤, ۴٫٥) reads as its number."""
         if isinstance(value, bool):
             raise ValueError("a boolean is not a score (give a number, or use level nominal)")
-        return value
+        return western_digits(value) if isinstance(value, str) else value
 
     @field_validator("score")
     @classmethod
@@ -128,6 +147,7 @@ class Rows(list):
     def __init__(self, rows: Iterable[Row] = (), numbers: Iterable[int] = ()) -> None:
         super().__init__(rows)
         self.numbers = list(numbers)
+        self.unfilled: list[int] = []  # CSV rows left without a rater and a score
 
 
 def row_numbers(rows: list[Row], first_row: int = 1) -> list[int]:
@@ -241,9 +261,18 @@ def parse_csv(text: str, level: str | None = None) -> list[Row]:
             semicolons = len(header) == 1 and header[0].count(";") >= len(REQUIRED) - 1
             hint = f"; {SEMICOLON_HINT}" if semicolons else ""
             raise GradeFormatError([f"header: missing column(s) {missing}{hint}"])
-        return parse_records(list(reader), first_row=2, level=level)
+        records = list(enumerate(reader, start=2))
+        rows = _validate([(n, r) for n, r in records if not _unfilled(r)], level=level)
+        rows.unfilled = [n for n, r in records if _unfilled(r)]
+        return rows
     except csv.Error as exc:
         raise GradeFormatError([f"csv: {exc}"]) from None
+
+
+def _unfilled(record: dict[str, Any]) -> bool:
+    """A row of a queue file the SME did not grade: no rater and no score (a row with one of
+    them is a grade with a problem, and is refused)."""
+    return all(not str(record.get(k) or "").strip() for k in ("rater", "score"))
 
 
 def parse_jsonl(text: str, level: str | None = None) -> list[Row]:

@@ -146,7 +146,9 @@ async def import_grades(request: Request, caller: GradesKey) -> dict[str, Any]:
 
 def _store(sessions, project: str, rows: list[GradeRow], first_row: int) -> dict[str, Any]:
     with session_scope(sessions) as session:
-        return upsert_grades(session, project, rows, first_row)
+        counts = upsert_grades(session, project, rows, first_row)
+    unfilled = getattr(rows, "unfilled", [])
+    return {**counts, "unfilled": len(unfilled)} if unfilled else counts
 
 
 class GradeOut(BaseModel):

@@ -214,3 +214,8 @@ class UploadResult(BaseModel):
     duplicates: Duplicates | None = Field(
         default=None, description="present when the upload repeats a pair"
     )
+    unfilled: int | None = Field(
+        default=None,
+        description="CSV rows without a rater and a score (a queue file's ungraded items), "
+        "skipped; present when there were any",
+    )

@@ -36,7 +36,9 @@ def _read(path: Path, source: Source) -> Imported:
         return read_lm_eval_results(path)
     if path.is_dir():
         raise GradeFormatError([f"{path}: a directory; give a .csv or .jsonl grades file"])
-    return Imported(read_grades(path))
+    rows = read_grades(path)
+    unfilled = getattr(rows, "unfilled", [])
+    return Imported(rows, [f"row {n}: unfilled (no rater, no score)" for n in unfilled])
 
 
 @grades_app.command("import")
@@ -67,7 +69,7 @@ def grades_import(
     for reason in imported.skipped:
         typer.echo(f"skipped: {reason}", err=True)
     summary = {"file": str(path), "rows": len(imported.rows), **counts}
-    if source is not Source.interchange:
+    if source is not Source.interchange or imported.skipped:
         summary["skipped"] = len(imported.skipped)
     typer.echo(json.dumps(summary))
 

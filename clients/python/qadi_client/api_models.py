@@ -832,6 +832,13 @@ class UploadResult(BaseModel):
     duplicates: Annotated[
         Duplicates | None, Field(description="present when the upload repeats a pair")
     ] = None
+    unfilled: Annotated[
+        int | None,
+        Field(
+            description="CSV rows without a rater and a score (a queue file's ungraded items), skipped; present when there were any",
+            title="Unfilled",
+        ),
+    ] = None
 
 
 class ErrorBody(BaseModel):
