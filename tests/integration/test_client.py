@@ -130,7 +130,8 @@ def test_upload_grades_from_rows_and_from_a_file_then_calibrate(qadi, llm_server
         judged[f"{tag}-{n}"] = graded.results[0].score
     rows = [{"item_id": item, "rater": "sme-1", "rater_kind": "human", "score": score}
             for item, score in judged.items()]
-    assert qadi.upload_grades(rows).model_dump() == {"inserted": 3, "updated": 0, "duplicates": None}
+    assert qadi.upload_grades(rows).model_dump() == {
+        "inserted": 3, "updated": 0, "duplicates": None, "unfilled": None}  # fmt: skip
     path = tmp_path / "second.csv"
     path.write_text("item_id,rater,rater_kind,score\n" + "".join(
         f"{item},sme-2,human,{score + 10}\n" for item, score in judged.items()))
