@@ -61,7 +61,10 @@ def test_a_one_dimension_scale_is_graded_with_its_distribution_and_confidence(
         assert dist["confidence"] == pytest.approx(dist["probs"][dist["chosen"]] / dist["mass"],
                                                    abs=1e-5)  # fmt: skip
         assert probabilities["confidence"] == dist["confidence"]
-        assert 1 <= probabilities["expected"] <= 5 and probabilities["unavailable"] is None
+        # the expected score is the distribution's own mean, worked out here from its numbers
+        mean = sum(int(v) * p for v, p in dist["probs"].items()) / dist["mass"]
+        assert probabilities["expected"] == pytest.approx(mean, abs=1e-4)
+        assert probabilities["unavailable"] is None
         read.append(probabilities["confidence"])
     assert read, "no reply of the real judge was a verdict"
     print(f"\nreal judge, one-dimension scale: confidences {read}")
@@ -89,6 +92,8 @@ def test_a_zero_to_ten_scale_gets_whole_value_probabilities_from_vllm(local_judg
     assert set(dist["probs"]) == {str(v) for v in range(11)}
     assert dist["chosen"] == str(int(result["score"])) and 0 < dist["mass"] <= 1 + 1e-6
     assert probabilities["confidence"] == dist["confidence"] == result["confidence"]
-    assert result["confidence_source"] == "token" and 0 <= probabilities["expected"] <= 10
+    assert result["confidence_source"] == "token"
+    mean = sum(int(v) * p for v, p in dist["probs"].items()) / dist["mass"]
+    assert probabilities["expected"] == pytest.approx(mean, abs=1e-4)
     assert "prompt_logprobs" in probabilities["method"]
     print(f"\nreal judge, 0-10 scale: {dist}")
