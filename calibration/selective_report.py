@@ -334,7 +334,13 @@ def _known_once(what: str, judges: list[str], table: GradeTable) -> None:
         raise ValueError(f"{what}: {'>'.join(judges)} names a judge twice")
 
 
-def _stage_columns(stages, table, confidence, agree, juries):
+def _stage_columns(
+    stages: list[str],
+    table: GradeTable,
+    confidence: np.ndarray,
+    agree: np.ndarray,
+    juries: dict[str, FittedJury],
+) -> tuple[list[str], np.ndarray, np.ndarray, JuryFit | None]:
     """A cascade's judges, and per stage (a judge or a jury) its confidence and agreement
     columns; with a jury stage, the jury's weights."""
     judges, conf, hits, fitted = [], [], [], None

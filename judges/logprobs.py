@@ -67,6 +67,26 @@ class Distribution(BaseModel):
     confidence: float = Field(description="probs[chosen] / mass")
 
 
+def distribution(probs: Mapping[str, float], chosen: str) -> Distribution | None:
+    """The Distribution of raw probabilities over the allowed values (`mass` their sum, at
+    most 1); None when they hold no mass or `chosen` is not among them."""
+    mass = sum(probs.values())
+    if mass <= 0 or chosen not in probs:
+        return None
+    mass = min(mass, 1.0)
+    return Distribution(
+        probs={k: round(v, 6) for k, v in probs.items()},
+        mass=round(mass, 6),
+        chosen=chosen,
+        confidence=round(min(probs[chosen] / mass, 1.0), 6),
+    )
+
+
+def expected_value(dist: Distribution) -> float:
+    """Σ v · p(v) / mass over integer values."""
+    return round(sum(int(v) * p for v, p in dist.probs.items()) / dist.mass, 6)
+
+
 class TokenProbabilities(BaseModel):
     """What the token probabilities of one reply say about its verdict."""
 
@@ -220,17 +240,7 @@ def _distribution(token: Token, allowed: Sequence[str]) -> Distribution | None:
         value = alternative.strip()
         if value in probs:
             probs[value] += math.exp(min(logprob, 0.0))
-    mass = sum(probs.values())
-    chosen = chosen_text.strip()
-    if mass <= 0 or chosen not in probs:
-        return None
-    mass = min(mass, 1.0)
-    return Distribution(
-        probs={k: round(v, 6) for k, v in probs.items()},
-        mass=round(mass, 6),
-        chosen=chosen,
-        confidence=round(min(probs[chosen] / mass, 1.0), 6),
-    )
+    return distribution(probs, chosen_text.strip())
 
 
 def _rating(
@@ -252,7 +262,7 @@ def _rating(
         method=method,
         top_logprobs=top_k,
         rating=dist,
-        expected=_expected_value(dist),
+        expected=expected_value(dist),
         confidence=dist.confidence,
     )
 
@@ -297,7 +307,7 @@ def _scores(
         top_logprobs=top_k,
         rating=primary if len(read) == 1 else None,
         dimensions=read,
-        expected=_expected_value(primary),
+        expected=expected_value(primary),
         confidence=round(math.prod(d.confidence for d in read.values()), 6),
     )
 
@@ -313,10 +323,6 @@ def _value_distribution(
     if dist is None or float(dist.chosen) != parsed:
         return None
     return dist
-
-
-def _expected_value(dist: Distribution) -> float:
-    return round(sum(int(v) * p for v, p in dist.probs.items()) / dist.mass, 6)
 
 
 def _unavailable_rating(spans: _TokenSpans, rubric: ScaleRubric) -> str | None:

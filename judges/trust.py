@@ -408,13 +408,7 @@ class TrustDecider:
                 else "no other judge of the panel gave a verdict"
             )
             return _status(result, None, "no_confidence", why, threshold)
-        if threshold is None:
-            why = "no threshold passed at calibration: the judge abstains on every item here"
-            return _status(result, confidence, "abstained", why)
-        if confidence < threshold:
-            why = f"confidence {confidence:.3g} below the threshold {threshold:.3g}"
-            return _status(result, confidence, "abstained", why, threshold)
-        return _status(result, confidence, "trusted", None, threshold)
+        return _against_threshold(result.judge, confidence, threshold)
 
     def _confidence(
         self, result: JudgeResult, calibration: Calibration, scores: Mapping[str, float | None]
@@ -457,14 +451,21 @@ def _jury_trust(
     if math.isnan(verdict):
         why = "no judge of the jury gave a verdict"
         return JudgeTrust(judge=stage, confidence=None, status="no_verdict", reason=why), None
-    confidence = round(confidence, 6)
-    if threshold is None or confidence < threshold:
-        why = ("no threshold passed at calibration" if threshold is None
-               else f"confidence {confidence:.3g} below the threshold {threshold:.3g}")  # fmt: skip
-        return JudgeTrust(judge=stage, confidence=confidence, status="abstained",
-                          threshold=threshold, reason=why), None  # fmt: skip
-    trust = JudgeTrust(judge=stage, confidence=confidence, status="trusted", threshold=threshold)
-    return trust, verdict
+    trust = _against_threshold(stage, round(confidence, 6), threshold)
+    return trust, verdict if trust.status == "trusted" else None
+
+
+def _against_threshold(judge: str, confidence: float, threshold: float | None) -> JudgeTrust:
+    """A confidence against a calibrated threshold (a judge's, a cascade stage's or a
+    jury's): trusted at or above it, else abstained with the reason."""
+    if threshold is None:
+        why = "no threshold passed at calibration: the judge abstains on every item here"
+        return JudgeTrust(judge=judge, confidence=confidence, status="abstained", reason=why)
+    if confidence < threshold:
+        why = f"confidence {confidence:.3g} below the threshold {threshold:.3g}"
+        return JudgeTrust(judge=judge, confidence=confidence, status="abstained",
+                          threshold=threshold, reason=why)  # fmt: skip
+    return JudgeTrust(judge=judge, confidence=confidence, status="trusted", threshold=threshold)
 
 
 def _or_nan(value: float | None) -> float:

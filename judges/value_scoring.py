@@ -25,7 +25,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from judges.logprobs import Distribution, TokenProbabilities
+from judges.logprobs import Distribution, TokenProbabilities, distribution, expected_value
 from judges.payloads import field_of
 from rubrics import ScaleRubric
 
@@ -91,13 +91,12 @@ async def score_values(
             return _unavailable("the candidates' tokens do not differ where the value is")
         read[dimension] = dist
     primary = read[rubric.primary_dimension]
-    expected = sum(int(v) * p for v, p in primary.probs.items()) / primary.mass
     return TokenProbabilities(
         method=METHOD,
         top_logprobs=0,
         rating=primary if len(read) == 1 else None,
         dimensions=read if output == "scores_json" else {},
-        expected=round(expected, 6),
+        expected=expected_value(primary),
         confidence=round(math.prod(d.confidence for d in read.values()), 6),
     )
 
@@ -111,15 +110,7 @@ def _distribution(scored: dict[str, list[tuple[str, float]]], chosen: str) -> Di
     if any(len(s) == common for s in sequences):
         return None  # one candidate is a prefix of the others: nothing tells them apart
     probs = {v: math.exp(sum(lp for _, lp in tokens[common:])) for v, tokens in scored.items()}
-    mass = min(sum(probs.values()), 1.0)
-    if mass <= 0:
-        return None
-    return Distribution(
-        probs={k: round(p, 6) for k, p in probs.items()},
-        mass=round(mass, 6),
-        chosen=chosen,
-        confidence=round(min(probs[chosen] / mass, 1.0), 6),
-    )
+    return distribution(probs, chosen)
 
 
 def _unavailable(reason: str) -> TokenProbabilities:
