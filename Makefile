@@ -12,8 +12,13 @@ FULL    := $(VENV)/.full-$(DEPS)
 # Every install is constrained to requirements.lock's versions (its pins without the hashes):
 # the tests run on exactly what the image installs, not on whatever the registry has today.
 LOCKED  := $(VENV)/locked-$(DEPS).txt
+# setuptools warns at every editable install about folders named like the package; here they
+# are the package, so the 10-line notice is silenced rather than opening the first screen
+export PYTHONWARNINGS := ignore:Editable installation
 
-.PHONY: run test lint venv clean docs docs-serve judge judge-stop
+.PHONY: run port-free test lint venv clean docs docs-serve judge judge-stop
+# where `make run` serves (127.0.0.1); `qadi demo` reads the same variable from the environment
+QADI_PORT ?= 8000
 
 venv: $(FULL)
 
@@ -36,8 +41,12 @@ $(FULL):
 	$(PY) -m pip install --quiet -c $(LOCKED) -e ".[test,ray,docs]" -e "./clients/python[inspect]"
 	@touch $@ $(RUNTIME)
 
-run: $(RUNTIME)
+# the port is checked first, before minutes of installing: a taken one stops `make run` at once
+run: port-free $(RUNTIME)
 	$(VENV)/bin/qadi demo
+
+port-free:
+	@$(PYTHON) service/cli/ports.py 127.0.0.1 $(QADI_PORT)
 
 # the real local judge (vLLM + SmolLM2-135M on 127.0.0.1; the first start installs it)
 judge:

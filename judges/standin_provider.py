@@ -14,7 +14,7 @@ from typing import Any
 import litellm
 from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 
-from judges.standins import BEHAVIOURS, PROVIDER, ROUTE, reply
+from judges.standins import BEHAVIOURS, PROVIDER, ROUTE, reply, token_logprobs
 
 
 class StandInJudge(CustomLLM):
@@ -32,17 +32,20 @@ class StandInJudge(CustomLLM):
             raise CustomLLMError(
                 404, f"no stand-in '{behaviour}'; stand-ins are {', '.join(BEHAVIOURS)}"
             )
-        text = reply(behaviour, messages, optional_params.get("response_format"))
+        response_format = optional_params.get("response_format")
+        text = reply(behaviour, messages, response_format)
+        choice: dict[str, Any] = {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": text},
+        }
+        if optional_params.get("logprobs"):
+            content = token_logprobs(behaviour, messages, response_format, text)
+            choice["logprobs"] = {"content": content} if content else None
         return litellm.ModelResponse(
             model=f"{ROUTE}{behaviour}",
             created=int(time.time()),
-            choices=[
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": text},
-                }
-            ],
+            choices=[choice],
             usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
         )
 

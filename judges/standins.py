@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from typing import Any
 
@@ -135,6 +136,64 @@ def _answer_and_reference(messages: list[dict[str, Any]]) -> tuple[str, str | No
     return (answer if answer is not None else text), reference
 
 
+def confidence(behaviour: str, answer: str, reference: str | None, low: int, high: int) -> float:
+    """The probability a stand-in puts on its own rating: made up, like the rating, and
+    given only when the call asks for token probabilities. `good` is sure where it kept the
+    reference-agreement rating (0.95 at the scale's ends, where the demo's generated experts,
+    held in by the scale, agree with each other most; 0.8 inside) and unsure (0.45) where its
+    one-in-ten slip moved the rating; `noisy` is lukewarm (0.55) whatever its noise did;
+    `lenient` is always sure (0.9), so its confidence separates nothing. The demo's request-
+    time trust (README, quick start) has a confidence to calibrate because of this."""
+    if behaviour == "noisy":
+        return 0.55
+    if behaviour == "lenient":
+        return 0.9
+    base = rating_for(answer, reference, low, high)
+    rating, _ = stand_in_grade(behaviour, answer, reference, low, high)
+    if rating != base:
+        return 0.45
+    return 0.95 if base in (low, high) else 0.8
+
+
+def token_logprobs(behaviour: str, messages: list, response_format: Any, text: str) -> list | None:
+    """The reply's tokens with their log-probabilities, as an OpenAI-compatible server sends
+    them (`logprobs.content`): the rating is one token whose alternatives are the rating
+    (`confidence`) and its neighbours on the scale (the rest, split evenly); every other token
+    is certain. None for replies other than a rating (criteria, several scores): those get
+    no confidence, as from a server that sends none."""
+    properties = _properties(response_format)
+    if "criteria" in properties or (_scored(properties) and "rating" not in properties):
+        return None
+    answer, reference = _answer_and_reference(messages)
+    low, high = _scale(properties)
+    rating, _ = stand_in_grade(behaviour, answer, reference, low, high)
+    found = re.search(rf"(?<!\d){rating}(?!\d)", text)
+    if found is None:
+        return None
+    sure = confidence(behaviour, answer, reference, low, high)
+    neighbours = [v for v in (rating - 1, rating + 1) if low <= v <= high]
+    rest = [(str(v), (1 - sure) / len(neighbours)) for v in neighbours]
+    value = _token(str(rating), sure, [(str(rating), sure), *rest])
+    before, after = text[: found.start()], text[found.end() :]
+    return [
+        *([_token(before, 1.0)] if before else []),
+        value,
+        *([_token(after, 1.0)] if after else []),
+    ]
+
+
+def _token(text: str, probability: float, alternatives: list | None = None) -> dict:
+    top = alternatives or [(text, probability)]
+    return {
+        "token": text,
+        "logprob": math.log(probability),
+        "bytes": list(text.encode("utf-8")),
+        "top_logprobs": [
+            {"token": t, "logprob": math.log(p), "bytes": list(t.encode("utf-8"))} for t, p in top
+        ],
+    }
+
+
 def reply(behaviour: str, messages: list, response_format: Any) -> str:
     """The reply text in the shape the call's JSON schema asks for."""
     properties = _properties(response_format)
@@ -176,13 +235,18 @@ def _graded(
 ) -> tuple[int, str]:
     """(rating, rationale) on the scale the call's schema states (1-5 when it states none)."""
     answer, reference = _answer_and_reference(messages)
-    if scale is None and "rating" in properties:
+    return stand_in_grade(behaviour, answer, reference, *(scale or _scale(properties)))
+
+
+def _scale(properties: dict[str, Any]) -> tuple[int, int]:
+    """The rating scale the call's schema states (1-5 when it states none)."""
+    if "rating" in properties:
         allowed = properties["rating"].get("enum") or [1, 5]
-        scale = (min(allowed), max(allowed))
-    elif scale is None and _scored(properties):
+        return min(allowed), max(allowed)
+    if _scored(properties):
         bounds = properties[_scored(properties)[0]]
-        scale = (int(bounds["minimum"]), int(bounds["maximum"]))
-    return stand_in_grade(behaviour, answer, reference, *(scale or (1, 5)))
+        return int(bounds["minimum"]), int(bounds["maximum"])
+    return 1, 5
 
 
 def _criteria(behaviour: str, messages: list, spec: dict) -> dict:

@@ -17,6 +17,7 @@ import typer
 from judges import AnswerRecord, GradeRequest, JudgeConfigError, JudgesConfig, load_config
 from judges.standins import is_stand_in
 from rubrics import library_rubric, library_rubrics
+from service.cli import ports
 from service.cli.app import app, console, fail
 from service.cli.serve import run_server
 from service.db.engine import open_database, session_scope, upgrade
@@ -78,13 +79,20 @@ def demo(
     judge`), grading and calibrating the demo set's 150 1-5 answers with it; else with the
     bundled stand-in judges (no API key needed). --local-judge installs it if need be."""
     judges_path, config = demo_judges()  # a bad judges file stops here, before any work
+    if ports.in_use("127.0.0.1", port) and not no_serve:  # before minutes of a judge's start
+        fail(ports.taken("127.0.0.1", port))
     url = get_settings().database_url
     upgrade(url)
     counts = load_sample(url)
     key_file = get_settings().data_dir / "demo-key"
-    key = demo_key(url, key_file)
+    demo_key(url, key_file)  # the all-scope key, kept for scripts; not printed
     console.print(f"[bold]database[/] {url}  sample loaded: {counts}", highlight=False)
-    console.print(f"[bold]API key[/]  (all scopes; kept in {key_file}): {key}", highlight=False)
+    console.print(
+        f"[bold]API key[/]  make one for your work: .venv/bin/qadi keys create --scopes "
+        f"judge,grades (the demo's own, with every scope, is in {key_file})",
+        highlight=False,
+        soft_wrap=True,
+    )
     console.print(f"[bold]docs[/]     http://127.0.0.1:{port}/docs", highlight=False)
     if use_local_judge(local_judge):
         from service.cli.demo_local import local_judge_demo
@@ -92,13 +100,14 @@ def demo(
         judges_path = local_judge_demo(url, get_settings().data_dir, SAMPLE)
         config = load_config(judges_path)
     judges = f"{describe_judges(config)} from {judges_path}"
-    console.print(f"[bold]judges[/]   {judges}", highlight=False)
+    console.print(f"[bold]judges[/]   {judges}", highlight=False, soft_wrap=True)  # one line
     if any(is_stand_in(e.model) for e in config.model_list):
         console.print(
             "[bold yellow]STAND-INS[/] grade deterministically with no model behind them; "
             "for real grades set QADI_JUDGES_CONFIG to your judges file (examples/judges.yaml), "
             "or run `qadi demo --local-judge` for a real judge on this machine",
             highlight=False,
+            soft_wrap=True,
         )
     console.print(
         "[bold]next[/]     the README's Quick start: grade, import the human grades "

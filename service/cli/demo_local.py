@@ -2,12 +2,14 @@
 
 The local judge (service/local_judge.py: vLLM serving SmolLM2-135M-Instruct) is started, the
 demo set's 150 proverb explanations (service/sample/answers.jsonl, `kinayat-explanation`, 1-5)
-are stored with the three generated experts' grades (grades.csv) and graded through the one
+are stored with the three generated experts' grades of 60 of them (grades.csv) and graded
+through the one
 grading core (the same calls, cache and storage as `qadi regrade`), with token
 probabilities, and the real grades are calibrated against the experts, the discrete and the
 expected score side by side, overall and per candidate model: a newcomer sees a model's
-grades, its confidences, the calibration table and a trust map that decides (150 items and
-three experts, enough for the alt-test in every cell) without any API key. SmolLM2-135M is a
+grades, its confidences, the calibration table and a trust map that decides overall (60
+labelled items, three experts; per candidate model 20 are too few, and the map says so)
+without any API key. SmolLM2-135M is a
 tiny model and a weak judge; the point is the pipeline, and the report says how weak.
 
 The 1-5 answers, not the sample's six rubric answers: a rubric judge writes one JSON verdict

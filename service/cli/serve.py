@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 import uvicorn
 
+from service.cli import ports
 from service.cli.app import app, chosen_project, console, fail
 from service.db.engine import make_engine, open_database, require_migrated
 from service.metrics import MULTIPROC_ENV
@@ -65,6 +66,8 @@ def run_server(
             f"QADI_AUTH=off would let anyone who can reach {host} grade and import; bind "
             "127.0.0.1, turn auth on, or pass --insecure if this network is trusted"
         )
+    if ports.in_use(host, port):
+        fail(ports.taken(host, port))
     require_migrated(make_engine(get_settings().database_url))  # refused in QadiGroup
     if get_settings().auth == "off":  # every caller is QADI_PROJECT's: it must exist
         chosen_project(open_database(get_settings().database_url), None)

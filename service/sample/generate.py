@@ -10,8 +10,12 @@ and labelled so in the files, the README and the rater names (`generated-expert-
   from that material at a quality the model's profile draws (faithful, close, partial,
   literal only, or another proverb's meaning): 150 answers under `kinayat-explanation`.
 - Their true rating is `judges.standins.rating_for(answer, reference)` (the agreement of the
-  answer with the reference on 1-5). Three generated experts grade every answer: the true
-  rating plus the expert's own bias and N(0, 0.65) noise, rounded and kept on the scale.
+  answer with the reference on 1-5). Three generated experts grade answers: the true
+  rating plus the expert's own bias and N(0, 0.45) noise, rounded and kept on the scale.
+  They grade a minority: a stratified random sample of 20 of each candidate model's 50
+  answers (60 items, 180 grades), each row carrying its inclusion probability (0.4) and its
+  stratum, as a `qadi sme queue` round would write them; the stand-ins grade all 150, so the
+  corrected scores (PPI++) lean on the judges for the other 90.
 - The stand-in judges start from the same true rating (judges/standins.py), so the trust map
   of the demo is known: `stand-in-good` agrees with the experts better than they agree with
   each other (it may replace them), `stand-in-noisy` and `stand-in-lenient` do not.
@@ -150,8 +154,11 @@ PROFILES: dict[str, tuple[int, int, int, int, int]] = {
     "meta-llama/Llama-3.1-8B-Instruct": (10, 15, 25, 25, 25),
 }
 KINDS = ("faithful", "close", "partial", "literal", "wrong")
-EXPERTS = {"generated-expert-1": 0.0, "generated-expert-2": 0.25, "generated-expert-3": -0.25}
-EXPERT_NOISE = 0.65
+EXPERTS = {"generated-expert-1": 0.0, "generated-expert-2": 0.2, "generated-expert-3": -0.2}
+EXPERT_NOISE = 0.45
+# The experts grade a stratified random sample: this many of each candidate model's 50 answers
+# (a minority, as a team affords), so the judges' grades of the rest carry the estimate (PPI).
+LABELLED_PER_MODEL = 20
 
 SME_ANSWERS: tuple[dict[str, str], ...] = (
     {"item_id": "egy-001", "rubric_id": "egyptian-cultural-sham-el-nessim", "prompt": "إيه هو شم النسيم وبيحتفلوا بيه إزاي في مصر؟", "response": "شم النسيم عيد الربيع، بيجي يوم الاتنين بعد عيد القيامة، وبيحتفل بيه المصريين كلهم مسلمين ومسيحيين. الناس بتاكل فسيخ ورنجة وبيض ملون وبتخرج الجناين.", "candidate_model": "gpt-4o", "dialect": "egyptian", "category": "cultural"},  # noqa: E501
@@ -264,11 +271,23 @@ def write(directory: Path = HERE) -> None:
     experts = [
         {"item_id": item["item_id"], "rater": rater, "rater_kind": "human",
          "score": expert_grade(rating_for(item["response"], item["reference"]), bias, rng),
-         "candidate_model": item["candidate_model"], "variety": item["variety"]}
-        for item in items
+         "candidate_model": item["candidate_model"], "variety": item["variety"],
+         "inclusion_prob": LABELLED_PER_MODEL / len(profile),
+         "inclusion_stratum": f"candidate_model={item['candidate_model']}"}
+        for profile in _by_model(items).values()
+        for item in sorted(rng.sample(profile, LABELLED_PER_MODEL), key=lambda i: i["item_id"])
         for rater, bias in EXPERTS.items()
     ]
-    (directory / "grades.csv").write_text(_csv(experts, [*columns, "variety"]), encoding="utf-8")
+    design = ["variety", "inclusion_prob", "inclusion_stratum"]
+    (directory / "grades.csv").write_text(_csv(experts, [*columns, *design]), encoding="utf-8")
+
+
+def _by_model(items: list[dict[str, str]]) -> dict[str, list[dict[str, str]]]:
+    """The answers of each candidate model (the strata the experts' sample is drawn in)."""
+    grouped: dict[str, list[dict[str, str]]] = {}
+    for item in items:
+        grouped.setdefault(item["candidate_model"], []).append(item)
+    return grouped
 
 
 if __name__ == "__main__":

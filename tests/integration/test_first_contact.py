@@ -146,11 +146,18 @@ def test_concurrent_db_upgrades_both_succeed_and_migrate_once(db_url):
 
 def test_demo_reuses_its_key_instead_of_adding_one_per_run(db_url, tmp_path):
     env = {"QADI_DATABASE_URL": db_url, "QADI_DATA_DIR": str(tmp_path)}
-    first, second = (qadi("demo", "--no-serve", env=env) for _ in range(2))
-    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
-    keys = [re.search(r"(qadi_[0-9a-f]{8}_\S+)", run.stderr).group(1) for run in (first, second)]
-    assert keys[0] == keys[1]
-    assert (tmp_path / "demo-key").stat().st_mode & 0o777 == 0o600
+    key_file = tmp_path / "demo-key"
+    keys, banners = [], []
+    for _ in range(2):
+        run = qadi("demo", "--no-serve", env=env)
+        assert run.returncode == 0, run.stderr
+        keys.append(key_file.read_text().strip())
+        banners.append(run.stderr)
+    assert keys[0] == keys[1] and keys[0].startswith("qadi_")
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    # the banner names where the all-scope key is, never the key itself (issue 41.4)
+    assert all(keys[0] not in banner and str(key_file) in banner for banner in banners)
+    assert "qadi keys create --scopes judge,grades" in banners[0]
     engine = create_engine(db_url)
     with engine.connect() as connection:
         assert connection.execute(select(func.count()).select_from(ApiKeyRow)).scalar() == 1

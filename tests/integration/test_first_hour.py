@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from importlib.metadata import version
 
 import pytest
@@ -180,7 +181,9 @@ def test_make_run_with_a_fresh_stamp_installs_nothing(tmp_path):
     stamp = [line for line in make_dry_run("run", venv).splitlines() if line.startswith("touch")]
     [target] = stamp
     (venv / target.split("/")[-1]).touch()
-    assert make_dry_run("run", venv).strip().splitlines() == [f"{venv}/bin/qadi demo"]
+    port_check, serve = make_dry_run("run", venv).strip().splitlines()
+    assert port_check.endswith("service/cli/ports.py 127.0.0.1 8000")  # first, before any work
+    assert serve == f"{venv}/bin/qadi demo"
 
 
 # --- the demo set: generated, labelled, and big enough for the trust map to decide ----------
@@ -196,10 +199,20 @@ def test_the_demo_set_is_big_enough_and_labelled_generated():
     grades = read_grades(SAMPLE / "grades.csv")
     experts = {g.rater for g in grades if g.rater.startswith("generated-expert-")}
     items = {g.item_id for g in grades if g.rater in experts}
-    assert len(experts) == 3 and len(items) >= 120
-    assert all(sum(g.item_id == i for g in grades) == 3 for i in list(items)[:10])
-    assert "GENERATED" in (SAMPLE / "README.md").read_text()
     answers = [json.loads(line) for line in (SAMPLE / "answers.jsonl").read_text().splitlines()]
+    demo = [a for a in answers if a["rubric_id"] == "kinayat-explanation"]
+    # a minority labelled (issue 41.1), so PPI has unlabelled answers to lean on, but enough
+    # for the trust map to decide overall: 20 of each candidate model's 50, three experts each
+    assert len(experts) == 3 and len(items) == 60 and len(demo) == 150
+    assert all(sum(g.item_id == i for g in grades) == 3 for i in items)
+    per_model = Counter(a["candidate_model"] for a in demo if a["item_id"] in items)
+    assert sorted(per_model.values()) == [20, 20, 20]
+    # each label says how it was drawn: 20 of 50 in its candidate model's stratum
+    assert {g.inclusion_prob for g in grades} == {0.4}
+    assert {g.attributes["inclusion_stratum"] for g in grades} == {
+        f"candidate_model={m}" for m in per_model
+    }
+    assert "GENERATED" in (SAMPLE / "README.md").read_text()
     assert all(a.get("rubric_id") for a in answers)
 
 
@@ -329,3 +342,19 @@ def test_the_demo_grades_with_the_local_judge_when_it_is_installed_and_never_ins
     finally:
         server_pid.kill()
         server_pid.wait()
+
+
+def test_make_silences_setuptools_editable_install_notice_and_nothing_else(tmp_path):
+    """Issue 41.4: `make run`'s editable install printed setuptools' 10-line notice on the
+    first screen. The Makefile exports a warnings filter for it; other warnings still show."""
+    probe = tmp_path / "probe.mk"
+    probe.write_text('show-warnings:\n\t@echo "$$PYTHONWARNINGS"\n')
+    shown = subprocess.run(["make", "-s", "--no-print-directory", "-f", "Makefile", "-f",
+                            str(probe), "show-warnings"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.strip()  # fmt: skip
+    warn = "import warnings; warnings.warn({!r}, UserWarning)"
+    for message, silenced in (("Editable installation.\n!!\n  careful\n!!", True),
+                              ("Something else.", False)):
+        done = subprocess.run([sys.executable, "-c", warn.format(message)], capture_output=True,
+                              text=True, env={"PYTHONWARNINGS": shown, "PATH": "/usr/bin"})
+        assert ("UserWarning" in done.stderr) is not silenced, (message, done.stderr)

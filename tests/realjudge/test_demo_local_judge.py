@@ -1,20 +1,24 @@
 """`qadi demo --local-judge`: the demo set's 150 1-5 answers graded and calibrated by the real
 local judge (started through the same script as the other real-judge tests; running here),
-against the three generated experts, with a trust map that decides in every cell."""
+against the three generated experts of 60 of them, with a trust map that decides overall."""
 
 from __future__ import annotations
 
 import pytest
 from sqlalchemy import select
 
-from tests.conftest import run_cli, users_local_judge
+from calibration.formats.interchange import read_grades
+from tests.conftest import ROOT, run_cli, users_local_judge
 
 pytestmark = pytest.mark.timeout(1800)
 
 
 def test_the_demo_grades_and_calibrates_the_sample_with_a_real_model(local_judge_url, tmp_path):
     from service.db.engine import make_engine, make_sessionmaker, session_scope
-    from service.db.schema import CalibrationReportRow, JudgmentRow
+    from service.db.schema import CalibrationReportRow, JudgmentRow, ResponseRow
+
+    labelled = {g.item_id for g in read_grades(ROOT / "service/sample/grades.csv")}
+    assert len(labelled) == 60  # the experts graded a minority of the 150
 
     database_url = f"sqlite:///{tmp_path / 'demo.db'}"
     env = {"QADI_DATA_DIR": str(tmp_path), "QADI_DATABASE_URL": database_url}
@@ -39,21 +43,22 @@ def test_the_demo_grades_and_calibrates_the_sample_with_a_real_model(local_judge
                 assert row.expected_score == pytest.approx(expected / rating["mass"], abs=1e-4)
             else:
                 assert row.score is None and row.expected_score is None and row.raw_reply
-        ok = sum(r.status == "ok" for r in rows)
+        keys = dict(session.execute(select(ResponseRow.id, ResponseRow.item_key)).all())
+        ok_labelled = sum(r.status == "ok" and keys[r.response_id] in labelled for r in rows)
     # the real judge's discrete and expected scores, each against the three experts
     assert set(report["judges"]) == {"smollm2", "smollm2~expected"}
-    assert report["judges"]["smollm2"]["overall"]["n"] == ok >= 120
+    # compared on the expert-graded answers it graded: 60 labelled, a few may fail to parse
+    assert report["judges"]["smollm2"]["overall"]["n"] == ok_labelled >= 50
     assert report["inputs"]["judge_scores"] == "both"
     assert report["humans"]["n_raters"] == 3
-    # the trust map decides: overall and for each of the three candidate models, per judge
+    # the trust map decides overall for each judge; per candidate model (20 labels) it may not
     rows_by_cell = {(row["judge"], row["stratum"]): row for row in report["trust"]["rows"]}
     strata = {stratum for _, stratum in rows_by_cell}
     assert len(strata) == 4 and "overall" in strata
     assert {judge for judge, _ in rows_by_cell} == set(report["judges"])
-    undecided = {
-        cell: row for cell, row in rows_by_cell.items() if row["verdict"] == "insufficient"
-    }
-    assert not undecided
+    assert all(
+        rows_by_cell[(judge, "overall")]["verdict"] != "insufficient" for judge in report["judges"]
+    )
     printed = done.stdout + done.stderr
     assert "the local judge's grades" in printed and "calibration (overall)" in printed
     assert "trust map by stratum" in printed

@@ -12,7 +12,7 @@ import pytest
 
 from judges import Grader, GradeRequest, JudgeResult, parse_config
 from judges.client import JudgeClient
-from judges.standins import agreement, rating_for, stand_in_grade
+from judges.standins import agreement, confidence, rating_for, stand_in_grade
 from rubrics import library_rubric, parse_rubric
 from tests.conftest import ROOT
 
@@ -74,6 +74,51 @@ def test_grades_take_the_real_path_and_repeat_exactly():
     assert (good.status, good.model, good.maker) == ("ok", "qadi-stand-in/good", "qadi-stand-in")
     assert good.raw_reply == '{"rating": 5}' and good.cost_usd == 0.0 and good.attempts == 1
     assert lenient.score == 5.0  # capped at the top of the scale
+
+
+def stand_ins_with_logprobs(*behaviours: str):
+    return parse_config({"model_list": [
+        {"model_name": f"stand-in-{b}", "litellm_params": {"model": f"qadi-stand-in/{b}"},
+         "logprobs": True}
+        for b in behaviours
+    ]})
+
+
+def graded_with_confidence(response: str, *behaviours: str) -> list[JudgeResult]:
+    request = GradeRequest(rubric=library_rubric("kinayat-explanation"), response=response,
+                           reference=REFERENCE, candidate_model="gpt-4o")
+    grader = Grader(stand_ins_with_logprobs(*behaviours))
+    return asyncio.run(grader.grade(grader.plan(request))).results
+
+
+def test_asked_for_token_probabilities_a_stand_in_sends_them_and_they_are_read():
+    """Issue 41.1: the demo's request-time trust needs a judge with a confidence. Read the
+    real way (judges/logprobs.py), a faithful answer at the top of the scale is one `good`
+    is sure of; a middling one it is less sure of; `lenient` is sure of everything."""
+    [good, lenient] = graded_with_confidence(f"It means: {REFERENCE}", "good", "lenient")
+    assert (good.score, good.confidence, good.confidence_source) == (5.0, 0.95, "token")
+    assert good.probabilities.rating.probs == pytest.approx(
+        {"1": 0.0, "2": 0.0, "3": 0.0, "4": 0.05, "5": 0.95}
+    )
+    assert lenient.confidence == 0.9
+    [middling] = graded_with_confidence("It is about working together with other people.",
+                                        "good")
+    assert middling.score not in (1.0, 5.0) and middling.confidence == 0.8
+    # not asked, none sent (as from a server without logprobs)
+    [plain] = asyncio.run(Grader(stand_ins("good")).grade(Grader(stand_ins("good")).plan(
+        GradeRequest(rubric=library_rubric("kinayat-explanation"), response=REFERENCE,
+                     reference=REFERENCE, candidate_model="gpt-4o")))).results
+    assert plain.confidence is None
+
+
+def test_good_is_unsure_exactly_where_its_slip_moved_the_rating():
+    for item in demo_items():
+        base = rating_for(item["response"], item["reference"])
+        rating, _ = stand_in_grade("good", item["response"], item["reference"])
+        sure = confidence("good", item["response"], item["reference"], 1, 5)
+        expected = 0.45 if rating != base else (0.95 if base in (1, 5) else 0.8)
+        assert sure == expected, item["item_id"]
+        assert confidence("noisy", item["response"], item["reference"], 1, 5) == 0.55
 
 
 def test_criteria_verdicts_for_a_penalty_weighted_rubric():

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 
 import pytest
 import yaml
@@ -349,8 +350,22 @@ def test_an_unknown_template_is_named_with_the_known_ones():
         template_of(parse_rubric({**MY_SCALE, "template": "nope@1"}), BUNDLED)
 
 
-def test_the_example_template_and_rubric_of_the_readme_work_together():
-    config = load_config(ROOT / "examples/judges.yaml")
+def test_the_example_judges_file_loads_wherever_it_is_copied(tmp_path):
+    """The README says to copy examples/judges.yaml: the copy must load where it lands
+    (a `templates` folder named in it would be read beside the copy, where none is)."""
+    copy = tmp_path / "judges.yaml"
+    copy.write_text((ROOT / "examples/judges.yaml").read_text())
+    assert load_config(copy).names == ["gpt-judge", "claude-judge", "local-qwen-judge"]
+
+
+def test_the_example_template_and_rubric_of_the_readme_work_together(tmp_path):
+    """With its `templates` line uncommented and examples/templates beside it, as the
+    file's comment says."""
+    example = (ROOT / "examples/judges.yaml").read_text()
+    assert "  # templates: [templates]\n" in example
+    (tmp_path / "judges.yaml").write_text(example.replace("# templates:", "templates:"))
+    shutil.copytree(ROOT / "examples/templates", tmp_path / "templates")
+    config = load_config(tmp_path / "judges.yaml")
     rubric = parse_rubric(
         yaml.safe_load((ROOT / "examples/rubrics/support-reply.yaml").read_text())
     )

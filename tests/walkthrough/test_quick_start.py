@@ -4,18 +4,21 @@ file), from `make run` in the background to an HTML report whose trust map has a
 
 The blocks are read from the README at test time, so a rewrite of the section stays tested.
 The copy reuses this checkout's .venv (a symlink): `make run` must find its install stamp
-fresh and install nothing. The README says 127.0.0.1:8000; the script runs in a network
-namespace of its own (`unshare -rn`), where that port is free whatever else runs on this
-machine. Without namespaces the port is rewritten to a free one, and nothing else is.
+fresh and install nothing. The README serves on QADI_PORT (8000 unless set); the script runs
+in a network namespace of its own (`unshare -rn`), where that port is free whatever else runs
+on this machine. Without namespaces QADI_PORT is set to a free port, as the README lets a
+user do.
 """
 
 from __future__ import annotations
 
+import http.server
 import os
 import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -24,7 +27,6 @@ import pytest
 from tests.conftest import ROOT, free_port
 
 SECTION = "## Quick start"
-PORT = "8000"
 
 
 def quick_start_blocks(readme: str) -> list[str]:
@@ -58,13 +60,12 @@ def own_network() -> bool:
 
 
 def shell_command(script: str, env: dict[str, str]) -> list[str]:
-    """`bash -c script` where 127.0.0.1:8000 is free: in a network namespace of its own, or,
-    without namespaces, with the port rewritten to a free one (and QADI_PORT set to it)."""
+    """`bash -c script` where its port (QADI_PORT, 8000 unless set) is free: in a network
+    namespace of its own, or, without namespaces, with QADI_PORT set to a free port."""
     if own_network():
         return ["unshare", "-rn", "bash", "-c", 'ip link set lo up && exec bash -c "$0"', script]
-    port = str(free_port())
-    env["QADI_PORT"] = port
-    return ["bash", "-c", script.replace(f"127.0.0.1:{PORT}", f"127.0.0.1:{port}")]
+    env["QADI_PORT"] = str(free_port())
+    return ["bash", "-c", script]
 
 
 def test_the_wait_for_the_service_ends_when_make_run_dies(tmp_path):
@@ -83,12 +84,44 @@ def test_the_wait_for_the_service_ends_when_make_run_dies(tmp_path):
     assert "make run stopped: its output above says why" in done.stdout
 
 
+class _Ready(http.server.BaseHTTPRequestHandler):
+    """Another program on the port, answering /readyz as a qadi would."""
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        """Quiet."""
+
+
+def test_a_taken_port_stops_make_run_before_it_installs_and_the_wait_says_so(tmp_path):
+    """Issue 41.3: with another service on QADI_PORT, the first block must not take that
+    service for the new one (its key would go to someone else's service): `make run` checks
+    the port before anything else and stops, and the wait loop says so."""
+    other = http.server.HTTPServer(("127.0.0.1", 0), _Ready)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    port = other.server_address[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QADI_")}
+    env |= {"QADI_PORT": str(port), "QADI_DATA_DIR": str(tmp_path)}
+    first = quick_start_blocks((ROOT / "README.md").read_text(encoding="utf-8"))[0]
+    try:
+        done = subprocess.run(["bash", "-c", first], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
+    finally:
+        other.shutdown()
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr, done.stderr
+    assert f"QADI_PORT={port + 1} make run" in done.stderr
+    assert "make run stopped: its output above says why" in done.stdout
+    assert "pip install" not in done.stdout + done.stderr  # stopped before installing
+
+
 def test_the_section_is_a_walk_from_make_run_to_a_report():
     blocks = quick_start_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
     script = "\n".join(blocks)
-    assert blocks[0].lstrip().startswith("make run &"), blocks[0]
+    assert "\nmake run &" in blocks[0], blocks[0]
     for step in ("/judge", "qadi regrade", "/grades", "qadi calibrate", "--html report.html",
-                 "/estimates"):
+                 "/estimates", '"trust": {'):
         assert step in script, f"the quick start lost its step {step!r}"
 
 
@@ -136,11 +169,19 @@ def test_the_quick_start_runs_as_written(tmp_path):
     transcript = log.read_text()
     assert returncode == 0, transcript[-6000:]
     assert "pip install" not in transcript, "make run reinstalled although its stamp is fresh"
-    assert "judges   stand-in-good (qadi-stand-in/good)," in transcript  # the demo's banner
+    # the demo's banner: the judges and their file on one line, no key printed (issue 41.4)
+    assert re.search(r"\njudges   stand-in-good \(qadi-stand-in/good\),[^\n]* from "
+                     r"\S+/service/sample/judges\.yaml\n", transcript), transcript[:3000]
+    assert "API key  make one for your work" in transcript
+    assert not re.search(r"qadi_[0-9a-f]{8}_\S+", transcript.split("Uvicorn running", 1)[0])
     assert "STAND-INS grade deterministically" in transcript
     assert "local judge not installed (no vLLM environment in" in transcript
-    assert re.search(r'"status": "ok",\s+"aggregate"', transcript), "POST /judge did not grade"
-    assert re.search(r'"inserted": ?450', transcript), "the expert grades were not imported"
+    assert re.search(r'"inserted": ?180', transcript), "the expert grades were not imported"
+    # the two requests asking for trust: one stands, one goes to the SMEs (issue 41.1)
+    statuses = re.findall(r'"trust": \{\s+"status": "(\w+)"', transcript)
+    assert statuses == ["trusted", "escalated"], transcript[-6000:]
+    # json.tool escapes ≤ as \u2264
+    assert r'"statement": "P(a trusted verdict disagrees with the SMEs) \u2264 0.2' in transcript
     report = (repo / "report.html").read_text(encoding="utf-8")
     trust_map = report.split('id="trust-map"', 1)[1].split("</section>", 1)[0]
     badged = r'<tr><td>([\w-]+) <span class="stand-in" title="[^"]*">STAND-IN</span></td>(.*?)</tr>'
@@ -152,4 +193,10 @@ def test_the_quick_start_runs_as_written(tmp_path):
     lenient = re.search(r"\| stand-in-lenient \| ([\d.]+) \[[^|]*\| ([\d.]+) \[", transcript)
     assert "## candidate_model=gpt-4o" in transcript and lenient, "no corrected scores"
     assert float(lenient.group(1)) < float(lenient.group(2))  # PPI below its lenient mean
+    # the experts graded a minority, so the judge's grades of the rest narrow the interval
+    overall = transcript.split("## overall", 1)[1]
+    good = re.search(r"\| stand-in-good \| [\d.]+ \[([\d.]+), ([\d.]+)\] \| [^|]+\| "
+                     r"[\d.]+ \[([\d.]+), ([\d.]+)\]", overall)
+    ppi_low, ppi_high, human_low, human_high = map(float, good.groups())
+    assert ppi_high - ppi_low < 0.8 * (human_high - human_low)
     print(f"quick start ran in {elapsed:.0f} s")
