@@ -25,11 +25,11 @@ def in_use(host: str, port: int) -> bool:
     return False
 
 
-def taken(host: str, port: int) -> str:
-    """The one-line refusal, naming the setting that picks another port."""
+def taken(host: str, port: int, other: str = "QADI_PORT={port} make run") -> str:
+    """The one-line refusal, naming how to pick another port (`other`, given the next one)."""
     return (
         f"port {port} on {host} is in use (another qadi, or another program): stop it, or "
-        f"pick another port, e.g. QADI_PORT={port + 1} make run"
+        f"pick another port, e.g. {other.format(port=port + 1)}"
     )
 
 

@@ -67,7 +67,7 @@ def run_server(
             "127.0.0.1, turn auth on, or pass --insecure if this network is trusted"
         )
     if ports.in_use(host, port):
-        fail(ports.taken(host, port))
+        fail(ports.taken(host, port, "qadi serve --port {port}"))
     require_migrated(make_engine(get_settings().database_url))  # refused in QadiGroup
     if get_settings().auth == "off":  # every caller is QADI_PROJECT's: it must exist
         chosen_project(open_database(get_settings().database_url), None)

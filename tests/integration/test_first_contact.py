@@ -242,3 +242,25 @@ def test_judges_check_latency_is_the_call_not_the_start_up(llm_server, tmp_path)
     # 300 ms of backend delay, plus the call's own work (a few ms; 700 ms of slack for a
     # loaded 2-core machine), and below the 1.3-1.8 s an idle machine's first call takes
     assert all(300 <= ms < 1000 for ms in latencies.values()), latencies
+
+
+@pytest.mark.parametrize(
+    ("command", "other"), [("demo", "QADI_PORT={} make run"), ("serve", "qadi serve --port {}")]
+)
+def test_a_taken_port_is_refused_in_one_line_before_any_work(command, other, tmp_path):
+    """Issue 41.3: `qadi demo` and `qadi serve` name the taken port and the setting that
+    picks another, at once (not uvicorn's `[Errno 98]` after migrating and loading)."""
+    import socket
+
+    with socket.socket() as occupant:
+        occupant.bind(("127.0.0.1", 0))
+        occupant.listen()
+        port = occupant.getsockname()[1]
+        env = {"QADI_DATA_DIR": str(tmp_path), "QADI_PORT": str(port),
+               "QADI_DATABASE_URL": f"sqlite:///{tmp_path / 'fresh.db'}"}
+        done = qadi(command, "--port", str(port), env=env)
+    assert done.returncode == 2  # as every refusal of the CLI
+    [line] = [line for line in done.stderr.splitlines() if line.strip()]
+    assert line == (f"error: port {port} on 127.0.0.1 is in use (another qadi, or another "
+                    f"program): stop it, or pick another port, e.g. {other.format(port + 1)}")
+    assert not (tmp_path / "fresh.db").exists()  # refused before migrating anything
