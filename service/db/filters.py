@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, and_, literal, or_
+from sqlalchemy import Boolean, literal, tuple_
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -33,8 +33,12 @@ def not_a_probe():
 
 
 def after(created_column, id_column, stamp, last_id):
-    """Rows strictly after (created_at, id) in keyset order."""
-    return or_(created_column > stamp, and_(created_column == stamp, id_column > last_id))
+    """Rows strictly after (created_at, id) in keyset order, as a row comparison: PostgreSQL
+    starts a (created_at, id) index scan at the cursor for `(a, b) > (x, y)`, while the
+    equivalent `a > x OR (a = x AND b > y)` walked the index from its start under a generic
+    plan (277 ms for a page near the end of 1M judgments; issue 39). SQLite reads row values
+    since 3.15."""
+    return tuple_(created_column, id_column) > tuple_(stamp, last_id)
 
 
 class _JsonTextEquals(FunctionElement):
