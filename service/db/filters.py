@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, and_, literal, or_
+from sqlalchemy import Boolean, String, and_, literal, or_
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -66,3 +66,33 @@ def _json_text_equals_sqlite(element, compiler, **kw) -> str:
 
 def json_text_equals(column, key: str, value: str):
     return _JsonTextEquals(column, literal(key), literal(value))
+
+
+class _JsonText(FunctionElement):
+    """A JSON column as its stored text, optionally without one top-level key, so a reader
+    of millions of rows decodes each distinct text once (issue 39): with the key removed
+    (an answer's own `item_id`), answers of one kind share their text."""
+
+    type = String()
+    inherit_cache = True
+    name = "json_text"
+
+
+@compiles(_JsonText)
+def _json_text_postgresql(element, compiler, **kw) -> str:
+    column, *dropped = (compiler.process(c, **kw) for c in element.clauses)
+    return f"CAST(({column} - {dropped[0]}) AS TEXT)" if dropped else f"CAST({column} AS TEXT)"
+
+
+@compiles(_JsonText, "sqlite")
+def _json_text_sqlite(element, compiler, **kw) -> str:
+    column, *dropped = element.clauses
+    text = compiler.process(column, **kw)
+    if not dropped:
+        return text
+    return f"json_remove({text}, '$.' || json_quote({compiler.process(dropped[0], **kw)}))"
+
+
+def json_text(column, without: str | None = None):
+    """`column` (JSON) as text, without the top-level key `without` when given."""
+    return _JsonText(column) if without is None else _JsonText(column, literal(without))

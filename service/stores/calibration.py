@@ -5,6 +5,7 @@ its project's grades and judgments only and is stored in that project."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Literal
 
@@ -17,7 +18,7 @@ from calibration.formats.interchange import GradeRow, stored_row
 from calibration.history import history_point
 from judges.standins import is_stand_in
 from rubrics import PenaltyWeightedRubric, Rubric
-from service.db.filters import not_a_probe, rubric_matches
+from service.db.filters import json_text, not_a_probe, rubric_matches
 from service.db.schema import (
     CalibrationReportRow,
     HumanGradeRow,
@@ -232,19 +233,22 @@ def _items_under(
 
 def _latest_judgments(where: list[ColumnElement[bool]], other_scale: list[str]) -> Select:
     """The latest ok judgment per (item, judge), only the columns a report reads, in the
-    order of each pair's first judgment. One window sort: every window below partitions
-    and orders alike (PostgreSQL and SQLite both share it)."""
+    order of each pair's first judgment. Every window partitions, orders and frames alike,
+    so the database sorts the judgments once for all of them."""
     ok = [*where, JudgmentRow.status == "ok"]
     if other_scale:
         ok.append(JudgmentRow.rubric_ref.not_in(other_scale))
-    pair = (ResponseRow.item_key, JudgmentRow.judge)
-    in_order = {"partition_by": pair, "order_by": (JudgmentRow.created_at, JudgmentRow.id)}
+    window = {
+        "partition_by": (ResponseRow.item_key, JudgmentRow.judge),
+        "order_by": (JudgmentRow.created_at, JudgmentRow.id),
+        "rows": (None, None),
+    }
     ranked = _judged(
         *_REPORT_COLUMNS,
-        func.row_number().over(**in_order).label("position"),
-        func.count().over(partition_by=pair).label("judgments"),
-        func.first_value(JudgmentRow.created_at).over(**in_order).label("first_at"),
-        func.first_value(JudgmentRow.id).over(**in_order).label("first_id"),
+        func.row_number().over(**window).label("position"),
+        func.count().over(**window).label("judgments"),
+        func.first_value(JudgmentRow.created_at).over(**window).label("first_at"),
+        func.first_value(JudgmentRow.id).over(**window).label("first_id"),
         where=ok,
     ).subquery()
     return (
@@ -254,10 +258,11 @@ def _latest_judgments(where: list[ColumnElement[bool]], other_scale: list[str]) 
     )
 
 
+# JSON as text: decoded once per distinct text, not once per judgment
 _REPORT_COLUMNS = (
     ResponseRow.item_key,
     ResponseRow.candidate_model,
-    ResponseRow.attributes,
+    json_text(ResponseRow.attributes, without="item_id").label("attributes"),
     JudgmentRow.judge,
     JudgmentRow.judge_model,
     JudgmentRow.template,
@@ -268,7 +273,7 @@ _REPORT_COLUMNS = (
     JudgmentRow.expected_score,
     JudgmentRow.confidence,
     JudgmentRow.confidence_source,
-    JudgmentRow.criteria,
+    json_text(JudgmentRow.criteria).label("criteria"),
 )
 
 
@@ -322,21 +327,22 @@ class _JudgeRows:
     def _share(self, value: Any) -> Any:
         return self._shared.setdefault(value, value)
 
-    def _attributes(self, stored: dict[str, Any] | None, candidate_model: str) -> dict:
-        pairs = [(k, v) for k, v in (stored or {}).items() if k != "item_id"]
-        pairs.append(("candidate_model", candidate_model))
-        try:
-            key = ("attributes", tuple(pairs))
-            return self._shared.get(key) or self._shared.setdefault(key, dict(pairs))
-        except TypeError:  # a value that is not text (no hash): this row's own dict
-            return dict(pairs)
+    def _attributes(self, text: str | None, candidate_model: str) -> dict:
+        key = ("attributes", text, candidate_model)
+        found = self._shared.get(key)
+        if found is None:
+            found = {k: v for k, v in json.loads(text or "{}").items() if k != "item_id"}
+            found["candidate_model"] = candidate_model
+            self._shared[key] = found
+        return found
 
-    def _marks(self, criteria: list[Any] | None) -> dict[str, bool] | None:
-        pairs = tuple((c["id"], bool(c["met"])) for c in criteria or [] if "id" in c)
-        if not pairs:
-            return None
-        key = ("marks", pairs)
-        return self._shared.get(key) or self._shared.setdefault(key, dict(pairs))
+    def _marks(self, text: str | None) -> dict[str, bool] | None:
+        key = ("marks", text)
+        if key not in self._shared:
+            criteria = json.loads(text) if text else []
+            marks = {c["id"]: bool(c["met"]) for c in criteria or [] if "id" in c}
+            self._shared[key] = marks or None
+        return self._shared[key]
 
     def _is_stand_in(self, model: str) -> bool:
         if model not in self._stand_in_models:
