@@ -14,6 +14,7 @@ from rich.table import Table
 from calibration.formatting import judge_label
 from calibration.render.report_view import selective_view
 from service.cli.app import app, console, fail, open_project, out, project_option, split_names
+from service.cli.selection import JUDGES, METADATA, SINCE, UNTIL, check_file_or_db, db_selection
 from service.db.engine import session_scope
 
 _SCALE = re.compile(r"^(-?\d+(?:\.\d+)?)-(-?\d+(?:\.\d+)?)$")
@@ -200,13 +201,15 @@ def calibrate(
     from_db: bool = typer.Option(
         False, "--from-db", help="use human grades and judgments in the DB"
     ),
-    since: datetime | None = typer.Option(None, help="with --from-db: judgments from this time"),
+    since: datetime | None = SINCE,
+    until: datetime | None = UNTIL,
+    metadata: list[str] = METADATA,
     rubric: str | None = typer.Option(
         None,
         help=r"id\[@version]: with --from-db only this rubric (sets --scale); "
         "with a file, its criterion weights give the points at stake",
     ),
-    judges: str | None = typer.Option(None, help="with --from-db: only these judges"),
+    judges: str | None = JUDGES,
     score: str = typer.Option(
         "discrete",
         help="with --from-db: discrete (each judge's grade) | expected (its probability-"
@@ -260,15 +263,9 @@ def calibrate(
     --from-db, over one project's grades and judgments, and stored in it."""
     # numpy, scipy and matplotlib load only when a report is computed, not for `qadi --help`
     from calibration.formats.interchange import GradeFormatError, read_grades
-    from service.stores.calibration import (
-        Selection,
-        rows_from_db,
-        store_report,
-        with_stored_rubric_weights,
-    )
+    from service.stores.calibration import rows_from_db, store_report, with_stored_rubric_weights
 
-    if (grades_file is None) == (not from_db):
-        fail("give a GRADES_FILE or --from-db (one of them)")
+    check_file_or_db(grades_file, from_db, since=since, until=until, metadata=metadata)
     check_choice("--level", level, LEVELS)
     check_choice("--score", score, SCORES)
     if score != "discrete" and not from_db:
@@ -312,14 +309,16 @@ def calibrate(
             if score != "discrete" and explicit_level is None:
                 level = "interval"  # expected scores lie between the ratings
             options = cli_options(bounds, level, by, criterion_weights=weights, **fields)
-            selection = Selection(
-                judges=split_names(judges), rubric=rubric, since=since, scale=bounds, score=score
-            )
+            selection = db_selection(
+                judges=judges, rubric=rubric, metadata=metadata, since=since, until=until,
+                scale=bounds, score=score,
+            )  # fmt: skip
             rows, inputs = rows_from_db(session, project, selection)
             options = with_stored_rubric_weights(session, project, options, inputs)
             rendered = render_rows(rows, options, inputs)
             rendered = attach_probe_run(session, project, rendered, probe_run)
-            stored = store_report(session, project, "adhoc", rubric or "", rendered, (since, None))
+            window = (since, until)
+            stored = store_report(session, project, "adhoc", rubric or "", rendered, window)
             console.print(f"stored report {stored.id}")
     report, markdown, html_text = rendered
     write_outputs(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from datetime import datetime
 from pathlib import Path
 
 import typer
@@ -12,7 +13,9 @@ from rich.table import Table
 
 from service.cli.app import app, console, fail, open_project, out, project_option, split_names
 from service.cli.calibrate import parse_scale
+from service.cli.selection import JUDGES, METADATA, SINCE, UNTIL, check_file_or_db, db_selection
 from service.cli.sme import sme_app
+from service.db.engine import session_scope
 
 
 def _read(grades_file: Path):
@@ -39,7 +42,18 @@ def _options(**values):
 
 @app.command()
 def estimate(
-    grades_file: Path = typer.Argument(..., help="CSV/JSONL grades (interchange format)"),
+    grades_file: Path | None = typer.Argument(None, help="CSV/JSONL grades (interchange format)"),
+    from_db: bool = typer.Option(
+        False, "--from-db", help="use human grades and the latest ok judgments in the DB"
+    ),
+    rubric: str | None = typer.Option(
+        None, help=r"with --from-db: id\[@version], only this rubric (sets --scale)"
+    ),
+    judges: str | None = JUDGES,
+    metadata: list[str] = METADATA,
+    since: datetime | None = SINCE,
+    until: datetime | None = UNTIL,
+    project: str | None = project_option(),
     scale: str | None = typer.Option(None, help="MIN-MAX; scores outside it are reported"),
     level: str | None = typer.Option(None, help="ordinal | interval (labels have no mean)"),
     by: str | None = typer.Option(None, help="strata attributes, e.g. candidate_model"),
@@ -63,14 +77,26 @@ def estimate(
 
     Intervals are Student t with small-sample (HC2/CR2) variances and name their method and
     df in the JSON; labels carrying `inclusion_prob` (from `qadi sme queue`) are weighted by
-    its inverse. An interval marked unreliable (too few clusters, no variation) says why."""
+    its inverse. An interval marked unreliable (too few clusters, no variation) says why.
+    With --from-db, over one project's human grades and the latest ok judgment per item and
+    judge, chosen as `qadi calibrate --from-db` chooses them."""
     from calibration.render.estimate import to_html, to_markdown
     from service.reporting.estimates import corrected_means as compute
 
+    check_file_or_db(
+        grades_file, from_db, rubric=rubric, judges=judges, metadata=metadata, since=since,
+        until=until,
+    )  # fmt: skip
     if level == "nominal":
         fail("--level: nominal labels have no mean; estimate needs ordinal or interval scores")
     if level not in (None, "ordinal", "interval"):
         fail(f"--level: expected ordinal or interval, got '{level}'")
+    selection = None
+    if from_db:
+        selection = db_selection(
+            judges=judges, rubric=rubric, metadata=metadata, since=since, until=until
+        )
+        scale = scale or _stored_scale(project, rubric)
     bounds = parse_scale(scale) if scale else (None, None)
     options = _options(
         alpha=alpha,
@@ -83,9 +109,12 @@ def estimate(
         scale_min=bounds[0],
         scale_max=bounds[1],
     )
-    rows = _read(grades_file)
+    if selection is None:
+        rows, inputs = _read(grades_file), {"source": str(grades_file)}
+    else:
+        rows, inputs = _from_db(project, selection)
     try:
-        report = compute(rows, options, {"source": str(grades_file)})
+        report = compute(rows, options, inputs)
     except ValueError as exc:
         fail(str(exc))
     texts = {out_path: json.dumps(report, indent=2, ensure_ascii=False)}
@@ -97,6 +126,31 @@ def estimate(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     _summary(report)
+
+
+def _stored_scale(project: str | None, rubric: str | None) -> str | None:
+    """The scale of the project's stored rubric, as MIN-MAX (none without --rubric)."""
+    if rubric is None:
+        return None
+    from service.stores.calibration import scale_of_rubric
+    from service.stores.rubrics import RubricNotFound
+
+    sessions, chosen = open_project(project)
+    with session_scope(sessions) as session:
+        try:
+            low, high, _ = scale_of_rubric(session, chosen, rubric)
+        except RubricNotFound as exc:
+            fail(f"--rubric: {exc}")
+    return f"{low:g}-{high:g}"
+
+
+def _from_db(project: str | None, selection) -> tuple[list, dict]:
+    """Rows and inputs from the project's database (service/stores/calibration.py)."""
+    from service.stores.calibration import rows_from_db
+
+    sessions, chosen = open_project(project)
+    with session_scope(sessions) as session:
+        return rows_from_db(session, chosen, selection)
 
 
 def _summary(report: dict) -> None:

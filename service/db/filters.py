@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, literal, tuple_
+from sqlalchemy import Boolean, String, literal, tuple_
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -29,7 +29,31 @@ def parse_pairs(values: list[str], field: str) -> dict[str, str]:
 def not_a_probe():
     """Responses that are real answers, not a probe's perturbed copy (`probe_of` attribute,
     service/reporting/probes.py): calibration, estimates and regrading read items, never probes."""
-    return ResponseRow.attributes["probe_of"].as_string().is_(None)
+    return _NotAProbe(ResponseRow.attributes)
+
+
+class _NotAProbe(FunctionElement):
+    """No `probe_of` key (or a null one). On PostgreSQL `NOT (attributes ? 'probe_of')`:
+    the planner estimated `attributes ->> 'probe_of' IS NULL` at 0.5% of answers when it
+    matches nearly all, so a calibration over a day's window joined every answer in a
+    nested loop instead of reading the window by the time index (issue 39; EXPLAIN in
+    docs/explanation/performance.md). A null `probe_of` (never written) still counts as none."""
+
+    type = Boolean()
+    inherit_cache = True
+    name = "not_a_probe"
+
+
+@compiles(_NotAProbe)
+def _not_a_probe_sqlite(element, compiler, **kw) -> str:
+    column = compiler.process(element.clauses.clauses[0], **kw)
+    return f"(json_extract({column}, '$.probe_of') IS NULL)"
+
+
+@compiles(_NotAProbe, "postgresql")
+def _not_a_probe_postgresql(element, compiler, **kw) -> str:
+    column = compiler.process(element.clauses.clauses[0], **kw)
+    return f"(NOT ({column} ? 'probe_of') OR ({column} ->> 'probe_of') IS NULL)"
 
 
 def after(created_column, id_column, stamp, last_id):
@@ -70,3 +94,33 @@ def _json_text_equals_sqlite(element, compiler, **kw) -> str:
 
 def json_text_equals(column, key: str, value: str):
     return _JsonTextEquals(column, literal(key), literal(value))
+
+
+class _JsonText(FunctionElement):
+    """A JSON column as its stored text, optionally without one top-level key, so a reader
+    of millions of rows decodes each distinct text once (issue 39): with the key removed
+    (an answer's own `item_id`), answers of one kind share their text."""
+
+    type = String()
+    inherit_cache = True
+    name = "json_text"
+
+
+@compiles(_JsonText)
+def _json_text_postgresql(element, compiler, **kw) -> str:
+    column, *dropped = (compiler.process(c, **kw) for c in element.clauses)
+    return f"CAST(({column} - {dropped[0]}) AS TEXT)" if dropped else f"CAST({column} AS TEXT)"
+
+
+@compiles(_JsonText, "sqlite")
+def _json_text_sqlite(element, compiler, **kw) -> str:
+    column, *dropped = element.clauses
+    text = compiler.process(column, **kw)
+    if not dropped:
+        return text
+    return f"json_remove({text}, '$.' || json_quote({compiler.process(dropped[0], **kw)}))"
+
+
+def json_text(column, without: str | None = None):
+    """`column` (JSON) as text, without the top-level key `without` when given."""
+    return _JsonText(column) if without is None else _JsonText(column, literal(without))

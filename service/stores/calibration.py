@@ -5,19 +5,20 @@ its project's grades and judgments only and is stored in that project."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from sqlalchemy import Row, func, select
+from sqlalchemy import ColumnElement, Row, Select, func, select
 from sqlalchemy.orm import Session
 
 from calibration.calibrate import CalibrationOptions
-from calibration.formats.interchange import GradeRow
+from calibration.formats.interchange import GradeRow, stored_row
 from calibration.history import history_point
 from judges.standins import is_stand_in
 from rubrics import PenaltyWeightedRubric, Rubric
-from service.db.filters import not_a_probe, rubric_matches
+from service.db.filters import json_text, not_a_probe, rubric_matches
 from service.db.schema import (
     CalibrationReportRow,
     HumanGradeRow,
@@ -56,7 +57,7 @@ class Selection(BaseModel):
     )
 
 
-def judge_rows(judge: str, judgment: JudgmentRow, score: str) -> list[tuple[str, float]]:
+def judge_rows(judge: str, judgment: Row, score: str) -> list[tuple[str, float]]:
     """(rater, score) pairs a judgment contributes: its grade, and/or its expected score
     as a second rater (none when the judge gave no token probabilities)."""
     pairs = []
@@ -90,69 +91,25 @@ def rows_from_db(
     Failed judgments (parse errors, provider errors) are not grades: they are counted in
     the returned inputs so the report can say how many were excluded. Probe answers
     (perturbed copies, service/reporting/probes.py) are never items.
+
+    The database does the volume (issue 39): it counts the failures, picks each latest
+    judgment and sends only the columns the statistics read, streamed; each judgment becomes
+    one compact row sharing its answer's attributes with the answer's other judgments. Rows
+    come in the order of each (item, judge)'s first judgment, as they did when every
+    judgment was read and kept in a dict: the first attributes of an item and the order of
+    its conflicts in the report depend on it.
     """
-    query = (
-        select(JudgmentRow, ResponseRow)
-        .join(ResponseRow, JudgmentRow.response_id == ResponseRow.id)
-        .where(JudgmentRow.project == project, not_a_probe())
-    )
-    if selection.judges:
-        query = query.where(JudgmentRow.judge.in_(selection.judges))
-    if selection.rubric:
-        query = query.where(rubric_matches(JudgmentRow.rubric_ref, selection.rubric))
-    for key, value in selection.metadata.items():
-        query = query.where(ResponseRow.attributes[key].as_string() == value)
-    if selection.since:
-        query = query.where(JudgmentRow.created_at >= selection.since)
-    if selection.until:
-        query = query.where(JudgmentRow.created_at < selection.until)
-    on_scale = _ScaleFilter(session, project, None if selection.rubric else selection.scale)
-    off_scale: set[str] = set()  # items judged under a rubric of another scale
-    latest: dict[tuple[str, str], tuple[JudgmentRow, ResponseRow]] = {}
-    failures: dict[str, int] = {}
-    rubric_refs, judge_models, stand_ins = set(), set(), set()
-    for judgment, response in session.execute(
-        query.order_by(JudgmentRow.created_at, JudgmentRow.id)
-    ):
-        if judgment.status != "ok":
-            failures[judgment.status] = failures.get(judgment.status, 0) + 1
-            continue
-        if not on_scale(judgment.rubric_ref):
-            off_scale.add(response.item_key)
-            continue
-        latest[(response.item_key, judgment.judge)] = (judgment, response)
-        rubric_refs.add(judgment.rubric_ref)
-        judge_models.add(
-            (judgment.judge, judgment.judge_model, judgment.template, judgment.template_hash)
-        )
+    where = _selected(project, selection)
+    failures = _failures(session, where)
+    other_scale = _rubrics_on_other_scales(session, project, where, selection)
+    off_scale = _items_under(session, where, other_scale)
     # labels that revised an approved template (qadi align) are not fresh for its version
     revised = training_items(session, project, selection.rubric) if selection.rubric else set()
-    latest = {key: found for key, found in latest.items() if key[0] not in revised}
-    rows = []
-    versions: dict[str, set[tuple[str, ...]]] = {}
-    sources: dict[str, set[str]] = {}  # judge -> where its confidences came from
-    for (item, judge), (judgment, response) in latest.items():
-        versions.setdefault(judge, set()).add(_version(judgment))
-        if judgment.confidence_source is not None:
-            sources.setdefault(judge, set()).add(judgment.confidence_source)
-        attributes = {k: v for k, v in (response.attributes or {}).items() if k != "item_id"}
-        attributes["candidate_model"] = response.candidate_model
-        marks = {c["id"]: bool(c["met"]) for c in judgment.criteria or [] if "id" in c}
-        scores = judge_rows(judge, judgment, selection.score)
-        rows.extend(
-            GradeRow(
-                item_id=item,
-                rater=rater,
-                rater_kind="judge",
-                score=value,
-                criteria=(marks or None) if rater == judge else None,
-                confidence=judgment.confidence if rater == judge else None,
-                attributes=attributes,
-            )
-            for rater, value in scores
-        )
-        if is_stand_in(judgment.judge_model):  # by its route, whatever its name
-            stand_ins.update(rater for rater, _ in scores)
+    found = _JudgeRows(selection.score, revised)
+    latest = _latest_judgments(where, other_scale)
+    for record in session.execute(latest, execution_options={"yield_per": _BATCH}):
+        found.add(record)
+    rows = found.rows
     narrowed = bool(
         selection.judges
         or selection.rubric
@@ -160,12 +117,13 @@ def rows_from_db(
         or selection.since
         or selection.until
     )
-    items = {item for item, _ in latest}
+    items = found.items
     off_scale -= items
     imported_judges: set[str] = set()
     kept_apart: set[str] = set()
-    made_here = {row.rater for row in rows}  # the judges' (and expected scores') names
-    for grade in session.scalars(select(HumanGradeRow).where(HumanGradeRow.project == project)):
+    made_here = found.raters  # the judges' (and expected scores') names
+    grades = select(HumanGradeRow).where(HumanGradeRow.project == project)
+    for grade in session.scalars(grades.order_by(HumanGradeRow.id)):
         if (narrowed and grade.item_id not in items) or grade.item_id in off_scale:
             continue
         if grade.rater_kind == "judge" and selection.judges and grade.rater not in selection.judges:
@@ -182,22 +140,22 @@ def rows_from_db(
         rows.append(row)
     inputs = {
         "source": "database",
-        "rubric_versions": sorted(rubric_refs),
+        "rubric_versions": sorted(found.rubric_refs),
         "judge_models": [
             {"judge": j, "model": m, "template": t, "template_hash": h}
-            for j, m, t, h in sorted(judge_models)
+            for j, m, t, h in sorted(found.judge_models)
         ],
         "window": {
             "since": selection.since.isoformat() if selection.since else None,
             "until": selection.until.isoformat() if selection.until else None,
         },
-        "stand_ins": sorted(stand_ins),
+        "stand_ins": sorted(found.stand_ins),
         "failed_judgments_excluded": failures,
         "judge_scores": selection.score,
         # what each judge graded the items with (selective judging binds its guarantees)
         "judge_versions": {
-            judge: _with_sources(found, sources.get(judge, set()))
-            for judge, found in sorted(versions.items())
+            judge: _with_sources(versions, found.sources.get(judge, set()))
+            for judge, versions in sorted(found.versions.items())
         },
         "items_on_other_scales_excluded": len(off_scale),
     }
@@ -210,6 +168,186 @@ def rows_from_db(
             f"{name}{IMPORTED_SUFFIX}" for name in kept_apart
         )
     return rows, inputs
+
+
+_BATCH = 5000  # judgments fetched at a time (a server-side cursor on PostgreSQL)
+
+
+def _selected(project: str, selection: Selection) -> list[ColumnElement[bool]]:
+    """The conditions on a judgment joined to its answer that put it in the selection."""
+    where = [JudgmentRow.project == project, not_a_probe()]
+    if selection.judges:
+        where.append(JudgmentRow.judge.in_(selection.judges))
+    if selection.rubric:
+        where.append(rubric_matches(JudgmentRow.rubric_ref, selection.rubric))
+    for key, value in selection.metadata.items():
+        where.append(ResponseRow.attributes[key].as_string() == value)
+    if selection.since:
+        where.append(JudgmentRow.created_at >= selection.since)
+    if selection.until:
+        where.append(JudgmentRow.created_at < selection.until)
+    return where
+
+
+def _judged(*columns, where: list[ColumnElement[bool]]) -> Select:
+    return (
+        select(*columns)
+        .select_from(JudgmentRow)
+        .join(ResponseRow, JudgmentRow.response_id == ResponseRow.id)
+        .where(*where)
+    )
+
+
+def _failures(session: Session, where: list[ColumnElement[bool]]) -> dict[str, int]:
+    """How many judgments failed, by status, in the order the first of each was made."""
+    query = (
+        _judged(JudgmentRow.status, func.count(), where=where)
+        .where(JudgmentRow.status != "ok")
+        .group_by(JudgmentRow.status)
+        .order_by(func.min(JudgmentRow.created_at), JudgmentRow.status)
+    )
+    return {status: count for status, count in session.execute(query)}
+
+
+def _rubrics_on_other_scales(
+    session: Session, project: str, where: list[ColumnElement[bool]], selection: Selection
+) -> list[str]:
+    """The rubrics of ok judgments in the selection whose scale is not the declared one
+    (none when no scale is declared, or a rubric is named: it sets the scale)."""
+    if selection.rubric or selection.scale is None:
+        return []
+    on_scale = _ScaleFilter(session, project, selection.scale)
+    refs = _judged(JudgmentRow.rubric_ref, where=[*where, JudgmentRow.status == "ok"])
+    return sorted(ref for ref in session.scalars(refs.distinct()) if not on_scale(ref))
+
+
+def _items_under(
+    session: Session, where: list[ColumnElement[bool]], rubric_refs: list[str]
+) -> set[str]:
+    """Items with an ok judgment in the selection under one of these rubrics."""
+    if not rubric_refs:
+        return set()
+    ok_under = [*where, JudgmentRow.status == "ok", JudgmentRow.rubric_ref.in_(rubric_refs)]
+    return set(session.scalars(_judged(ResponseRow.item_key, where=ok_under).distinct()))
+
+
+def _latest_judgments(where: list[ColumnElement[bool]], other_scale: list[str]) -> Select:
+    """The latest ok judgment per (item, judge), only the columns a report reads, in the
+    order of each pair's first judgment. Every window partitions, orders and frames alike,
+    so the database sorts the judgments once for all of them."""
+    ok = [*where, JudgmentRow.status == "ok"]
+    if other_scale:
+        ok.append(JudgmentRow.rubric_ref.not_in(other_scale))
+    window = {
+        "partition_by": (ResponseRow.item_key, JudgmentRow.judge),
+        "order_by": (JudgmentRow.created_at, JudgmentRow.id),
+        "rows": (None, None),
+    }
+    ranked = _judged(
+        *_REPORT_COLUMNS,
+        func.row_number().over(**window).label("position"),
+        func.count().over(**window).label("judgments"),
+        func.first_value(JudgmentRow.created_at).over(**window).label("first_at"),
+        func.first_value(JudgmentRow.id).over(**window).label("first_id"),
+        where=ok,
+    ).subquery()
+    return (
+        select(*(ranked.c[column.key] for column in _REPORT_COLUMNS))
+        .where(ranked.c.position == ranked.c.judgments)
+        .order_by(ranked.c.first_at, ranked.c.first_id)
+    )
+
+
+# JSON as text: decoded once per distinct text, not once per judgment
+_REPORT_COLUMNS = (
+    ResponseRow.item_key,
+    ResponseRow.candidate_model,
+    json_text(ResponseRow.attributes, without="item_id").label("attributes"),
+    JudgmentRow.judge,
+    JudgmentRow.judge_model,
+    JudgmentRow.template,
+    JudgmentRow.template_hash,
+    JudgmentRow.rubric_ref,
+    JudgmentRow.rubric_hash,
+    JudgmentRow.score,
+    JudgmentRow.expected_score,
+    JudgmentRow.confidence,
+    JudgmentRow.confidence_source,
+    json_text(JudgmentRow.criteria).label("criteria"),
+)
+
+
+class _JudgeRows:
+    """Grade rows from the latest judgments as they stream in, and what the report's inputs
+    say of them. Attribute dicts, criteria marks and names repeat across judgments: each
+    distinct one is kept once and shared (rows are read, never modified)."""
+
+    def __init__(self, score: str, revised: set[str]) -> None:
+        self.score, self.revised = score, revised
+        self.rows: list[GradeRow] = []
+        self.items: set[str] = set()
+        self.raters: set[str] = set()
+        self.rubric_refs: set[str] = set()
+        self.judge_models: set[tuple[str, str, str, str]] = set()
+        self.stand_ins: set[str] = set()
+        self.versions: dict[str, set[tuple[str, ...]]] = {}
+        self.sources: dict[str, set[str]] = {}  # judge -> where its confidences came from
+        self._shared: dict[Any, Any] = {}
+        self._stand_in_models: dict[str, bool] = {}
+
+    def add(self, judgment: Row) -> None:
+        self.rubric_refs.add(judgment.rubric_ref)
+        judge = judgment.judge
+        self.judge_models.add(
+            (judge, judgment.judge_model, judgment.template, judgment.template_hash)
+        )
+        item = self._share(judgment.item_key)
+        if item in self.revised:
+            return
+        self.items.add(item)
+        self.versions.setdefault(judge, set()).add(_version(judgment))
+        if judgment.confidence_source is not None:
+            self.sources.setdefault(judge, set()).add(judgment.confidence_source)
+        attributes = self._attributes(judgment.attributes, judgment.candidate_model)
+        marks = self._marks(judgment.criteria)
+        scores = judge_rows(judge, judgment, self.score)
+        for rater, value in scores:
+            own = rater == judge
+            self.rows.append(
+                stored_row(
+                    item_id=item, rater=self._share(rater), rater_kind="judge", score=value,
+                    criteria=marks if own else None,
+                    confidence=judgment.confidence if own else None, attributes=attributes,
+                )  # fmt: skip
+            )
+            self.raters.add(rater)
+        if self._is_stand_in(judgment.judge_model):  # by its route, whatever its name
+            self.stand_ins.update(rater for rater, _ in scores)
+
+    def _share(self, value: Any) -> Any:
+        return self._shared.setdefault(value, value)
+
+    def _attributes(self, text: str | None, candidate_model: str) -> dict:
+        key = ("attributes", text, candidate_model)
+        found = self._shared.get(key)
+        if found is None:
+            found = {k: v for k, v in json.loads(text or "{}").items() if k != "item_id"}
+            found["candidate_model"] = candidate_model
+            self._shared[key] = found
+        return found
+
+    def _marks(self, text: str | None) -> dict[str, bool] | None:
+        key = ("marks", text)
+        if key not in self._shared:
+            criteria = json.loads(text) if text else []
+            marks = {c["id"]: bool(c["met"]) for c in criteria or [] if "id" in c}
+            self._shared[key] = marks or None
+        return self._shared[key]
+
+    def _is_stand_in(self, model: str) -> bool:
+        if model not in self._stand_in_models:
+            self._stand_in_models[model] = is_stand_in(model)
+        return self._stand_in_models[model]
 
 
 def _kept_apart(row: GradeRow) -> GradeRow:
@@ -236,7 +374,7 @@ def _with_sources(found: set[tuple[str, ...]], sources: set[str]) -> list[dict[s
     ]
 
 
-def _version(judgment: JudgmentRow) -> tuple[str, ...]:
+def _version(judgment: Row) -> tuple[str, ...]:
     return (
         judgment.judge_model,
         judgment.template,

@@ -1,0 +1,49 @@
+"""Peak memory of `qadi calibrate --from-db` grows by at most BOUND per judgment (issue 39):
+measured in a fresh process at 10k and 100k judgments (tests/perf/judgment_db.py). Before the
+SQL-side selection every judgment was an ORM object with its rationale and raw reply: 9.3 KB
+per judgment here (366 MB at 20k, 2.07 GB at 200k); after, 1.6 KB (229 and 517 MB), most of it
+the calibration's own per-item work, not the rows."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.perf.judgment_db import populate
+
+BOUND = 3_000  # bytes of peak memory per judgment added
+
+# run the CLI in this child and print its own peak RSS (KB on Linux) as the last line
+MEASURE = """
+import resource, sys
+from service.cli import app
+try:
+    app(sys.argv[1:])
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def peak_kb(url: str, out: str) -> int:
+    args = ["calibrate", "--from-db", "--rubric", "kinayat-explanation", "--bootstrap", "100",
+            "--out", out]  # fmt: skip
+    env = {**os.environ, "QADI_DATABASE_URL": url, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, *args], env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return int(done.stdout.strip().splitlines()[-1])
+
+
+def test_calibrate_from_db_memory_per_judgment_is_bounded(tmp_path):
+    peaks = {}
+    for size in (10_000, 100_000):
+        url = f"sqlite:///{tmp_path / f'{size}.db'}"
+        judgments = populate(url, size)["judgments"]
+        peaks[judgments] = peak_kb(url, str(tmp_path / f"{size}.json")) * 1024
+    (small, low), (large, high) = sorted(peaks.items())
+    per_judgment = (high - low) / (large - small)
+    assert per_judgment <= BOUND, f"{per_judgment:.0f} bytes per judgment; peaks {peaks}"
