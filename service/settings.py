@@ -153,6 +153,13 @@ class Settings(BaseSettings):
         "https://qadi.example.org); default: the address a request came to, and for `qadi "
         "sme invite` http://127.0.0.1:QADI_PORT",
     )
+    retain_raw_days: int | None = Field(
+        default=None,
+        ge=1,
+        description="`qadi db retain`: drop the raw replies and rationales of judgments older "
+        "than this many days (verdicts, scores, confidences and token probabilities stay, so "
+        "reports are unchanged); unset keeps them forever",
+    )
     recalibration_interval_seconds: float = Field(
         default=30.0,
         ge=0,

@@ -68,8 +68,11 @@ def after(created_column, id_column, stamp, last_id):
 class _JsonTextEquals(FunctionElement):
     """`column[key]` (a JSON object of strings) equals `value`, for any key text.
 
-    SQLAlchemy's `column[key]` on SQLite renders a JSON path ('$."key"') that a key holding
-    a double quote breaks; looking the key up with json_each compares it as plain text.
+    On PostgreSQL a containment, `column @> {"key": "value"}`, which the GIN index of the
+    answers' attributes answers (migration 0015) where `column ->> key = value` read every
+    answer (issue 39). SQLAlchemy's `column[key]` on SQLite renders a JSON path ('$."key"')
+    that a key holding a double quote breaks; looking the key up with json_each compares it
+    as plain text. Both match string values only.
     """
 
     type = Boolean()
@@ -80,7 +83,7 @@ class _JsonTextEquals(FunctionElement):
 @compiles(_JsonTextEquals)
 def _json_text_equals_postgresql(element, compiler, **kw) -> str:
     column, key, value = (compiler.process(c, **kw) for c in element.clauses)
-    return f"(({column} ->> {key}) = {value})"
+    return f"({column} @> jsonb_build_object(CAST({key} AS TEXT), CAST({value} AS TEXT)))"
 
 
 @compiles(_JsonTextEquals, "sqlite")
@@ -94,6 +97,11 @@ def _json_text_equals_sqlite(element, compiler, **kw) -> str:
 
 def json_text_equals(column, key: str, value: str):
     return _JsonTextEquals(column, literal(key), literal(value))
+
+
+def has_attribute(key: str, value: str):
+    """The answer's attribute `key` is the string `value` (metadata= filters)."""
+    return json_text_equals(ResponseRow.attributes, key, value)
 
 
 class _JsonText(FunctionElement):

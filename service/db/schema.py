@@ -84,11 +84,27 @@ class ItemRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(), default=utcnow)
 
 
+# indexes made on PostgreSQL only (`ddl_if`), which Alembic's comparison does not know of
+ATTRIBUTE_INDEX = "ix_responses_attributes"
+POSTGRESQL_ONLY_INDEXES = frozenset({ATTRIBUTE_INDEX})
+
+
 class ResponseRow(Base):
     """A candidate model's answer to an item; `item_key` is the id grades refer to."""
 
     __tablename__ = "responses"
-    __table_args__ = (Index("ix_responses_project", "project", "id"),)
+    __table_args__ = (
+        Index("ix_responses_project", "project", "id"),
+        # metadata= filters (`attributes @> {"key": "value"}`, service/db/filters.py) found by
+        # the index on PostgreSQL instead of a scan of every answer (issue 39); SQLite has no
+        # index of a JSON object's keys, so none is made there
+        Index(
+            ATTRIBUTE_INDEX,
+            "attributes",
+            postgresql_using="gin",
+            postgresql_ops={"attributes": "jsonb_path_ops"},
+        ).ddl_if(dialect="postgresql"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     project: Mapped[str] = project_column("responses")

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from judges import AnswerRecord, GradeRequest
 from rubrics import content_hash
-from service.db.filters import not_a_probe, rubric_matches
+from service.db.filters import has_attribute, not_a_probe, rubric_matches
 from service.db.schema import ItemRow, JudgmentRow, ResponseRow, utcnow
 from service.stores.chunks import chunked, insert_missing
 from service.stores.projects import cache_scope
@@ -125,7 +125,7 @@ def answers_from_db(
     if candidate_model:
         query = query.where(ResponseRow.candidate_model == candidate_model)
     for key, value in (metadata or {}).items():
-        query = query.where(ResponseRow.attributes[key].as_string() == value)
+        query = query.where(has_attribute(key, value))
     if since:
         query = query.where(ResponseRow.created_at >= since)
     if rubric:

@@ -18,7 +18,7 @@ from calibration.formats.interchange import GradeRow, stored_row
 from calibration.history import history_point
 from judges.standins import is_stand_in
 from rubrics import PenaltyWeightedRubric, Rubric
-from service.db.filters import json_text, not_a_probe, rubric_matches
+from service.db.filters import has_attribute, json_text, not_a_probe, rubric_matches
 from service.db.schema import (
     CalibrationReportRow,
     HumanGradeRow,
@@ -181,7 +181,7 @@ def _selected(project: str, selection: Selection) -> list[ColumnElement[bool]]:
     if selection.rubric:
         where.append(rubric_matches(JudgmentRow.rubric_ref, selection.rubric))
     for key, value in selection.metadata.items():
-        where.append(ResponseRow.attributes[key].as_string() == value)
+        where.append(has_attribute(key, value))
     if selection.since:
         where.append(JudgmentRow.created_at >= selection.since)
     if selection.until:

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from judges import BatchGrader, BatchOptions, Graded, Grader, JudgeResult
 from judges.models import CriterionVerdict
 from service.db.engine import session_scope
+from service.db.filters import after
 from service.db.schema import JudgmentRow, utcnow
 from service.db.values import refuse_non_finite
 from service.stores.answers import ensure_responses
@@ -157,3 +159,37 @@ def project_batcher(
     return BatchGrader(
         grader, SqlJudgmentStore(factory, project), options, slots, cache_scope(project)
     )
+
+
+RETENTION_BATCH = 5_000  # judgments per transaction: short locks, memory bounded by the batch
+
+
+def drop_raw_text(factory: sessionmaker[Session], before: datetime) -> int:
+    """Empty the raw replies and rationales of judgments made before `before`, walking them
+    in (created_at, id) order a batch per transaction, and return how many judgments lost
+    them. What a report reads stays (verdicts, scores, criteria marks, confidences,
+    probabilities): the period's reports are the same after (docs/explanation/performance.md,
+    "Storage")."""
+    dropped, last = 0, None
+    while True:
+        with session_scope(factory) as session:
+            query = select(JudgmentRow.created_at, JudgmentRow.id).where(
+                JudgmentRow.created_at < before
+            )
+            if last is not None:
+                query = query.where(after(JudgmentRow.created_at, JudgmentRow.id, *last))
+            batch = session.execute(
+                query.order_by(JudgmentRow.created_at, JudgmentRow.id).limit(RETENTION_BATCH)
+            ).all()
+            if not batch:
+                return dropped
+            emptied = session.execute(
+                update(JudgmentRow)
+                .where(
+                    JudgmentRow.id.in_([row_id for _, row_id in batch]),
+                    or_(JudgmentRow.raw_reply.is_not(None), JudgmentRow.rationale.is_not(None)),
+                )
+                .values(raw_reply=None, rationale=None)
+            )
+            dropped += emptied.rowcount
+            last = tuple(batch[-1])

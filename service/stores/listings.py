@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.db.filters import after as after_row
-from service.db.filters import rubric_matches
+from service.db.filters import has_attribute, rubric_matches
 from service.db.schema import GradeRequestRow, JudgmentRow, ResponseRow
 from service.stores.projects import Tenant
 
@@ -72,7 +72,7 @@ def judgments(
     if where.status:
         conditions.append(JudgmentRow.status == where.status)
     for key, value in (where.metadata or {}).items():
-        conditions.append(ResponseRow.attributes[key].as_string() == value)
+        conditions.append(has_attribute(key, value))
     if where.since:
         conditions.append(JudgmentRow.created_at >= where.since)
     if after:

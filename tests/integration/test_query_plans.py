@@ -11,7 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from service.db.engine import make_engine
-from service.db.filters import after
+from service.db.filters import after, has_attribute
 from service.db.schema import JudgmentRow
 from service.stores.listings import _judgments
 from service.stores.projects import Tenant
@@ -54,3 +54,27 @@ def test_a_page_after_a_cursor_starts_the_index_scan_at_the_cursor(migrated_db):
     else:
         expected = "USING INDEX ix_judgments_project_created (project=? AND (created_at,id)>(?,?))"
         assert expected in found, found
+
+
+def test_a_metadata_filter_is_answered_by_the_attribute_index_on_postgresql(migrated_db):
+    """`metadata=domain=food` finds its answers by the GIN index (migration 0015); SQLite
+    has no index of a JSON object's keys, so there it reads each answer's attributes (the
+    stated limit, docs/explanation/performance.md)."""
+    engine = make_engine(migrated_db)
+    try:
+        query = (
+            _judgments(Tenant("default"))
+            .where(has_attribute("domain", "food"))
+            .order_by(JudgmentRow.created_at, JudgmentRow.id)
+            .limit(50)
+        )
+        found = plan(engine, query)
+    finally:
+        engine.dispose()
+    if migrated_db.startswith("postgresql"):
+        assert "Bitmap Index Scan on ix_responses_attributes" in found, found
+        assert "Index Cond: (attributes @> jsonb_build_object('domain'::text, 'food'::text))" in (
+            found
+        ), found
+    else:
+        assert "SCAN attr VIRTUAL TABLE INDEX" in found, found
