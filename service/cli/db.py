@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import typer
 
 from service.cli.app import app, console, fail
@@ -17,7 +15,6 @@ from service.db.engine import (
     require_migrated,
     upgrade,
 )
-from service.db.schema import utcnow
 from service.settings import get_settings
 from service.stores.judgments import drop_raw_text
 
@@ -82,12 +79,11 @@ def db_retain(
     days = raw_days or get_settings().retain_raw_days
     if days is None:
         fail("--raw-days: give the age in days, or set QADI_RETAIN_RAW_DAYS")
-    before = utcnow() - timedelta(days=days)
     url = database_url(database_url_)
     engine = make_engine(url)
     with reaching(engine):
         require_migrated(engine)
-        dropped = drop_raw_text(make_sessionmaker(engine), before)
+        before, dropped = drop_raw_text(make_sessionmaker(engine), days)
     console.print(
         f"judgments made before {before:%Y-%m-%d %H:%M} UTC: {dropped} lost their raw reply "
         "and rationale; verdicts, scores and confidences kept",

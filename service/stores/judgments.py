@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import insert, or_, select, update
@@ -164,12 +164,13 @@ def project_batcher(
 RETENTION_BATCH = 5_000  # judgments per transaction: short locks, memory bounded by the batch
 
 
-def drop_raw_text(factory: sessionmaker[Session], before: datetime) -> int:
-    """Empty the raw replies and rationales of judgments made before `before`, walking them
-    in (created_at, id) order a batch per transaction, and return how many judgments lost
-    them. What a report reads stays (verdicts, scores, criteria marks, confidences,
+def drop_raw_text(factory: sessionmaker[Session], days: int) -> tuple[datetime, int]:
+    """Empty the raw replies and rationales of judgments more than `days` days old, walking
+    them in (created_at, id) order a batch per transaction; return the cut-off and how many
+    judgments lost them. What a report reads stays (verdicts, scores, criteria marks, confidences,
     probabilities): the period's reports are the same after (docs/explanation/performance.md,
     "Storage")."""
+    before = utcnow() - timedelta(days=days)
     dropped, last = 0, None
     while True:
         with session_scope(factory) as session:
@@ -182,7 +183,7 @@ def drop_raw_text(factory: sessionmaker[Session], before: datetime) -> int:
                 query.order_by(JudgmentRow.created_at, JudgmentRow.id).limit(RETENTION_BATCH)
             ).all()
             if not batch:
-                return dropped
+                return before, dropped
             emptied = session.execute(
                 update(JudgmentRow)
                 .where(
