@@ -38,7 +38,7 @@ $(RUNTIME):
 
 $(FULL):
 	$(prepare)
-	$(PY) -m pip install --quiet -c $(LOCKED) -e ".[test,ray,docs]" -e "./clients/python[inspect]"
+	$(PY) -m pip install --quiet -c $(LOCKED) -e ".[test,ray,docs,export]" -e "./clients/python[inspect]"
 	@touch $@ $(RUNTIME)
 
 # the port is checked first, before minutes of installing: a taken one stops `make run` at once

@@ -7,6 +7,7 @@ from service.cli import (  # noqa: F401  (registers commands)
     db,
     demo,
     estimate,
+    export,
     grades,
     judge,
     judges_check,

@@ -171,7 +171,7 @@ def test_make_run_installs_the_runtime_and_make_test_everything(tmp_path):
     # the runtime only (no [test], [ray], inspect), constrained to requirements.lock's pins
     assert re.search(r"pip install --quiet -c \S+/locked-\w+\.txt -e \.$", install), install
     test = make_dry_run("test", tmp_path / "venv")
-    assert '-e ".[test,ray,docs]" -e "./clients/python[inspect]"' in test
+    assert '-e ".[test,ray,docs,export]" -e "./clients/python[inspect]"' in test
     assert "requirements.lock >" in test
 
 

@@ -1,0 +1,1 @@
+"""Writing what qadi stores in formats other tools read (`qadi export`)."""
