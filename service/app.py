@@ -31,6 +31,7 @@ from service.db.engine import open_database, session_scope, storage_guard
 from service.errors import StorageUnavailable
 from service.judging.grading import GradingService
 from service.recalibration.runner import Recalibrator
+from service.reporting.pool import ReportPool
 from service.settings import Settings, get_settings
 from service.stores.projects import require_project
 from service.web import install as install_workbench
@@ -60,6 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     judging = GradingService(settings, sessions, grader)
     recalibrator = Recalibrator(sessions)
+    reports = ReportPool(settings.report_workers)  # estimates off the request path
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -75,6 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 with suppress(asyncio.CancelledError):
                     await task
             await judging.drain()  # grades still waiting for the database
+            reports.close()
             sessions.kw["bind"].dispose()  # hand the pooled connections back to the server
 
     # FastAPIOffline: /docs and /redoc load Swagger UI and ReDoc from files in the package,
@@ -88,6 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.grader = grader
     app.state.judging = judging
     app.state.recalibrator = recalibrator
+    app.state.reports = reports
     app.state.gauges = CalibrationGauges(
         settings.metrics_report_judges, settings.metrics_report_strata
     )

@@ -153,6 +153,13 @@ class Settings(BaseSettings):
         "https://qadi.example.org); default: the address a request came to, and for `qadi "
         "sme invite` http://127.0.0.1:QADI_PORT",
     )
+    report_workers: int = Field(
+        default=1,
+        ge=0,
+        le=64,
+        description="worker processes that compute POST /estimates, off the process that "
+        "serves POST /judge (made at the first estimate); 0 computes in the request's thread",
+    )
     retain_raw_days: int | None = Field(
         default=None,
         ge=1,

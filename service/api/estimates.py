@@ -21,9 +21,8 @@ from calibration.render.estimate import to_html, to_markdown
 from service.api.deps import GradesKey
 from service.api.errors import ErrorsWithoutInput
 from service.api.pagination import naive_utc
-from service.db.engine import session_scope
-from service.reporting.estimates import corrected_means
-from service.stores.calibration import Selection, rows_from_db
+from service.reporting.estimates import corrected_means, estimate_over_database
+from service.stores.calibration import Selection
 
 router = APIRouter(tags=["calibration"], route_class=ErrorsWithoutInput)
 
@@ -66,20 +65,24 @@ def _invalid(field: str, messages: list[str]) -> JSONResponse:
 
 
 @router.post("/estimates", summary="Judge-corrected mean scores (PPI++), per judge and stratum")
-def create_estimate(body: EstimateRequest, request: Request, caller: GradesKey):
-    """Over the caller's project's grades and judgments only (or the rows sent inline)."""
+async def create_estimate(body: EstimateRequest, request: Request, caller: GradesKey):
+    """Over the caller's project's grades and judgments only (or the rows sent inline),
+    computed in a report worker process (service/reporting/pool.py), off the request path."""
     options = EstimateOptions(**body.model_dump(include=set(EstimateOptions.model_fields)))
-    if body.grades is not None:
-        try:
-            rows = parse_records(body.grades)
-        except GradeFormatError as exc:
-            return _invalid("grades", exc.problems)
-        inputs: dict[str, Any] = {"source": "request"}
-    else:
-        with session_scope(request.app.state.sessions) as session:
-            rows, inputs = rows_from_db(session, caller.project, _selection(body))
+    pool = request.app.state.reports
     try:
-        report = corrected_means(rows, options, inputs)
+        if body.grades is not None:
+            try:
+                rows = parse_records(body.grades)
+            except GradeFormatError as exc:
+                return _invalid("grades", exc.problems)
+            report = await pool.run(corrected_means, rows, options, {"source": "request"})
+        else:
+            url = request.app.state.settings.database_url
+            selection = _selection(body)
+            report = await pool.run(
+                estimate_over_database, url, caller.project, selection, options
+            )
     except ValueError as exc:
         field, _, message = str(exc).partition(": ")
         return _invalid(field if message else "grades", [message or str(exc)])

@@ -11,6 +11,8 @@ from calibration.estimate import EstimateOptions, estimate
 from calibration.formats.interchange import GradeRow
 from calibration.on_scale import clip_estimate
 from calibration.render.estimate import to_html, to_markdown
+from service.db.engine import session_scope
+from service.stores.calibration import Selection, rows_from_db
 
 
 def options_error(exc: ValidationError) -> str:
@@ -51,3 +53,15 @@ def with_estimate(
     section = to_html(found, standalone=False)
     html = html.replace("</body>", section + "</body>", 1) if "</body>" in html else html + section
     return report, f"{markdown}\n{to_markdown(found)}", html
+
+
+def estimate_over_database(
+    url: str, project: str, selection: Selection, options: EstimateOptions
+) -> dict[str, Any]:
+    """`POST /estimates` over the database, as a report worker runs it (service/reporting/
+    pool.py): the project's rows read here, in the worker, and their corrected means."""
+    from service.reporting.pool import worker_sessions
+
+    with session_scope(worker_sessions(url)) as session:
+        rows, inputs = rows_from_db(session, project, selection)
+    return corrected_means(rows, options, inputs)

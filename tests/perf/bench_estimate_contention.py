@@ -1,0 +1,102 @@
+"""POST /judge latency while POST /estimates computes over a database of N judgments, with
+the estimate in the serving process's thread pool (QADI_REPORT_WORKERS=0, as before issue 39)
+and in a report worker process (1, the default), in one run, against an idle baseline.
+
+Judges are the stand-ins (no network); auth is off; one service process each time.
+
+Run: PYTHONPATH=. .venv/bin/python tests/perf/bench_estimate_contention.py --judgments 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import ROOT, free_port
+from tests.perf.judgment_db import populate
+from tests.perf.load_judge import Service
+
+ESTIMATE = {"rubric": "kinayat-explanation", "by": ["candidate_model"], "scale_min": 1,
+            "scale_max": 5}  # fmt: skip
+
+
+def body(number: int) -> dict:
+    return {"rubric_id": "kinayat-explanation", "candidate_model": "gpt-4o",
+            "judges": ["stand-in-good"], "response": f"answer {number} about patience",
+            "reference": "patience brings relief"}  # fmt: skip
+
+
+async def judge_latencies(client: httpx.AsyncClient, seconds: float, start: int) -> list[float]:
+    """POST /judge one after another for `seconds`, each a new answer (no cache hit)."""
+    latencies, number, stop = [], start, time.monotonic() + seconds
+    while time.monotonic() < stop:
+        began = time.perf_counter()
+        response = await client.post("/judge", json=body(number))
+        assert response.status_code == 200, response.text
+        latencies.append(time.perf_counter() - began)
+        number += 1
+    return latencies
+
+
+async def estimates_until(client: httpx.AsyncClient, stop: asyncio.Event) -> int:
+    done = 0
+    while not stop.is_set():
+        response = await client.post("/estimates", json=ESTIMATE, timeout=600)
+        assert response.status_code == 200, response.text
+        done += 1
+    return done
+
+
+async def measure(base: str, seconds: float) -> dict[str, list[float] | int]:
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        await client.post("/judge", json=body(-1))  # the library rubric stored on first use
+        await client.post("/estimates", json=ESTIMATE, timeout=600)  # the worker started
+        idle = await judge_latencies(client, seconds, 0)
+        stop = asyncio.Event()
+        heavy = asyncio.create_task(estimates_until(client, stop))
+        busy = await judge_latencies(client, seconds, 1_000_000)
+        stop.set()
+        estimates = await heavy
+    return {"idle": idle, "busy": busy, "estimates": estimates}
+
+
+def p(values: list[float], q: float) -> float:
+    return 1000 * sorted(values)[min(len(values) - 1, int(q * len(values)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--judgments", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        url = f"sqlite:///{workdir / 'bench.db'}"
+        populate(url, args.judgments)
+        print(f"judgments={args.judgments} (SQLite), {args.seconds:.0f} s per phase")
+        for workers in ("0", "1"):
+            service = Service(url, ROOT / "service/sample/judges.yaml", free_port(), workdir,
+                              {"QADI_REPORT_WORKERS": workers})  # fmt: skip
+            service.start()
+            try:
+                found = asyncio.run(measure(f"http://127.0.0.1:{service.port}", args.seconds))
+            finally:
+                service.stop()
+            idle, busy = found["idle"], found["busy"]
+            print(
+                f"QADI_REPORT_WORKERS={workers}: POST /judge p50/p95 idle "
+                f"{p(idle, .5):.1f}/{p(idle, .95):.1f} ms, during estimates "
+                f"{p(busy, .5):.1f}/{p(busy, .95):.1f} ms (p50 ratio "
+                f"{statistics.median(busy) / statistics.median(idle):.2f}; "
+                f"{found['estimates']} estimates ran)"
+            )
+
+
+if __name__ == "__main__":
+    main()
