@@ -325,8 +325,9 @@ def _write_records(records: list[dict[str, str]], out_path: Path) -> None:
 
 
 def _write_escalated(reason: str | None, out_path: Path, project: str | None) -> None:
-    """The project's SME queue in the database, as interchange rows with rater and score
-    empty."""
+    """The project's SME queue in the database, as interchange rows with rater, score and
+    rationale empty, each with the texts the SME grades by (as a chosen round's rows)."""
+    from calibration.formats.interchange import neutralise_formula
     from service.db.engine import session_scope
     from service.stores.projects import Tenant
     from service.stores.sme_queue import queued_items
@@ -336,14 +337,20 @@ def _write_escalated(reason: str | None, out_path: Path, project: str | None) ->
     sessions, chosen = open_project(project)
     with session_scope(sessions) as session:
         items = queued_items(session, Tenant(chosen), reason)
+        guides = {ref: _guide(session, chosen, ref) for ref in {i["rubric_ref"] for i in items}}
     # sent at request time only: a calibration sample (`qadi sme sample`) is the workbench's
     items = [item for item in items if item["reason"] in ("escalated", "audit")]
     records = [
         {
             "item_id": item["item_id"],
+            "sme_question": neutralise_formula(item["prompt"]),
+            "sme_answer": neutralise_formula(item["response"]),
+            "sme_reference": neutralise_formula(item["reference"] or ""),
+            "sme_rubric": guides[item["rubric_ref"]],
             "rater": "",
             "rater_kind": "human",
             "score": "",
+            "rationale": "",
             "inclusion_prob": repr(item["inclusion_prob"]),
             "queue_reason": item["reason"],
             "request_id": item["request_id"],
@@ -359,3 +366,15 @@ def _write_escalated(reason: str | None, out_path: Path, project: str | None) ->
         f"{len(records)} item(s) from the SME queue in {out_path} "
         f"({counts['escalated']} escalated, {counts['audit']} audited); texts: GET /sme/queue"
     )
+
+
+def _guide(session, project: str, rubric_ref: str) -> str:
+    """The queued item's rubric as the SME reads it; empty for a rubric sent inline with the
+    request and never stored (the queue keeps only its id@version)."""
+    from rubrics.guide import sme_guide
+    from service.stores.rubrics import RubricNotFound, get_rubric
+
+    try:
+        return sme_guide(get_rubric(session, project, rubric_ref))
+    except RubricNotFound:
+        return ""
