@@ -42,7 +42,7 @@ from scipy import special
 
 from calibration.budget import BudgetModel
 from calibration.design import STRATUM_COLUMN, certainty_units, stratum_key
-from calibration.formats.interchange import GradeRow
+from calibration.formats.interchange import SME_TEXTS, GradeRow, neutralise_formula
 from calibration.metrics import reference_scores
 from calibration.table import GradeTable, build_table
 
@@ -181,20 +181,29 @@ def _allocate(
     return taken
 
 
-def queue_records(queue: Queue) -> list[dict[str, str]]:
-    """Interchange rows with empty rater and score, ready for an SME to fill in, each with
-    its inclusion probability and stratum."""
+def queue_records(
+    queue: Queue, texts: dict[str, dict[str, str | None]] | None = None, guide: str = ""
+) -> list[dict[str, str]]:
+    """Interchange rows with empty score, rater and rationale, ready for an SME to fill in:
+    each with the texts she grades by (`texts`: item id -> question, answer, reference;
+    `guide`: the rubric as she reads it) and its inclusion probability and stratum. Texts
+    starting like a formula are quoted (neutralise_formula): a spreadsheet opens the file."""
     table = queue.table
     columns = sorted({key for i in queue.order for key in table.attributes[i]} - {STRATUM_COLUMN})
     records = []
     for i in queue.order:
         stratum = queue.strata[queue.stratum_of[i]]
+        shown = (texts or {}).get(table.items[i], {})
+        values = (shown.get("question"), shown.get("answer"), shown.get("reference"), guide)
+        cells = zip(SME_TEXTS, values, strict=True)
         records.append(
             {
                 "item_id": table.items[i],
-                "rater": "",
-                "rater_kind": "human",
+                **{name: neutralise_formula(value or "") for name, value in cells},
                 "score": "",
+                "rater": "",
+                "rationale": "",
+                "rater_kind": "human",
                 "inclusion_prob": repr(stratum.inclusion_prob),
                 STRATUM_COLUMN: stratum.key,
                 **{c: table.attributes[i].get(c, "") for c in columns},

@@ -7,7 +7,9 @@ inclusion_prob (the probability the labelling design gave the item of being labe
 optional confidence (a judge row's probability of its verdict, in [0, 1], e.g. from its
 token probabilities: what selective judging thresholds, calibration/selective.py),
 optional project (the qadi project a row was exported from, GET /grades; an import into
-another project refuses the row); every other column is an attribute of the item (a stratum).
+another project refuses the row), optional sme_question, sme_answer, sme_reference and
+sme_rubric (the texts a `qadi sme queue` file shows the SME; read past, never stored); every
+other column is an attribute of the item (a stratum).
 Errors name the row and the field; no row is silently dropped or altered.
 """
 
@@ -32,7 +34,11 @@ REQUIRED = ("item_id", "rater", "rater_kind", "score")
 # inverse), and an estimate resting on one label among a billion would be that label alone.
 MIN_INCLUSION_PROB = 1e-9
 OPTIONAL = ("criteria", "inclusion_prob", "confidence", "rationale", "project")
-COLUMNS = frozenset((*REQUIRED, *OPTIONAL))  # names an attribute cannot have
+# What `qadi sme queue` shows the SME beside each row: the question, the answer, the
+# reference answer and the rubric as she grades by it. Copies of texts the database holds,
+# for reading; an import reads past them (they are not attributes of the item).
+SME_TEXTS = ("sme_question", "sme_answer", "sme_reference", "sme_rubric")
+COLUMNS = frozenset((*REQUIRED, *OPTIONAL, *SME_TEXTS))  # names an attribute cannot have
 
 
 MAX_PROBLEMS = 50  # a file's problems listed; the rest counted (1,350 lines helped no one)
@@ -226,7 +232,7 @@ def _row(record: dict[str, Any], model: type[Row] = GradeRow) -> Row:
                 raise ValueError("criteria: not a JSON object") from None
         else:
             criteria = None
-    known = {*REQUIRED, *OPTIONAL, "attributes"}
+    known = {*REQUIRED, *OPTIONAL, *SME_TEXTS, "attributes"}
     attributes = {
         str(k): str(v) for k, v in record.items() if k not in known and v not in (None, "")
     }

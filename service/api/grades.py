@@ -184,7 +184,13 @@ def list_grades(
     caller: GradesKey,
     item_id: str | None = Query(None, max_length=256),
     rater: str | None = Query(None, max_length=256),
-    rater_kind: str | None = Query(None, pattern="^(human|judge)$"),
+    rater_kind: str | None = Query(
+        None,
+        pattern="^(human|judge)$",
+        description="judge: judge scores imported as grades (a grades file, Inspect, lm-eval) "
+        "only. The service's own judgments are not grades and are not listed here: "
+        "GET /judgments lists them, and `qadi sme queue --from-db` queues SME rounds from them",
+    ),
     attribute: list[str] = Query(default=[], description="key=value, repeatable"),
     format: str = Query("json", pattern="^(json|csv)$", description="csv: every row, unpaged"),
     cursor: str | None = Query(None, max_length=512),

@@ -18,14 +18,17 @@ from service.cli.sme import sme_app
 from service.db.engine import session_scope
 
 
-def _read(grades_file: Path):
+def _read(grades_file: Path, expected: str | None = None):
+    """The grades file's rows, or a clean exit listing its (capped) problems, then what the
+    command expects when it says so (`expected`)."""
     from calibration.formats.interchange import GradeFormatError, read_grades
 
     try:
         return read_grades(grades_file)
     except (GradeFormatError, OSError) as exc:
         problems = getattr(exc, "problems", [str(exc)])
-        fail("\n  ".join([f"{grades_file}: invalid grades", *problems]))
+        tail = [expected] if expected else []
+        fail("\n  ".join([f"{grades_file}: invalid grades", *problems, *tail]))
 
 
 def _options(**values):
@@ -176,9 +179,22 @@ def _summary(report: dict) -> None:
 @sme_app.command("queue")
 def queue(
     grades_file: Path | None = typer.Argument(
-        None, help="CSV/JSONL grades (interchange format); not with --escalated"
+        None, help="CSV/JSONL grades (interchange format); not with --from-db or --escalated"
     ),
     n: int | None = typer.Option(None, "--n", min=1, help="how many items to queue"),
+    from_db: bool = typer.Option(
+        False, "--from-db", help="choose from the human grades and latest ok judgments in the "
+        "DB, as qadi calibrate --from-db selects them, instead of a grades file"
+    ),  # fmt: skip
+    rubric: str | None = typer.Option(
+        None, help=r"id\[@version]: the rubric the SMEs grade by, written in each row; with "
+        "--from-db only its judgments; with a grades file the items' texts are read from "
+        "the DB too"
+    ),  # fmt: skip
+    judges: str | None = JUDGES,
+    metadata: list[str] = METADATA,
+    since: datetime | None = SINCE,
+    until: datetime | None = UNTIL,
     escalated: bool = typer.Option(
         False,
         "--escalated",
@@ -199,27 +215,41 @@ def queue(
 ) -> None:
     """The next N unlabelled items for SMEs: every stratum first gets --floor labels, then
     labels go to the strata whose corrected interval is widest; items are drawn at random
-    inside a stratum. Written in the interchange format with rater and score empty and each
-    item's `inclusion_prob` and `inclusion_stratum`, which `qadi estimate` weights by (keep
-    them when you append the filled file to the grades; see calibration/sme_queue.py).
+    inside a stratum. Written as CSV in UTF-8 with a BOM (spreadsheets then read Arabic),
+    one row per item with its question, answer, reference and the rubric (--rubric), empty
+    score, rater and rationale for the SME, and the item's `inclusion_prob` and
+    `inclusion_stratum`, which `qadi estimate` weights by (keep them when you append the
+    filled file to the grades; see calibration/sme_queue.py).
 
     With --escalated, the items trust at request time sent to the SMEs (docs: how-to,
     "Trust verdicts at request time"), each with its `inclusion_prob` (1 escalated, the audit
     rate audited)."""
     if escalated:
-        if grades_file is not None or n is not None:
-            fail("--escalated lists the database's queue: give no grades file and no --n")
+        if grades_file is not None or n is not None or from_db:
+            fail("--escalated lists the database's queue: give no grades file, --from-db or --n")
         _write_escalated(reason, out_path, project)
         return
-    if grades_file is None or n is None:
-        fail("give a grades file and --n (or --escalated for the items POST /judge escalated)")
+    check_file_or_db(
+        grades_file, from_db, judges=judges, metadata=metadata, since=since, until=until
+    )
+    if n is None:
+        fail("--n: how many items to queue (or --escalated for the items POST /judge escalated)")
     from calibration.sme_queue import choose, queue_records
 
+    if from_db:
+        selection = db_selection(
+            judges=judges, rubric=rubric, metadata=metadata, since=since, until=until
+        )
+        rows, _ = _from_db(project, selection)
+    else:
+        rows = _read(grades_file, QUEUE_INPUT)
     try:
-        found = choose(_read(grades_file), n, by, alpha, seed, floor)
+        found = choose(rows, n, by, alpha, seed, floor)
     except ValueError as exc:  # the option it names is --by; a grades problem says grades
         fail(f"--{exc}" if str(exc).startswith("by:") else str(exc))
-    records = queue_records(found)
+    queued = [found.table.items[i] for i in found.order]
+    texts, guide = _texts(project, rubric, queued) if from_db or rubric else ({}, "")
+    records = queue_records(found, texts, guide)
     _write_records(records, out_path)
     table = Table("stratum", "judged", "labelled", "queued", "inclusion_prob", title="queue")
     for stratum in found.strata.values():
@@ -228,15 +258,64 @@ def queue(
             f"{stratum.inclusion_prob:.4g}",
         )  # fmt: skip
     console.print(table)
+    _warn_missing_texts(records, rubric)
     out.print(
         f"{len(records)} item(s) queued in {out_path}"
         + (f" (only {len(records)} unlabelled)" if len(records) < n else "")
     )
 
 
+# What `qadi sme queue GRADES_FILE` reads, said when the file is something else (regrade's
+# output, a judgments export): the problems alone (1,350 of them) never said it.
+QUEUE_INPUT = (
+    "qadi sme queue reads grades in the interchange format (item_id, rater, rater_kind, "
+    "score: human grades and judge scores, e.g. GET /grades?format=csv or the file "
+    "qadi grades import took); for the judgments stored in the database use --from-db"
+)
+
+
+def _texts(
+    project: str | None, rubric: str | None, item_ids: list[str]
+) -> tuple[dict[str, dict], str]:
+    """The stored question, answer and reference of each queued item, and the rubric as the
+    SME reads it (rubrics/guide.py; empty without --rubric)."""
+    from rubrics.guide import sme_guide
+    from service.stores.answers import texts_of_items
+    from service.stores.rubrics import RubricNotFound, get_rubric
+
+    sessions, chosen = open_project(project)
+    with session_scope(sessions) as session:
+        try:
+            guide = sme_guide(get_rubric(session, chosen, rubric)) if rubric else ""
+        except RubricNotFound as exc:
+            fail(f"--rubric: {exc}")
+        return texts_of_items(session, chosen, item_ids), guide
+
+
+def _warn_missing_texts(records: list[dict[str, str]], rubric: str | None) -> None:
+    """Say what an SME cannot grade from the file alone."""
+    if rubric is None and records:
+        console.print(
+            "[yellow]warning:[/yellow] no --rubric: the file shows the SMEs no rubric (and, "
+            "from a grades file, no question or answer); give --rubric ID to write them",
+            markup=True, highlight=False,
+        )  # fmt: skip
+        if not any(r["sme_answer"] for r in records):
+            return
+    missing = [r["item_id"] for r in records if not r["sme_answer"]]
+    if missing:
+        console.print(
+            f"[yellow]warning:[/yellow] {len(missing)} item(s) have no stored answer in the "
+            f"project (first: {missing[0]}): their question and answer cells are empty",
+            markup=True, highlight=False,
+        )  # fmt: skip
+
+
 def _write_records(records: list[dict[str, str]], out_path: Path) -> None:
+    """CSV in UTF-8 with a BOM: without it Excel reads the file as the locale's code page
+    and shows Arabic as mojibake; every grades reader accepts the BOM (decode_text)."""
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    with out_path.open("w", newline="", encoding="utf-8") as handle:
+    with out_path.open("w", newline="", encoding="utf-8-sig") as handle:
         fields = list(records[0]) if records else ["item_id", "rater", "rater_kind", "score"]
         for record in records[1:]:  # attributes differ between items: every one a column
             fields += [key for key in record if key not in fields]
@@ -246,8 +325,9 @@ def _write_records(records: list[dict[str, str]], out_path: Path) -> None:
 
 
 def _write_escalated(reason: str | None, out_path: Path, project: str | None) -> None:
-    """The project's SME queue in the database, as interchange rows with rater and score
-    empty."""
+    """The project's SME queue in the database, as interchange rows with rater, score and
+    rationale empty, each with the texts the SME grades by (as a chosen round's rows)."""
+    from calibration.formats.interchange import neutralise_formula
     from service.db.engine import session_scope
     from service.stores.projects import Tenant
     from service.stores.sme_queue import queued_items
@@ -257,14 +337,20 @@ def _write_escalated(reason: str | None, out_path: Path, project: str | None) ->
     sessions, chosen = open_project(project)
     with session_scope(sessions) as session:
         items = queued_items(session, Tenant(chosen), reason)
+        guides = {ref: _guide(session, chosen, ref) for ref in {i["rubric_ref"] for i in items}}
     # sent at request time only: a calibration sample (`qadi sme sample`) is the workbench's
     items = [item for item in items if item["reason"] in ("escalated", "audit")]
     records = [
         {
             "item_id": item["item_id"],
+            "sme_question": neutralise_formula(item["prompt"]),
+            "sme_answer": neutralise_formula(item["response"]),
+            "sme_reference": neutralise_formula(item["reference"] or ""),
+            "sme_rubric": guides[item["rubric_ref"]],
             "rater": "",
             "rater_kind": "human",
             "score": "",
+            "rationale": "",
             "inclusion_prob": repr(item["inclusion_prob"]),
             "queue_reason": item["reason"],
             "request_id": item["request_id"],
@@ -280,3 +366,15 @@ def _write_escalated(reason: str | None, out_path: Path, project: str | None) ->
         f"{len(records)} item(s) from the SME queue in {out_path} "
         f"({counts['escalated']} escalated, {counts['audit']} audited); texts: GET /sme/queue"
     )
+
+
+def _guide(session, project: str, rubric_ref: str) -> str:
+    """The queued item's rubric as the SME reads it; empty for a rubric sent inline with the
+    request and never stored (the queue keeps only its id@version)."""
+    from rubrics.guide import sme_guide
+    from service.stores.rubrics import RubricNotFound, get_rubric
+
+    try:
+        return sme_guide(get_rubric(session, project, rubric_ref))
+    except RubricNotFound:
+        return ""

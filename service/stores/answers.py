@@ -107,6 +107,28 @@ def _existing(session: Session, table, hashes: list[str]) -> dict[str, int]:
     return found
 
 
+def texts_of_items(
+    session: Session, project: str, item_keys: list[str]
+) -> dict[str, dict[str, str | None]]:
+    """The question, answer and reference an SME grades each of `item_keys` by (`qadi sme
+    queue`): the project's stored answer with that id, its latest when several were stored
+    under one id (a re-sent answer); probes are not items. Ids without a stored answer are
+    absent."""
+    found: dict[str, dict[str, str | None]] = {}
+    for chunk in chunked(sorted(set(item_keys))):
+        query = (
+            select(ResponseRow.item_key, ItemRow.prompt, ResponseRow.text, ItemRow.reference)
+            .join(ItemRow, ResponseRow.item_id == ItemRow.id)
+            .where(
+                ResponseRow.project == project, ResponseRow.item_key.in_(chunk), not_a_probe()
+            )
+            .order_by(ResponseRow.id)
+        )
+        for key, prompt, text, reference in session.execute(query):
+            found[key] = {"question": prompt, "answer": text, "reference": reference}
+    return found
+
+
 def answers_from_db(
     session: Session,
     project: str,

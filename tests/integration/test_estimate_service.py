@@ -217,7 +217,7 @@ def test_sme_queue_fills_the_widest_stratum_with_random_unlabelled_items(tmp_pat
     done = qadi("sme", "queue", str(grades), *args)
     assert done.returncode == 0, done.stderr
     assert "segment=thin" in done.stderr and "0.205" in done.stderr  # the per-stratum table
-    with (tmp_path / "q.csv").open() as handle:
+    with (tmp_path / "q.csv").open(encoding="utf-8-sig") as handle:
         queued = list(csv.DictReader(handle))
     assert len(queued) == 40 and {r["segment"] for r in queued} == {"thin"}
     assert {(r["inclusion_prob"], r["inclusion_stratum"]) for r in queued} == {
@@ -267,7 +267,7 @@ def test_queue_then_estimate_weights_the_labels_by_their_design(tmp_path):
     done = qadi("sme", "queue", str(grades), "--n", "60", "--by", "segment", "--out",
                 str(tmp_path / "q.csv"))  # fmt: skip
     assert done.returncode == 0, done.stderr
-    with (tmp_path / "q.csv").open() as handle:
+    with (tmp_path / "q.csv").open(encoding="utf-8-sig") as handle:
         queued = _fill(list(csv.DictReader(handle)), truth)
     appended = write_csv([*queued, *records], tmp_path / "all.csv")
     out = tmp_path / "e.json"

@@ -12,6 +12,8 @@ unsure (0.5) on the 8 hard ones; `strong` is right on all with confidence 0.9; `
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 import yaml
 
@@ -202,9 +204,17 @@ def test_an_item_nobody_trusts_is_escalated_to_the_sme_queue(calibrated, tmp_pat
     done = run_cli("sme", "queue", "--escalated", "--out", str(out),
                    env={"QADI_DATABASE_URL": service.settings.database_url})  # fmt: skip
     assert done.returncode == 0, done.stderr
-    lines = out.read_text().splitlines()
-    assert lines[0].startswith("item_id,rater,rater_kind,score,inclusion_prob,queue_reason")
-    assert any(line.startswith("item-101,,human,,1.0,escalated,") for line in lines[1:])
+    assert out.read_bytes().startswith(b"\xef\xbb\xbf")  # UTF-8 with a BOM, for spreadsheets
+    with out.open(encoding="utf-8-sig", newline="") as handle:
+        rows = {r["item_id"]: r for r in csv.DictReader(handle)}
+    assert list(rows["item-101"])[:5] == [
+        "item_id", "sme_question", "sme_answer", "sme_reference", "sme_rubric"
+    ]  # fmt: skip
+    assert rows["item-101"]["sme_answer"] == "answer number 101."
+    assert rows["item-101"]["sme_rubric"].startswith(item["rubric_ref"])
+    assert (rows["item-101"]["rater"], rows["item-101"]["score"]) == ("", "")
+    assert rows["item-101"]["rationale"] == "" and rows["item-101"]["inclusion_prob"] == "1.0"
+    assert rows["item-101"]["queue_reason"] == "escalated"
 
 
 def test_a_judge_no_threshold_certifies_abstains(calibrated):
