@@ -30,12 +30,16 @@ Where qadi departs from the reference code (and why):
   items confident enough to pass it; one chance disagreement there ends the walk, and the
   judge trusts almost nothing (measured in tests/stats/test_selective.py: a cheap judge that
   is right on 75% of items trusted 24–31% of them). The reference starts wherever 30 items
-  pass. qadi runs four chains instead, started where n0, 2·n0, 4·n0 and 8·n0 calibration
-  items pass, each at δ/4 (Bonferroni: the chance that any chain rejects a true hypothesis
-  stays ≤ δ), and keeps the most lenient threshold any chain certified; the same judge then
-  trusted 47–85%. n0 = ⌈log(δ/4) / log(1 − α)⌉ is the fewest items on which a perfect record
-  can pass, so no chain starts with a test that cannot reject. The starts depend on neither
-  the labels nor any tuning. A larger `min_items` can be asked for.
+  pass. qadi picks its chains by the calibration size alone (`chain_plan`): from SPLIT_FROM
+  items on, four chains, started where n0, 2·n0, 4·n0 and 8·n0 calibration items pass, each
+  at δ/4 (Bonferroni: the chance that any chain rejects a true hypothesis stays ≤ δ),
+  keeping the most lenient threshold any chain certified; the same judge then trusted
+  47–85%. Below SPLIT_FROM, one chain at the full δ started at n0: the later chains would
+  start where little is left to test, and the split of δ costs the first chain more than
+  they win (tests/perf/selective_chains.py). n0 = ⌈log(δ') / log(1 − α)⌉ at a chain's level
+  δ' is the fewest items on which a perfect record can pass, so no chain starts with a test
+  that cannot reject. Since the plan depends on n, α and δ only, never on the labels, the
+  guarantee holds for each plan and so for the rule. A larger `min_items` can be asked for.
 - A cascade (a cheap judge first, escalating to stronger ones, then to SMEs) is calibrated as
   one selective evaluator: a single common threshold t applies to every stage's confidence,
   the first stage with c ≥ t decides, and one fixed-sequence walk over t tests the
@@ -61,6 +65,7 @@ Where qadi departs from the reference code (and why):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -69,14 +74,15 @@ from scipy import stats
 
 Agreement = Literal["exact", "within"]
 GRID = np.round(np.linspace(0.0, 1.0, 1001), 3)  # candidate thresholds, strictest first below
-CHAINS = 4  # fixed-sequence chains, started at n0, 2·n0, 4·n0, 8·n0 trusted items, δ/4 each
+CHAINS = 4  # the most chains: started at n0, 2·n0, 4·n0, 8·n0 trusted items, δ/4 each
+SPLIT_FROM = 500  # calibration items from which δ is split over CHAINS chains (chain_plan)
 METHOD = (
-    "fixed-sequence testing over a fixed threshold grid in 4 chains at δ/4 each (Bonferroni), "
-    "exact binomial test of H0: P(disagree | confidence ≥ λ) > α (Jung et al. 2025, §2)"
+    "fixed-sequence testing over a fixed threshold grid, {chains}, exact binomial test of "
+    "H0: P(disagree | confidence ≥ λ) > α (Jung et al. 2025, §2)"
 )
 CASCADE_METHOD = (
-    "one fixed-sequence walk over a threshold common to every stage; the first stage "
-    "whose confidence reaches it decides (qadi's exact variant of Jung et al. 2025, §3)"
+    "fixed-sequence testing over a threshold common to every stage, {chains}; the first "
+    "stage whose confidence reaches it decides (qadi's exact variant of Jung et al. 2025, §3)"
 )
 
 
@@ -125,7 +131,8 @@ class Threshold(BaseModel):
     coverage: float | None = Field(description="share of calibration items trusted")
     agreement: float | None = Field(description="realised agreement of the trusted ones")
     agreement_lower_bound: float | None = Field(
-        description="1 − Clopper-Pearson upper bound of disagreement at 1 − δ/4 (a chain's level)"
+        description="1 − Clopper-Pearson upper bound of disagreement at 1 − a chain's level "
+        "(δ with one chain, δ/k with k)"
     )
     min_items: int = Field(description="fewest trusted items a candidate threshold needs")
     tested: int = Field(description="candidate thresholds tested before the walk stopped")
@@ -157,6 +164,46 @@ def deciding_stage(confidence: np.ndarray, t: float) -> np.ndarray:
     return np.where(reached.any(axis=1), first, -1)
 
 
+@dataclass(frozen=True)
+class Chains:
+    """The fixed-sequence chains one calibration runs: each starts at the strictest threshold
+    with at least its start's trusted items and tests at `level` (δ split evenly over the
+    chains, Bonferroni). Chosen from n, α and δ alone (`chain_plan`), never from the labels,
+    so the guarantee holds for whichever plan a calibration set gets."""
+
+    starts: tuple[int, ...]
+    level: float
+
+    def describe(self) -> str:
+        """The plan as a method string names it (every stored guarantee carries it)."""
+        starts = ", ".join(str(s) for s in self.starts)
+        if len(self.starts) == 1:
+            return f"1 chain at the full δ, started at {starts} trusted items"
+        k = len(self.starts)
+        return f"{k} chains at δ/{k} each (Bonferroni), started at {starts} trusted items"
+
+
+def chain_plan(
+    n: int, alpha: float, delta: float, requested_min_items: int | None = None
+) -> Chains:
+    """The chains for n calibration items (n, α and δ only: never the labels).
+
+    Below SPLIT_FROM items, one chain at the full δ, started at the fewest items a perfect
+    record can pass on. Split four ways, δ/4 raises that start (22 → 36 items at α = δ =
+    0.1) and every test's bar, and the later chains start where few thresholds are left to
+    test: at 400 items of the planted-confidence model the four chains trusted 0.040 of the
+    items and abstained in 71% of runs, one chain 0.066 and 40%. From SPLIT_FROM on, CHAINS
+    chains at δ/CHAINS, started at n0, 2·n0, 4·n0, 8·n0: a walk from the strictest
+    threshold stops at the first chance disagreement among the surest verdicts, and a chain
+    started further down still certifies the lenient thresholds (an honest judge at 1,000
+    items: 0.166 with one chain, 0.242 with four). tests/perf/selective_chains.py measures
+    both over n and confidence models; docs/explanation/selective-judging.md has the table.
+    """
+    count = CHAINS if n >= SPLIT_FROM else 1
+    start = max(min_items(alpha, delta / count), requested_min_items or 0)
+    return Chains(tuple(start * 2**i for i in range(count)), delta / count)
+
+
 def calibrate_threshold(
     confidence: np.ndarray,
     agree: np.ndarray,
@@ -164,25 +211,29 @@ def calibrate_threshold(
     delta: float,
     stage_names: list[str] | None = None,
     requested_min_items: int | None = None,
+    chains: Chains | None = None,
 ) -> Threshold:
     """The threshold of a judge (one column) or a cascade (columns in escalation order).
 
     `confidence` and `agree` are items × stages: stage k's confidence in its verdict on item
     i and whether that verdict agrees with the humans (NaN where stage k gave no verdict).
-    Every row is an SME-labelled calibration item.
+    Every row is an SME-labelled calibration item. `chains` overrides `chain_plan` (to
+    compare procedures; a stored guarantee names the plan it was certified with).
     """
     confidence, agree = _as_matrix(confidence), _as_matrix(agree)
     names = stage_names or [f"stage {k + 1}" for k in range(confidence.shape[1])]
-    floor = max(min_items(alpha, delta / CHAINS), requested_min_items or 0)
-    method = METHOD if confidence.shape[1] == 1 else CASCADE_METHOD
+    n = confidence.shape[0]
+    plan = chains or chain_plan(n, alpha, delta, requested_min_items)
+    floor = plan.starts[0]
+    template = METHOD if confidence.shape[1] == 1 else CASCADE_METHOD
+    method = template.format(chains=plan.describe())
     usable = ~np.isnan(confidence) & ~np.isnan(agree)
     confidence = np.where(usable, confidence, np.nan)
-    n = confidence.shape[0]
     grid = GRID[::-1]
     trusted, disagree = _counts(confidence, agree)
     reached, tested = -1, 0
-    for chain in range(CHAINS):
-        last, steps = _walk(trusted, disagree, floor * 2**chain, alpha, delta / CHAINS)
+    for start in plan.starts:
+        last, steps = _walk(trusted, disagree, start, alpha, plan.level)
         reached, tested = max(reached, last), tested + steps
     last = None if reached < 0 else float(grid[reached])
     monotone = {
@@ -221,7 +272,7 @@ def calibrate_threshold(
         n_trusted=n_t,
         coverage=n_t / n,
         agreement=1 - k / n_t,
-        agreement_lower_bound=1 - disagreement_upper_bound(k, n_t, delta / CHAINS),
+        agreement_lower_bound=1 - disagreement_upper_bound(k, n_t, plan.level),
         min_items=floor,
         tested=tested,
         stages={name: int((stage == j).sum()) for j, name in enumerate(names)},

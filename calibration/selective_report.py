@@ -91,7 +91,10 @@ class SelectiveRow(BaseModel):
 
 
 class SelectiveSection(BaseModel):
-    method: str
+    method: str = Field(
+        description="each distinct method of the rows ('; ' between): the chains a threshold "
+        "runs depend on its stratum's calibration size, a cascade's walk differs from a judge's"
+    )
     alpha: float
     delta: float
     confidence: Literal["token", "panel"]
@@ -202,7 +205,7 @@ def selective_section(
             binding["jury"] = fitted.model_dump()
         add_rows(">".join(stages), stages, conf, hits, usable, binding, fitted)
     return SelectiveSection(
-        method=rows[0].result.method if rows else "",
+        method="; ".join(dict.fromkeys(row.result.method for row in rows)),
         alpha=options.alpha,
         delta=options.delta,
         confidence=options.confidence,

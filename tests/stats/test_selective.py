@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calibration.design import equal_probability_sample
-from calibration.selective import calibrate_threshold, deciding_stage
+from calibration.selective import SPLIT_FROM, Chains, calibrate_threshold, deciding_stage
 from calibration.table import GradeTable
 from tests.stats.conftest import Reps, check_rate, check_value, record
 
@@ -90,14 +90,20 @@ def population(scenario: Scenario, seed: int) -> Truth:
     return Truth(*scenario(np.random.default_rng(seed), POPULATION))
 
 
-def run(scenario: Scenario, n: int, reps: int, stages: list[int], seed: int):
+def run(
+    scenario: Scenario, n: int, reps: int, stages: list[int], seed: int,
+    chains: Chains | None = None,
+):  # fmt: skip
+    """`chains`: a fixed plan instead of qadi's choice by n (calibration.selective.chain_plan)."""
     truth = population(scenario, seed)
     rng = np.random.default_rng(seed + 1)
     failures, coverage, abstained = 0, [], 0
     for _ in range(reps):
         confidence, p_agree = scenario(rng, n)
         agree = (rng.uniform(size=p_agree.shape) < p_agree).astype(float)
-        result = calibrate_threshold(confidence[:, stages], agree[:, stages], ALPHA, DELTA)
+        result = calibrate_threshold(
+            confidence[:, stages], agree[:, stages], ALPHA, DELTA, chains=chains
+        )
         risk, covered = truth.at(result.threshold, stages)
         failures += risk > ALPHA
         coverage.append(covered)
@@ -114,8 +120,37 @@ def test_the_guarantee_holds_for_an_honest_judge_and_coverage_grows_with_labels(
         check_rate("selective: guarantee fails", failures, reps, DELTA, "at_most", setting)
         record("selective: coverage", coverage[n], f"{setting}, oracle {oracle:.3f}")
     # the guarantee is not bought by trusting nothing: more labels certify more verdicts,
-    # approaching what an infinite calibration set would trust
-    assert coverage[60] <= coverage[300] < coverage[1000] < coverage[3000] <= oracle
+    # approaching what an infinite calibration set would trust. Below SPLIT_FROM one chain
+    # starts at 22 trusted items, 37% of 60 but 7% of 300, so 60 and 300 labels trust about
+    # as much (0.083 and 0.091 over 1,000 repetitions); four chains take over from 500.
+    assert max(coverage[60], coverage[300]) < coverage[1000] < coverage[3000] <= oracle
+
+
+def planted(rng, n):
+    """Issue 41's model: confidence ~ U(0.2, 1), right with probability equal to it."""
+    c = rng.uniform(0.2, 1.0, n)
+    return c[:, None], c[:, None]
+
+
+FOUR_CHAINS = Chains((36, 72, 144, 288), DELTA / 4)  # the procedure before issue 41
+
+
+def test_one_chain_below_the_split_keeps_the_guarantee_and_trusts_more_than_four():
+    """Below SPLIT_FROM calibration items qadi runs one chain at the full δ
+    (calibration.selective.chain_plan): its guarantee holds, and on the planted model it
+    trusts more and abstains less than the four chains at δ/4 it replaced there."""
+    reps = Reps(fast=300, long=2000).n
+    for n in (200, 400):
+        assert n < SPLIT_FROM
+        failures, chosen, abstained, oracle = run(planted, n, reps, [0], seed=71)
+        setting = f"planted, n={n}, one chain"
+        check_rate("selective: guarantee fails", failures, reps, DELTA, "at_most", setting)
+        _, four, four_abstained, _ = run(planted, n, reps, [0], seed=71, chains=FOUR_CHAINS)
+        record("selective: coverage", chosen, f"{setting}, oracle {oracle:.3f}")
+        record("selective: coverage", four, f"planted, n={n}, four chains at δ/4")
+        record("selective: abstains", abstained / reps, setting)
+        record("selective: abstains", four_abstained / reps, f"planted, n={n}, four chains")
+        assert chosen > four and abstained < four_abstained, (n, chosen, four)
 
 
 def test_a_judge_that_is_never_good_enough_abstains():

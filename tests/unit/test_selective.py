@@ -6,13 +6,18 @@ import numpy as np
 import pytest
 
 from calibration.selective import (
+    SPLIT_FROM,
+    Chains,
     agreement_exact,
     agreement_within,
     calibrate_threshold,
+    chain_plan,
     deciding_stage,
     disagreement_upper_bound,
     min_items,
 )
+
+FOUR_CHAINS = Chains((36, 72, 144, 288), 0.025)  # qadi's only procedure before issue 41
 
 
 def test_min_items_is_the_smallest_perfect_record_that_passes():
@@ -28,24 +33,63 @@ def test_clopper_pearson_bound_of_a_perfect_record():
     assert disagreement_upper_bound(5, 5, 0.1) == 1.0
 
 
-def test_chains_start_where_a_perfect_record_can_pass_at_their_share_of_delta():
-    # four chains at δ/4 = 0.025: 0.9^35 = 0.0250 > 0.025, 0.9^36 = 0.0225 ≤ 0.025
+def test_a_small_calibration_set_runs_one_chain_at_the_full_delta():
+    # one chain at δ = 0.1: 0.9^21 = 0.109 > 0.1, 0.9^22 = 0.098 ≤ 0.1
+    assert SPLIT_FROM == 500
+    assert chain_plan(499, 0.1, 0.1) == Chains((22,), 0.1)
     result = calibrate_threshold(np.full(10, 0.99), np.ones(10), alpha=0.1, delta=0.1)
+    assert result.min_items == 22
+    assert "1 chain at the full δ, started at 22 trusted items" in result.method
+
+
+def test_a_large_calibration_set_runs_four_chains_at_their_share_of_delta():
+    # four chains at δ/4 = 0.025: 0.9^35 = 0.0250 > 0.025, 0.9^36 = 0.0225 ≤ 0.025
+    assert chain_plan(500, 0.1, 0.1) == FOUR_CHAINS
+    # a larger min_items moves every start, not the level
+    assert chain_plan(500, 0.1, 0.1, requested_min_items=50) == Chains((50, 100, 200, 400), 0.025)
+    assert chain_plan(100, 0.1, 0.1, requested_min_items=50) == Chains((50,), 0.1)
+    rng = np.random.default_rng(0)
+    result = calibrate_threshold(rng.uniform(size=600), np.ones(600), alpha=0.1, delta=0.1)
     assert result.min_items == 36
+    assert "4 chains at δ/4 each (Bonferroni), started at 36, 72, 144, 288" in result.method
 
 
 def test_a_clean_confident_band_is_trusted_and_a_noisy_one_is_not():
     # 40 verdicts at confidence 0.95, all agreeing; 40 at 0.5, half disagreeing.
-    # Chain 1 (≥ 36 items): any t in (0.5, 0.95]: n = 40, k = 0, p = 0.9^40 = 0.015 ≤ 0.025;
-    # at t = 0.5: n = 80, k = 20, p = P(Bin(80, 0.1) ≤ 20) ≈ 1 → stops. Chain 2 (≥ 72)
-    # starts at t = 0.5 and stops at once; chains 3 and 4 (≥ 144, 288) have nothing to test.
+    # One chain (≥ 22 items, δ = 0.1): any t in (0.5, 0.95]: n = 40, k = 0,
+    # p = 0.9^40 = 0.015 ≤ 0.1; at t = 0.5: n = 80, k = 20, p = P(Bin(80, 0.1) ≤ 20) ≈ 1 → stops.
     confidence = np.r_[np.full(40, 0.95), np.full(40, 0.5)]
     agree = np.r_[np.ones(40), np.tile([1.0, 0.0], 20)]
     result = calibrate_threshold(confidence, agree, alpha=0.1, delta=0.1)
     assert result.threshold == pytest.approx(0.501)
     assert (result.n_trusted, result.coverage, result.agreement) == (40, 0.5, 1.0)
-    # Clopper-Pearson at 1 − δ/4 with no disagreement: 1 − 0.025^(1/40)
-    assert result.agreement_lower_bound == pytest.approx(0.025 ** (1 / 40), abs=1e-6)
+    # Clopper-Pearson at 1 − δ with no disagreement: 1 − 0.1^(1/40)
+    assert result.agreement_lower_bound == pytest.approx(0.1 ** (1 / 40), abs=1e-6)
+
+
+def test_one_chain_trusts_a_small_clean_band_the_four_chains_cannot_test():
+    # 30 verdicts at 0.95, all agreeing, above 370 at 0.5 of which half disagree.
+    # One chain (≥ 22, δ = 0.1): t in (0.5, 0.95]: n = 30, k = 0, p = 0.9^30 = 0.042 ≤ 0.1.
+    # Four chains (≥ 36, δ/4): 30 < 36, so the first testable t is 0.5 (n = 400, k = 185),
+    # which fails: every chain stops at once and the judge abstains.
+    confidence = np.r_[np.full(30, 0.95), np.full(370, 0.5)]
+    agree = np.r_[np.ones(30), np.tile([1.0, 0.0], 185)]
+    chosen = calibrate_threshold(confidence, agree, alpha=0.1, delta=0.1)
+    old = calibrate_threshold(confidence, agree, alpha=0.1, delta=0.1, chains=FOUR_CHAINS)
+    assert chosen.threshold == pytest.approx(0.501) and chosen.n_trusted == 30
+    assert old.threshold is None and old.n_trusted == 0
+
+
+def test_at_400_items_of_the_planted_model_the_chosen_procedure_trusts_more():
+    """Issue 41, point 9: confidence c ~ U(0.2, 1), right with probability c, 400 items."""
+    rng = np.random.default_rng(9)
+    confidence = rng.uniform(0.2, 1.0, 400)
+    agree = (rng.uniform(size=400) < confidence).astype(float)
+    chosen = calibrate_threshold(confidence, agree, alpha=0.1, delta=0.1)
+    old = calibrate_threshold(confidence, agree, alpha=0.1, delta=0.1, chains=FOUR_CHAINS)
+    assert old.threshold is not None and chosen.threshold is not None
+    assert chosen.n_trusted > old.n_trusted
+    assert chosen.threshold < old.threshold
 
 
 def test_when_no_threshold_passes_the_judge_abstains_on_everything():
@@ -61,7 +105,7 @@ def test_when_no_threshold_passes_the_judge_abstains_on_everything():
 def test_too_few_calibration_items_abstain_with_the_reason():
     result = calibrate_threshold(np.full(10, 0.99), np.ones(10), alpha=0.1, delta=0.1)
     assert result.threshold is None and result.tested == 0
-    assert "10 calibration item(s)" in (result.reason or "") and "≥ 36" in (result.reason or "")
+    assert "10 calibration item(s)" in (result.reason or "") and "≥ 22" in (result.reason or "")
 
 
 def test_a_missing_confidence_is_never_trusted():

@@ -34,18 +34,18 @@ def grades(judged: dict[str, list[tuple[float, float | None]]], truth: list[floa
 
 
 def test_a_threshold_by_hand():
-    # α = δ = 0.5: the fewest items a chain may start at is 3 ((1/2)^3 ≤ δ/4 = 1/8). Items by
+    # α = 1/4, δ = 1/2, six items: one chain at the full δ (chain_plan), started at the
+    # fewest items a perfect record passes on, 3 ((3/4)^3 = 27/64 ≤ 1/2 < (3/4)^2). Items by
     # confidence: 0.9 ×3 right, 0.8 right, 0.7 wrong, 0.6 wrong. From the strictest grid
     # threshold down, every t in (0.7, 0.9] trusts 3 or 4 items with no disagreement
-    # (P(Bin(4, ½) ≤ 0) = 1/16 ≤ 1/8); at t = 0.700 five items and one disagreement give
-    # P(Bin(5, ½) ≤ 1) = 6/32 > 1/8 and the walk stops. The other chains start at ≥ 6 items
-    # and reject nothing. So t̂ = 0.701, trusting the 4 sure items.
+    # (P(Bin(4, ¼) ≤ 0) = 81/256 ≤ 1/2); at t = 0.700 five items and one disagreement give
+    # P(Bin(5, ¼) ≤ 1) = 648/1024 > 1/2 and the walk stops. So t̂ = 0.701, trusting the 4.
     table = grades({"j": [(1, .9), (2, .9), (3, .9), (4, .8), (1, .7), (1, .6)]},
                    [1, 2, 3, 4, 5, 5])  # fmt: skip
-    options = SelectiveOptions(alpha=0.5, delta=0.5)
+    options = SelectiveOptions(alpha=0.25, delta=0.5)
     section = selective_section(table, "ordinal", 4.0, "mean", [], options)
     [row] = section.rows
-    assert row.result.threshold == pytest.approx(0.701)
+    assert row.result.threshold == pytest.approx(0.701) and row.result.min_items == 3
     assert (row.result.n_trusted, row.result.coverage, row.result.agreement) == (4, 4 / 6, 1.0)
     assert row.binding is None and section.bound is False  # a file carries no versions
 
@@ -313,3 +313,39 @@ def test_a_cascade_stops_at_its_first_trusted_stage_under_its_common_threshold()
     assert not dropped.sequential and "cheap skipped by the self-evaluation guard" in (
         dropped.outcome([result("strong", confidence=0.99)], 0.9).judges[0].reason
     )
+
+
+OLD_METHOD = (
+    "fixed-sequence testing over a fixed threshold grid in 4 chains at δ/4 each (Bonferroni), "
+    "exact binomial test of H0: P(disagree | confidence ≥ λ) > α (Jung et al. 2025, §2)"
+)
+
+
+def test_a_guarantee_stored_before_the_chains_were_chosen_by_size_still_applies():
+    """A threshold row's entry as service/stores/trust.py stored it before issue 41 (four
+    chains at every size, the method string without the starts) loads and keeps its method."""
+    entry = {
+        "report_id": "rep-0",
+        "evaluator": "cheap",
+        "stratum": "overall",
+        "confidence": "token",
+        "agreement": {"rule": "exact", "tolerance": 0.0},
+        "threshold": {
+            "method": OLD_METHOD, "alpha": 0.1, "delta": 0.1, "threshold": 0.8,
+            "n_calibration": 400, "n_trusted": 40, "coverage": 0.1, "agreement": 1.0,
+            "agreement_lower_bound": 0.9119, "min_items": 36, "tested": 12, "stages": {},
+            "reason": None, "monotonicity": {},
+        },
+        "binding": {"rubric_ref": "r@2", "rubric_hash": RUBRIC_HASH, "stages": [
+            {"judge": "cheap", "model": "hosted_vllm/cheap", "template": "t@1",
+             "template_hash": TEMPLATE_HASH}]},
+        "calibrated_at": "2026-11-20T10:00:00+00:00",
+    }  # fmt: skip
+    outcome = decide([result(confidence=0.85)], {"cheap": Calibration.model_validate(entry)})
+    assert outcome.status == "trusted" and outcome.guarantee.method == OLD_METHOD
+    assert outcome.guarantee.n_calibration == 400
+
+
+def test_a_new_guarantee_names_the_chains_it_was_certified_with():
+    outcome = decide([result(confidence=0.95)], {"cheap": calibration(threshold=0.9)})
+    assert "1 chain at the full δ, started at 22 trusted items" in outcome.guarantee.method
