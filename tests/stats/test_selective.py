@@ -122,7 +122,7 @@ def test_the_guarantee_holds_for_an_honest_judge_and_coverage_grows_with_labels(
     # the guarantee is not bought by trusting nothing: more labels certify more verdicts,
     # approaching what an infinite calibration set would trust. Below SPLIT_FROM one chain
     # starts at 22 trusted items, 37% of 60 but 7% of 300, so 60 and 300 labels trust about
-    # as much (0.083 and 0.091 over 1,000 repetitions); four chains take over from 500.
+    # as much (0.078 and 0.090 over 2,000 repetitions); four chains take over from 500.
     assert max(coverage[60], coverage[300]) < coverage[1000] < coverage[3000] <= oracle
 
 
