@@ -34,18 +34,23 @@ def plan(engine, query) -> str:
         return "\n".join(str(row[-1]) for row in rows)
 
 
-def test_a_page_after_a_cursor_starts_the_index_scan_at_the_cursor(migrated_db):
-    engine = make_engine(migrated_db)
+def page_plan(url: str, condition) -> str:
+    """The plan of a GET /judgments page (50 rows, oldest first) narrowed by `condition`."""
+    engine = make_engine(url)
     try:
         query = (
             _judgments(Tenant("default"))
-            .where(after(JudgmentRow.created_at, JudgmentRow.id, *CURSOR))
+            .where(condition)
             .order_by(JudgmentRow.created_at, JudgmentRow.id)
             .limit(50)
         )
-        found = plan(engine, query)
+        return plan(engine, query)
     finally:
         engine.dispose()
+
+
+def test_a_page_after_a_cursor_starts_the_index_scan_at_the_cursor(migrated_db):
+    found = page_plan(migrated_db, after(JudgmentRow.created_at, JudgmentRow.id, *CURSOR))
     if migrated_db.startswith("postgresql"):
         # the row comparison is the scan's index condition, not a filter over every entry
         [scan] = [line for line in found.splitlines() if "Index Cond: (((project)" in line]
@@ -60,17 +65,7 @@ def test_a_metadata_filter_is_answered_by_the_attribute_index_on_postgresql(migr
     """`metadata=domain=food` finds its answers by the GIN index (migration 0015); SQLite
     has no index of a JSON object's keys, so there it reads each answer's attributes (the
     stated limit, docs/explanation/performance.md)."""
-    engine = make_engine(migrated_db)
-    try:
-        query = (
-            _judgments(Tenant("default"))
-            .where(has_attribute("domain", "food"))
-            .order_by(JudgmentRow.created_at, JudgmentRow.id)
-            .limit(50)
-        )
-        found = plan(engine, query)
-    finally:
-        engine.dispose()
+    found = page_plan(migrated_db, has_attribute("domain", "food"))
     if migrated_db.startswith("postgresql"):
         assert "Bitmap Index Scan on ix_responses_attributes" in found, found
         assert "Index Cond: (attributes @> jsonb_build_object('domain'::text, 'food'::text))" in (
