@@ -29,6 +29,7 @@ from rubrics import rubric_hash
 REFUSALS = (GuardError, RequestError, TemplateError, JudgeConfigError)
 # Asked before a request is graded, with the new judge calls it will make: False stops the run.
 Admit = Callable[[int], Awaitable[bool]]
+EXAMPLES = 50  # failures and refusals kept, with their reasons, for a run's summary
 
 
 @dataclass
@@ -49,6 +50,10 @@ class BatchStats:
     calls: Counter = field(default_factory=Counter)
     reused: int = 0
     guard_skips: int = 0
+    # failed calls and refused requests are counted; the first EXAMPLES of each are kept to
+    # be shown, so a run of a million failures holds fifty
+    failed: int = 0
+    refusals: int = 0
     refused: list[tuple[str, str]] = field(default_factory=list)  # (item, reason)
     failures: list[tuple[str, str, str, str]] = field(default_factory=list)
     prompt_tokens: int = 0
@@ -73,7 +78,9 @@ class BatchStats:
         self.requests += 1
         item = graded.request.metadata.get("item_id", "")
         if graded.refused is not None:
-            self.refused.append((item, str(graded.refused)))
+            self.refusals += 1
+            if len(self.refused) < EXAMPLES:
+                self.refused.append((item, str(graded.refused)))
             return
         if graded.result is not None:
             self.guard_skips += len(graded.result.skipped)
@@ -88,7 +95,9 @@ class BatchStats:
             if result.cost_usd is None and result.status in ("ok", "parse_error"):
                 self.unpriced += 1  # answered, so paid for, at a price LiteLLM does not know
             if result.status != "ok":
-                self.failures.append((item, result.judge, result.status, result.error or ""))
+                self.failed += 1
+                if len(self.failures) < EXAMPLES:
+                    self.failures.append((item, result.judge, result.status, result.error or ""))
 
 
 class BatchGrader:
@@ -194,7 +203,10 @@ class BatchGrader:
         workers = max(1, self.options.concurrency)
 
         async def produce() -> None:
-            for chunk in _chunks(requests, self.options.chunk):
+            # taken a chunk at a time, in a thread: requests may be read from a file or a
+            # database as they are asked for, and only the chunks in the queue are held
+            pending = chunks(requests, self.options.chunk)
+            while (chunk := await asyncio.to_thread(next, pending, None)) is not None:
                 if stats.stopped:
                     break
                 plans = await asyncio.to_thread(self.plan_all, chunk)
@@ -212,6 +224,7 @@ class BatchGrader:
                 if isinstance(plan, Exception):
                     graded = Graded(request, refused=plan)
                 else:
+                    await writer.room()
                     if admit is not None and not await admit(len(pending_calls([plan], known))):
                         stats.stopped = True
                         continue
@@ -220,7 +233,7 @@ class BatchGrader:
                 await writer.put(graded)
                 on_graded(graded)
 
-        draining = asyncio.create_task(writer.drain())
+        writer.start()
         try:
             async with asyncio.TaskGroup() as graders:
                 graders.create_task(produce())
@@ -230,7 +243,6 @@ class BatchGrader:
             # what was graded is saved even when grading failed or was interrupted: those
             # calls are paid for, and a rerun must find them
             await writer.close()
-            await asyncio.shield(draining)
         return stats
 
 
@@ -241,14 +253,31 @@ class _Writer:
     def __init__(self, store: JudgmentStore, batch: int) -> None:
         self.store = store
         self.batch = batch
+        self.limit = 2 * batch  # graded requests waiting to be saved before graders wait
         self.queue: asyncio.Queue = asyncio.Queue()
+        self.draining: asyncio.Task | None = None
+
+    def start(self) -> None:
+        self.draining = asyncio.create_task(self.drain())
+
+    async def room(self) -> None:
+        """Wait, before a new call is made, while saving lags behind grading, so graded
+        requests do not pile up in memory (waiting after the call instead could drop a paid
+        result when the run is interrupted); a failed save is raised here."""
+        while self.queue.qsize() >= self.limit:
+            if self.draining.done():
+                self.draining.result()
+                raise RuntimeError("the judgment writer stopped before the run ended")
+            await asyncio.sleep(0.01)
 
     async def put(self, graded: Graded) -> None:
         if graded.judgments:
             await self.queue.put(graded)
 
     async def close(self) -> None:
+        """Save what is queued and stop; raises what a save raised."""
         await self.queue.put(None)
+        await asyncio.shield(self.draining)
 
     async def drain(self) -> None:
         closing = False
@@ -263,7 +292,7 @@ class _Writer:
                 await self.store.save(items)
 
 
-def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+def chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
     iterator = iter(items)
     while chunk := list(islice(iterator, size)):
         yield chunk

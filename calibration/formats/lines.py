@@ -12,7 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, BinaryIO
 
 
 def jsonl_records(text: str, label: str = "row") -> tuple[list[tuple[int, Any]], list[str]]:
@@ -20,16 +21,39 @@ def jsonl_records(text: str, label: str = "row") -> tuple[list[tuple[int, Any]],
     ("{label} {number}: not valid JSON (...)") so a file's mistakes are reported together."""
     records: list[tuple[int, Any]] = []
     problems: list[str] = []
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, value, problem in jsonl_lines(text.split("\n"), label):
+        if problem is None:
+            records.append((number, value))
+        else:
+            problems.append(problem)
+    return records, problems
+
+
+def jsonl_lines(lines: Iterable[str], label: str = "row") -> Iterator[tuple[int, Any, str | None]]:
+    """(line number, decoded value, None) for every non-blank line, or (number, None,
+    problem) for a bad one, one line at a time: a reader that streams a large file holds only
+    the line in hand. `lines` are split at "\n" only (`jsonl_file_lines`)."""
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            records.append((number, json.loads(line)))
+            yield number, json.loads(line), None
         except json.JSONDecodeError as exc:
-            problems.append(f"{label} {number}: not valid JSON ({exc.msg})")
+            yield number, None, f"{label} {number}: not valid JSON ({exc.msg})"
         except RecursionError:
-            problems.append(f"{label} {number}: nested too deeply to read")
-    return records, problems
+            yield number, None, f"{label} {number}: nested too deeply to read"
+
+
+def jsonl_file_lines(handle: BinaryIO) -> Iterator[str]:
+    """A binary file's lines, split at b"\n" only and decoded (a leading BOM dropped); a line
+    that is not UTF-8 comes out as one that is not valid JSON, so it is reported by number."""
+    for index, raw in enumerate(handle):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            yield "\ufffd not UTF-8"
+            continue
+        yield line.removeprefix("\ufeff") if index == 0 else line
 
 
 def csv_reader(text: str) -> csv.DictReader:
@@ -47,4 +71,3 @@ def check_record(record: Any, what: str) -> dict[str, Any]:
     if extra is not None:
         raise ValueError(f"{len(extra)} cell(s) more than the header's columns; they would be lost")
     return record
-

@@ -98,7 +98,7 @@ def _grade(database_url: str, config_path: Path, requests: list):
 
         def advance(item) -> None:
             graded.append(item)
-            progress.update(task, advance=1, errors=len(stats.failures), cost=stats.cost_text)
+            progress.update(task, advance=1, errors=stats.failed, cost=stats.cost_text)
 
         asyncio.run(batcher.run(requests, advance, stats))
     out.print(_grades_table(graded[:SHOWN], len(graded)))

@@ -89,9 +89,7 @@ def probe(
     except ValidationError as exc:
         fail(f"--{options_error(exc).replace('_', '-')}")
     sessions, project, graded_rubric, grader = open_grading(rubric, config, project)
-    answers = _answers(
-        sessions, project, input_path, db_rubric, candidate_model, metadata, since
-    )
+    answers = _answers(sessions, project, input_path, db_rubric, candidate_model, metadata, since)
     answers = answers[:limit] if limit else answers
     try:
         plan = core.plan_run(grader.config, answers, graded_rubric, options)
@@ -120,9 +118,7 @@ def probe(
             task = grading_task(progress, "probe", len(plan.requests))
 
             def advance(graded) -> None:
-                progress.update(
-                    task, advance=1, errors=len(stats.failures), cost=stats.cost_text
-                )
+                progress.update(task, advance=1, errors=stats.failed, cost=stats.cost_text)
 
             report = asyncio.run(
                 core.run(plan, batcher, graded_rubric, options, calls, advance, stats)
@@ -143,7 +139,7 @@ def probe(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
     _print_cells(report)
-    for item, judge, status, error in stats.failures[:50]:
+    for item, judge, status, error in stats.failures:
         out.print(f"[red]{status}[/] item {item} judge {judge}: {error}", highlight=False)
     if stats.failures or stats.refused:
         raise typer.Exit(1)
@@ -160,9 +156,7 @@ def _answers(sessions, project, input_path, db_rubric, candidate_model, metadata
         if input_path is None:
             pairs = parse_pairs(metadata, "--metadata")
             with session_scope(sessions) as session:
-                return answers_from_db(
-                    session, project, db_rubric, candidate_model, pairs, since
-                )
+                return answers_from_db(session, project, db_rubric, candidate_model, pairs, since)
         return read_answers(input_path)
     except AnswerError as exc:
         fail("\n  ".join(["invalid answers", *exc.problems]))

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from datetime import datetime
 from enum import StrEnum
+from itertools import islice
 from pathlib import Path
 
 import typer
@@ -70,12 +72,9 @@ def regrade(
     made again. Exit code 1 when any call failed (listed at the end).
     """
     from judges import BatchStats
-    from judges.batch import pending_calls
-    from service.db.engine import session_scope
     from service.regrading import local as core
-    from service.regrading.answers import AnswerError, read_answers
+    from service.regrading.answers import AnswerError
     from service.settings import get_settings
-    from service.stores.answers import answers_from_db
     from service.stores.judgments import project_batcher
 
     if (input_path is None) == (not from_db):
@@ -85,84 +84,38 @@ def regrade(
     if engine is Engine.local and address is not None:
         fail("--address joins a Ray cluster: add --engine ray")
     sessions, project = open_project(project)
-    try:
-        if from_db:
-            from service.db.filters import parse_pairs
-
-            with session_scope(sessions) as session:
-                answers = answers_from_db(
-                    session,
-                    project,
-                    db_rubric,
-                    candidate_model,
-                    _pairs(parse_pairs, metadata),
-                    since,
-                )
-        else:
-            answers = read_answers(input_path)
-    except AnswerError as exc:
-        fail("\n  ".join(["invalid answers", *exc.problems]))
-    answers = answers[:limit] if limit else answers
+    answers = _source(sessions, project, input_path, db_rubric, candidate_model, metadata, since)
     if from_db and rubric is None:
         rubric = db_rubric  # answers judged with a rubric are regraded with it by default
-    try:
-        wanted, notes = core.rubric_plan(answers, rubric)
-    except ValueError as exc:
-        fail(str(exc))
+    total, wanted, notes = _survey(answers, limit, rubric)
     rubrics, grader = grading_for(sessions, project, sorted(wanted), config)
     for note in notes:
         console.print(f"[yellow]note[/]: {note}", highlight=False)
     if rubric is not None:
         rubrics = {None: rubrics[rubric]}
-    requests = core.requests_for(answers, rubrics, split_names(judges))
+    # the answers are read again as they are graded: none is held for the whole run
+    requests = core.requests_for(islice(answers(None), limit), rubrics, split_names(judges))
     batcher = project_batcher(
         grader, sessions, project, core.options(concurrency, force, retry_failed)
     )
-    store = batcher.store
-    if ingest is not None or dry_run or batch is not None:
-        plans = [batcher.plan(r) for r in requests]
-        if ingest is not None:
-            _ingest(grader, store, plans, ingest, out_path)
-            return
-        known = asyncio.run(batcher.known(plans))
-        pending = pending_calls(plans, known)
-        planned = sum(len(p.panel.judges) for p in plans if not isinstance(p, Exception))
-        if dry_run:
-            estimate = core.estimate_cost(grader.config, pending)
-            skips = sum(len(p.panel.skipped) for p in plans if not isinstance(p, Exception))
-            refused = sum(isinstance(p, Exception) for p in plans)
-            summary = {
-                **estimate,
-                "already_stored": planned - len(pending),
-                "skipped_by_guard": skips,
-                "refused": refused,
-            }
-            out.print_json(json.dumps(summary))
-            return
-        from service.regrading.batch_files import write_batch
-
-        try:
-            count = write_batch(grader, pending, batch)
-        except ValueError as exc:
-            fail(str(exc))
-        console.print(
-            f"wrote {count} requests to {batch} ({planned - len(pending)} already stored); "
-            "submit it, then `qadi regrade ... --ingest RESULTS.jsonl`"
-        )
+    if ingest is not None:
+        _ingest(grader, batcher, requests, ingest, out_path)
         return
-    records: list[dict] = []
+    if dry_run:
+        out.print_json(json.dumps(_dry_run(grader, batcher, requests)))
+        return
+    if batch is not None:
+        _write_batch(grader, batcher, requests, batch)
+        return
     started = time.perf_counter()
     try:
-        with progress_bar() as progress:
-            task = grading_task(progress, "regrade", len(requests))
+        with progress_bar() as progress, core.results_file(out_path) as write:
+            task = grading_task(progress, "regrade", total)
             stats = BatchStats()
 
             def advance(graded) -> None:
-                if out_path is not None:  # a results line costs a dump per judge
-                    records.extend(core.result_records(graded))
-                progress.update(
-                    task, advance=1, errors=len(stats.failures), cost=stats.cost_text
-                )
+                write(graded)
+                progress.update(task, advance=1, errors=stats.failed, cost=stats.cost_text)
 
             if engine is Engine.ray:
                 from service.regrading.on_ray import RayCluster, RayEngineError, run_on_ray
@@ -170,7 +123,7 @@ def regrade(
                 try:
                     run_on_ray(
                         grader.config,
-                        requests,
+                        list(requests),  # the Ray engine still holds every request
                         core.options(concurrency, force, retry_failed),
                         RayCluster(ray_workers, address),
                         get_settings().database_url,
@@ -198,12 +151,48 @@ def regrade(
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished calls are stored; rerun to resume")
         raise typer.Exit(130) from None
+    except AnswerError as exc:  # the file changed under the run
+        fail("\n  ".join(["invalid answers", *exc.problems]))
     wall = time.perf_counter() - started
-    if out_path is not None:
-        core.write_results_file(records, out_path)
     _report(stats, wall, _stand_ins(grader.config, split_names(judges)))
-    if stats.failures or stats.refused:
+    if stats.failed or stats.refusals:
         raise typer.Exit(1)
+
+
+def _source(sessions, project, input_path, db_rubric, candidate_model, metadata, since):
+    """A function that reads the answers anew each time it is called, one at a time: from
+    the file (bad rows added to the list it is given, or raised without one), or from the
+    database a page at a time."""
+    from service.regrading.answers import stream_answers
+
+    if input_path is not None:
+        return lambda problems: stream_answers(input_path, problems)
+    from service.db.filters import parse_pairs
+    from service.stores.answers import stream_answers_from_db
+
+    pairs = _pairs(parse_pairs, metadata)
+    return lambda problems: stream_answers_from_db(
+        sessions, project, db_rubric, candidate_model, pairs, since
+    )
+
+
+def _survey(answers, limit: int | None, rubric: str | None) -> tuple[int, set[str], list[str]]:
+    """A first pass over the answers: every bad row reported at once before any call, the
+    count for the progress bar, and the rubrics to load (`rubric_plan`)."""
+    from service.regrading import local as core
+    from service.regrading.answers import AnswerError
+
+    problems: list[str] = []
+    try:
+        try:
+            return core.rubric_plan(islice(answers(problems), limit), rubric)
+        finally:
+            if problems:  # bad rows come before any other complaint
+                raise AnswerError(problems)
+    except AnswerError as exc:
+        fail("\n  ".join(["invalid answers", *exc.problems]))
+    except ValueError as exc:
+        fail(str(exc))
 
 
 def _pairs(parse_pairs, values: list[str]) -> dict[str, str]:
@@ -237,7 +226,7 @@ def _report(stats, wall_seconds: float, stand_ins: list[str] | None = None) -> N
         ("backend errors", stats.calls["backend_error"]),
         ("timeouts", stats.calls["timeout"]),
         ("skipped by the guard", stats.guard_skips),
-        ("answers refused", len(stats.refused)),
+        ("answers refused", stats.refusals),
         ("tokens (prompt / completion)", f"{stats.prompt_tokens} / {stats.completion_tokens}"),
         ("cost (USD, LiteLLM prices)", stats.cost_text),
         ("wall time", f"{wall_seconds:.1f} s"),
@@ -246,17 +235,77 @@ def _report(stats, wall_seconds: float, stand_ins: list[str] | None = None) -> N
     for name, value in rows:
         table.add_row(name, str(value))
     out.print(table)
-    for item, judge, status, error in stats.failures[:50]:
+    for item, judge, status, error in stats.failures:
         out.print(f"[red]{status}[/] item {item} judge {judge}: {error}", highlight=False)
-    for item, reason in stats.refused[:50]:
+    for item, reason in stats.refused:
         out.print(f"[red]refused[/] item {item}: {reason}", highlight=False)
+    for count, shown, what in (
+        (stats.failed, len(stats.failures), "failed calls"),
+        (stats.refusals, len(stats.refused), "refused answers"),
+    ):
+        if count > shown:
+            out.print(f"... and {count - shown} more {what} (first {shown} shown)")
 
 
-def _ingest(grader, store, plans, path: Path, out_path: Path | None) -> None:
+def _planned(batcher, requests):
+    """(plans, stored results) a chunk of requests at a time."""
+    from judges.batch import chunks
+
+    for chunk in chunks(requests, batcher.options.chunk):
+        plans = batcher.plan_all(chunk)
+        yield plans, asyncio.run(batcher.known(plans))
+
+
+def _pending(batcher, requests, counts: Counter):
+    """The calls a run would make, a chunk at a time; `counts` gets the calls planned and
+    pending, the judges skipped by the guard and the answers refused."""
+    from judges.batch import pending_calls
+
+    for plans, known in _planned(batcher, requests):
+        grades = [p for p in plans if not isinstance(p, Exception)]
+        pending = pending_calls(plans, known)
+        counts["planned"] += sum(len(p.panel.judges) for p in grades)
+        counts["skipped"] += sum(len(p.panel.skipped) for p in grades)
+        counts["refused"] += len(plans) - len(grades)
+        counts["pending"] += len(pending)
+        yield from pending
+
+
+def _dry_run(grader, batcher, requests) -> dict:
+    from service.regrading import local as core
+
+    counts: Counter = Counter()
+    estimate = core.estimate_cost(grader.config, _pending(batcher, requests, counts))
+    return {
+        **estimate,
+        "already_stored": counts["planned"] - counts["pending"],
+        "skipped_by_guard": counts["skipped"],
+        "refused": counts["refused"],
+    }
+
+
+def _write_batch(grader, batcher, requests, path: Path) -> None:
+    from service.regrading.batch_files import write_batch
+
+    counts: Counter = Counter()
+    try:
+        count = write_batch(grader, _pending(batcher, requests, counts), path)
+    except ValueError as exc:
+        fail(str(exc))
+    console.print(
+        f"wrote {count} requests to {path} ({counts['planned'] - count} already stored); "
+        "submit it, then `qadi regrade ... --ingest RESULTS.jsonl`"
+    )
+
+
+def _ingest(grader, batcher, requests, path: Path, out_path: Path | None) -> None:
+    """Every request's plan is held, to find each result line's (a results file is in any
+    order): this path's memory grows with the input."""
     from judges import BatchStats, PlannedGrade
     from service.regrading import local as core
     from service.regrading.batch_files import ingest_results
 
+    plans = [batcher.plan(r) for r in requests]
     try:
         graded, unknown = ingest_results(
             grader, [p for p in plans if isinstance(p, PlannedGrade)], path
@@ -266,17 +315,19 @@ def _ingest(grader, store, plans, path: Path, out_path: Path | None) -> None:
     graded = core.not_yet_stored(
         graded,
         asyncio.run(
-            store.find_done([j.cache_key for g in graded for j in g.judgments], core.EVERY_STATUS)
+            batcher.store.find_done(
+                [j.cache_key for g in graded for j in g.judgments], core.EVERY_STATUS
+            )
         ),
     )
-    asyncio.run(store.save(graded))
+    asyncio.run(batcher.store.save(graded))
     stats = BatchStats()
-    for item in graded:
-        stats.add(item)
-    if out_path is not None:
-        core.write_results_file([r for g in graded for r in core.result_records(g)], out_path)
+    with core.results_file(out_path) as write:
+        for item in graded:
+            stats.add(item)
+            write(item)
     _report(stats, 0.0)
     for line in unknown:
         out.print(f"[red]unknown[/] {line}", highlight=False)
-    if stats.failures or unknown:
+    if stats.failed or unknown:
         raise typer.Exit(1)

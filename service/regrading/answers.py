@@ -7,12 +7,14 @@ metadata (a stratum). Errors name row and field.
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from calibration.formats.lines import check_record, csv_reader, jsonl_records
+from calibration.formats.lines import check_record, jsonl_file_lines, jsonl_lines
 from judges import AnswerRecord
 
 KNOWN = (
@@ -43,26 +45,51 @@ def _answer(record: dict[str, Any]) -> AnswerRecord:
 
 def read_answers(path: str | Path) -> list[AnswerRecord]:
     """Every row validated; all problems reported at once."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8-sig")
-    if path.suffix.lower() == ".csv":
-        numbered = list(enumerate(csv_reader(text), start=2))
-    elif path.suffix.lower() in (".jsonl", ".ndjson"):
-        numbered, problems = jsonl_records(text)
-        if problems:
-            raise AnswerError(problems)
-    else:
-        raise AnswerError([f"{path}: unknown format; use .jsonl or .csv"])
-    answers, problems = [], []
-    for number, record in numbered:
-        try:
-            answers.append(_answer(check_record(record, "an answer row")))
-        except ValidationError as exc:
-            problems += [
-                f"row {number}: {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
-            ]
-        except ValueError as exc:
-            problems.append(f"row {number}: {exc}")
+    problems: list[str] = []
+    answers = list(stream_answers(path, problems))
     if problems:
         raise AnswerError(problems)
     return answers
+
+
+def stream_answers(path: str | Path, problems: list[str] | None = None) -> Iterator[AnswerRecord]:
+    """The file's answers one at a time, read as they are asked for, so a file of any size
+    is held a row at a time. A bad row is added to `problems` and skipped (a first pass
+    collects them all), or without a list raises AnswerError at once."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".jsonl", ".ndjson"):
+        raise AnswerError([f"{path}: unknown format; use .jsonl or .csv"])
+    for number, record, problem in _rows(path, suffix):
+        answer, found = _checked(number, record, problem)
+        if answer is not None:
+            yield answer
+        elif problems is None:
+            raise AnswerError(found)
+        else:
+            problems.extend(found)
+
+
+def _checked(number: int, record: Any, problem: str | None) -> tuple[AnswerRecord | None, list]:
+    """The row's answer, or its problems, each naming the row and field."""
+    if problem is not None:
+        return None, [problem]
+    try:
+        return _answer(check_record(record, "an answer row")), []
+    except ValidationError as exc:
+        return None, [
+            f"row {number}: {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+        ]
+    except ValueError as exc:
+        return None, [f"row {number}: {exc}"]
+
+
+def _rows(path: Path, suffix: str) -> Iterator[tuple[int, Any, str | None]]:
+    """(row number, record, problem) from the open file, a row at a time."""
+    if suffix == ".csv":
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            for number, record in enumerate(csv.DictReader(handle), start=2):
+                yield number, record, None
+        return
+    with path.open("rb") as handle:
+        yield from jsonl_lines(jsonl_file_lines(handle))

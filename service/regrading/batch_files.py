@@ -8,7 +8,7 @@ Each request's custom_id is the judge and the call's cache key, so results read 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,36 +25,45 @@ def custom_id(plan: PlannedGrade, judge: str) -> str:
     return f"{judge}|{plan.keys[judge].removeprefix('sha256:')}"
 
 
-def write_batch(grader: Grader, pending: list[tuple[PlannedGrade, str]], path: Path) -> int:
-    """One request line per pending call; the body is what a live call would send. A
-    sampling judge's samples are combined as they come back live, so batch files refuse it."""
-    sampling = sorted({j for _, j in pending if grader.config.judge(j).confidence.source
-                       == "sampling"})  # fmt: skip
-    if sampling:
+def write_batch(grader: Grader, pending: Iterable[tuple[PlannedGrade, str]], path: Path) -> int:
+    """One request line per pending call, written as each comes; the body is what a live
+    call would send. A sampling judge's samples are combined as they come back live, so
+    batch files refuse it (and no file is left)."""
+    count = 0
+    try:
+        with path.open("w", encoding="utf-8") as handle:
+            for plan, judge in pending:
+                handle.write(json.dumps(_request_line(grader, plan, judge), ensure_ascii=False))
+                handle.write("\n")
+                count += 1
+    except ValueError:
+        path.unlink(missing_ok=True)
+        raise
+    return count
+
+
+def _request_line(grader: Grader, plan: PlannedGrade, judge: str) -> dict[str, Any]:
+    entry = grader.config.judge(judge)
+    if entry.confidence.source == "sampling":
         raise ValueError(
-            f"--batch: judge {', '.join(sampling)} takes its confidence from sampling, which "
-            "batch files do not carry; regrade it live, or give it another confidence source"
+            f"--batch: judge {judge} takes its confidence from sampling, which batch files "
+            "do not carry; regrade it live, or give it another confidence source"
         )
-    with path.open("w", encoding="utf-8") as handle:
-        for plan, judge in pending:
-            entry = grader.config.judge(judge)
-            call = plan.call_for(entry)
-            body: dict[str, Any] = {
-                "model": model_name(entry.model),
-                "messages": call.messages,
-                **entry.sampling,
-                **request_params(entry.top_logprobs),
-            }
-            if call.response_format is not None:
-                body["response_format"] = call.response_format
-            line = {
-                "custom_id": custom_id(plan, judge),
-                "method": "POST",
-                "url": "/v1/chat/completions",
-                "body": body,
-            }
-            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-    return len(pending)
+    call = plan.call_for(entry)
+    body: dict[str, Any] = {
+        "model": model_name(entry.model),
+        "messages": call.messages,
+        **entry.sampling,
+        **request_params(entry.top_logprobs),
+    }
+    if call.response_format is not None:
+        body["response_format"] = call.response_format
+    return {
+        "custom_id": custom_id(plan, judge),
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": body,
+    }
 
 
 def read_results(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -1,5 +1,5 @@
 """Offline regrading: stored or file answers through the batch core (`judges.batch`), every
-outcome saved to the database, the results file rebuilt from it at the end.
+outcome saved to the database and written to the results file as it comes.
 
 A run is resumable because a call is identified by its cache key: rerunning the same
 command reuses every key already stored (ok, and parse errors unless --retry-failed), so
@@ -9,6 +9,8 @@ only missing calls are made. Provider failures are never reused: they are called
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,41 +22,60 @@ from rubrics import Rubric, ScaleRubric
 
 
 def requests_for(
-    answers: list[AnswerRecord], rubrics: dict[str | None, Rubric], judges: list[str] | None
-) -> list[GradeRequest]:
-    """One request per answer, under the rubric of its `rubric_id` (`rubrics[None]`: the
-    one given for every answer, see `rubric_plan`)."""
-    return [
+    answers: Iterable[AnswerRecord], rubrics: dict[str | None, Rubric], judges: list[str] | None
+) -> Iterator[GradeRequest]:
+    """One request per answer, made as it is asked for, under the rubric of its `rubric_id`
+    (`rubrics[None]`: the one given for every answer, see `rubric_plan`)."""
+    return (
         GradeRequest.from_answer(rubrics.get(None) or rubrics[answer.rubric_id], answer, judges)
         for answer in answers
-    ]
+    )
 
 
-def rubric_plan(answers: list[AnswerRecord], given: str | None) -> tuple[set[str], list[str]]:
-    """The rubric references to resolve and what to tell the user about them. Given one
-    (`--rubric`), it grades every answer and the lines naming another are counted in a note;
-    otherwise each line's own `rubric_id` is used, and a line without one is an error."""
-    named = {a.rubric_id for a in answers if a.rubric_id}
+def rubric_plan(
+    answers: Iterable[AnswerRecord], given: str | None
+) -> tuple[int, set[str], list[str]]:
+    """The number of answers, the rubric references to resolve and what to tell the user
+    about them, in one pass that keeps no answer. Given one (`--rubric`), it grades every
+    answer and the lines naming another are counted in a note; otherwise each line's own
+    `rubric_id` is used, and a line without one is an error."""
+    count, others, named, missing, first_missing = 0, 0, set(), 0, []
+    for answer in answers:
+        count += 1
+        if not answer.rubric_id:
+            missing += 1
+            if len(first_missing) < 5:
+                first_missing.append(answer.item_id)
+            continue
+        named.add(answer.rubric_id)
+        if given is not None and answer.rubric_id != given:
+            others += 1
     if given is not None:
-        others = sum(1 for a in answers if a.rubric_id and a.rubric_id != given)
         note = f"--rubric {given} grades {others} answer(s) whose line names another rubric_id"
-        return {given}, [note] if others else []
-    missing = [a.item_id for a in answers if not a.rubric_id]
+        return count, {given}, [note] if others else []
     if missing:
-        more = f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""
-        shown = ", ".join(missing[:5]) + more
+        more = f" (+{missing - 5} more)" if missing > 5 else ""
+        shown = ", ".join(first_missing) + more
         raise ValueError(
-            f"--rubric: not given, and {len(missing)} answer(s) have no rubric_id ({shown}); "
+            f"--rubric: not given, and {missing} answer(s) have no rubric_id ({shown}); "
             "give --rubric or a rubric_id on every line"
         )
-    return named, []
+    return count, named, []
+
+
+# Requests planned and looked up together. The batch core holds about three chunks of
+# planned requests besides those in flight (one being planned, two queued), ~10 KB each, so
+# this bounds a run's memory whatever its input; 256 keys are still one cheap lookup.
+CHUNK = 256
 
 
 def options(concurrency: int, force: bool, retry_failed: bool) -> BatchOptions:
     """Parse errors are deterministic, so they count as done unless --retry-failed; a rerun
     reuses stored results without storing them again."""
     reuse = ("ok",) if retry_failed else ("ok", "parse_error")
-    return BatchOptions(concurrency=concurrency, reuse=reuse, force=force, record_reused=False)
+    return BatchOptions(
+        concurrency=concurrency, reuse=reuse, force=force, record_reused=False, chunk=CHUNK
+    )
 
 
 EVERY_STATUS = ("ok", "parse_error", "backend_error", "timeout")
@@ -88,12 +109,23 @@ def result_records(graded: Graded) -> list[dict[str, Any]]:
     ]
 
 
-def write_results_file(records: list[dict[str, Any]], out: Path) -> None:
-    """All lines at once, atomically: an interrupted run leaves the previous file whole."""
+@contextmanager
+def results_file(out: Path | None) -> Iterator[Callable[[Graded], None]]:
+    """A writer of each graded answer's lines (`result_records`) as it comes, so no result
+    waits in memory. They go to a temporary file that replaces `out` when the run ends;
+    an interrupted or failed run leaves the previous file whole. No `out`: nothing written."""
+    if out is None:
+        yield lambda graded: None
+        return
     temporary = out.with_suffix(out.suffix + ".tmp")
-    with temporary.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    try:
+        with temporary.open("w", encoding="utf-8") as handle:
+            yield lambda graded: handle.writelines(
+                json.dumps(record, ensure_ascii=False) + "\n" for record in result_records(graded)
+            )
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
     temporary.replace(out)
 
 
@@ -111,15 +143,19 @@ def calls_per_verdict(entry: JudgeEntry, plan: PlannedGrade) -> int:
     with `score_values`, one more per allowed value and dimension (judges/value_scoring.py)."""
     calls = entry.confidence.calls_per_verdict
     rubric, output = plan.request.rubric, plan.template.output
-    if entry.confidence.score_values and isinstance(rubric, ScaleRubric) and output in (
-        "rating_json", "scores_json"
+    if (
+        entry.confidence.score_values
+        and isinstance(rubric, ScaleRubric)
+        and output in ("rating_json", "scores_json")
     ):
         dimensions = 1 if output == "rating_json" else len(rubric.dimensions)
         calls += dimensions * int(rubric.scale.max - rubric.scale.min + 1)
     return calls
 
 
-def estimate_cost(config: JudgesConfig, pending: list[tuple[PlannedGrade, str]]) -> dict[str, Any]:
+def estimate_cost(
+    config: JudgesConfig, pending: Iterable[tuple[PlannedGrade, str]]
+) -> dict[str, Any]:
     """Calls and a price estimate from LiteLLM's own table, per judge. A judge whose model
     has no price is named and left out of the total, which is then marked partial."""
     import litellm

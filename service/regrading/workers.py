@@ -1,23 +1,28 @@
 """Regrading on several cores: LiteLLM costs about 5 ms of CPU per call, so one process tops
-out near 200 calls/s. Shards of the answers run through the batch core in worker processes,
-each with its own event loop, LiteLLM client and database connection; each graded answer
-is reported to the parent for progress, statistics and the results file."""
+out near 200 calls/s. Worker processes take the answers from one bounded queue the parent
+fills as it reads them (so neither holds the whole input, and a fast worker takes more), and
+grade them through the batch core, each with its own event loop, LiteLLM client and database
+connection; each graded answer is reported to the parent for progress, statistics and the
+results file."""
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing as mp
 import queue as queue_module
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 
 from judges import BatchOptions, BatchStats, Graded, Grader, GradeRequest, JudgesConfig
 from service.db.engine import make_engine, make_sessionmaker
 from service.stores.judgments import project_batcher
 
+QUEUED_PER_WORKER = 1000  # requests waiting for each worker: a chunk of the batch core
+
 
 def _child(
     config: JudgesConfig,
-    requests: list[GradeRequest],
+    tasks,
     options: BatchOptions,
     database_url: str,
     project: str,
@@ -27,14 +32,28 @@ def _child(
     batch = project_batcher(Grader(config), factory, project, options)
     try:
         # a Graded pickles whole: request, result, and what was stored
+        requests = iter(tasks.get, None)
         asyncio.run(batch.run(requests, lambda graded: messages.put(("graded", graded))))
     finally:
         messages.put(("done",))
 
 
+def _feed(requests: Iterable[GradeRequest], tasks, workers: int, failed: list) -> None:
+    """Put every request on the queue, then one end mark per worker (also when reading the
+    input fails: the error is kept for the parent to raise once the workers are done)."""
+    try:
+        for request in requests:
+            tasks.put(request)
+    except Exception as exc:  # re-raised by run_in_workers once the workers are done
+        failed.append(exc)
+    finally:
+        for _ in range(workers):
+            tasks.put(None)
+
+
 def run_in_workers(
     config: JudgesConfig,
-    requests: list[GradeRequest],
+    requests: Iterable[GradeRequest],
     options: BatchOptions,
     workers: int,
     database_url: str,
@@ -42,24 +61,30 @@ def run_in_workers(
     stats: BatchStats,
     on_graded: Callable[[Graded], None],
 ) -> None:
-    """Split the answers round-robin over `workers` processes; `options.concurrency` is the
-    total, shared evenly. Every worker grades in `project` (its cache keys and store)."""
+    """Grade `requests` in `workers` processes; `options.concurrency` is the total, shared
+    evenly. Every worker grades in `project` (its cache keys and store)."""
     context = mp.get_context("spawn")
     messages = context.Queue()
+    tasks = context.Queue(maxsize=QUEUED_PER_WORKER * workers)
     per_worker = BatchOptions(
         **{**options.__dict__, "concurrency": max(1, options.concurrency // workers)}
     )
     processes = [
         context.Process(
             target=_child,
-            args=(config, shard, per_worker, database_url, project, messages),
+            args=(config, tasks, per_worker, database_url, project, messages),
             daemon=True,
         )
-        for shard in (requests[k::workers] for k in range(workers))
-        if shard
+        for _ in range(workers)
     ]
     for process in processes:
         process.start()
+    feed_failed: list[Exception] = []
+    # a daemon: if every worker dies, a feeder blocked on the full queue must not keep the
+    # parent alive
+    threading.Thread(
+        target=_feed, args=(requests, tasks, workers, feed_failed), daemon=True
+    ).start()
     running = len(processes)
     while running:
         try:
@@ -75,6 +100,8 @@ def run_in_workers(
         on_graded(message[1])
     for process in processes:
         process.join()
+    if feed_failed:
+        raise feed_failed[0]
     failed = [p.exitcode for p in processes if p.exitcode]
     if failed:
         raise RuntimeError(

@@ -7,10 +7,11 @@ them. The default project's hashes are those of before projects, so its rows sta
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session, sessionmaker
 
 from judges import AnswerRecord, GradeRequest
 from rubrics import content_hash
@@ -139,6 +140,40 @@ def answers_from_db(
 ) -> list[AnswerRecord]:
     """The project's stored answers (probe copies excluded); with `rubric`, only answers
     already judged under that rubric."""
+    query = _answers_query(project, rubric, candidate_model, metadata, since)
+    return [_answer(response, item) for response, item in session.execute(query)]
+
+
+def stream_answers_from_db(
+    factory: sessionmaker[Session],
+    project: str,
+    rubric: str | None = None,
+    candidate_model: str | None = None,
+    metadata: dict[str, str] | None = None,
+    since: datetime | None = None,
+    page: int = 1000,
+) -> Iterator[AnswerRecord]:
+    """The answers `answers_from_db` selects, a page at a time by id, each page read in its
+    own short session: memory holds one page however many are stored, and no read stays
+    open while the run writes its judgments (a long read would block SQLite's writers)."""
+    query = _answers_query(project, rubric, candidate_model, metadata, since)
+    after = 0
+    while True:
+        with factory() as session:
+            rows = session.execute(query.where(ResponseRow.id > after).limit(page)).all()
+        if not rows:
+            return
+        after = rows[-1][0].id
+        yield from (_answer(response, item) for response, item in rows)
+
+
+def _answers_query(
+    project: str,
+    rubric: str | None,
+    candidate_model: str | None,
+    metadata: dict[str, str] | None,
+    since: datetime | None,
+) -> Select:
     query = (
         select(ResponseRow, ItemRow)
         .join(ItemRow, ResponseRow.item_id == ItemRow.id)
@@ -155,15 +190,16 @@ def answers_from_db(
             rubric_matches(JudgmentRow.rubric_ref, rubric)
         )
         query = query.where(ResponseRow.id.in_(judged))
-    return [
-        AnswerRecord(
-            item_id=response.item_key,
-            prompt=item.prompt,
-            response=response.text,
-            candidate_model=response.candidate_model,
-            reference=item.reference,
-            candidate_provider=response.candidate_provider,
-            metadata={k: str(v) for k, v in (response.attributes or {}).items()},
-        )
-        for response, item in session.execute(query.order_by(ResponseRow.id))
-    ]
+    return query.order_by(ResponseRow.id)
+
+
+def _answer(response: ResponseRow, item: ItemRow) -> AnswerRecord:
+    return AnswerRecord(
+        item_id=response.item_key,
+        prompt=item.prompt,
+        response=response.text,
+        candidate_model=response.candidate_model,
+        reference=item.reference,
+        candidate_provider=response.candidate_provider,
+        metadata={k: str(v) for k, v in (response.attributes or {}).items()},
+    )

@@ -62,6 +62,40 @@ def test_a_regrade_uses_the_substitute_when_the_judge_provider_fails(judges_conf
     assert len(stats.failures) == 3
 
 
+def test_failures_are_counted_and_only_the_first_fifty_kept(judges_config, llm_server):
+    # a run of a million failures must not hold a million reasons (issue 39)
+    llm_server.rules({"model": "gpt-4.1", "reply": {"status": 500}})
+    stats = asyncio.run(regrade_core(judges_config, InMemoryJudgmentStore()).run(answers(60)))
+    assert (stats.failed, stats.calls["backend_error"], len(stats.failures)) == (60, 60, 50)
+
+
+class SlowStore(InMemoryJudgmentStore):
+    """Saves take 50 ms a batch; counts what was graded and not yet saved at worst."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.graded = 0
+        self.worst_backlog = 0
+
+    def on_graded(self, graded) -> None:
+        self.graded += 1
+        self.worst_backlog = max(self.worst_backlog, self.graded - len(self.saved))
+
+    async def save(self, graded) -> None:
+        await asyncio.sleep(0.05)
+        await super().save(graded)
+
+
+def test_grading_waits_for_saving_instead_of_piling_results_up(judges_config, llm_server):
+    # saves of 2 at a time, 4 calls in flight: at most 2 batches queued, one being saved and
+    # the 4 in flight are graded ahead of the store, however many answers there are
+    store = SlowStore()
+    core = regrade_core(judges_config, store, write_batch=2)
+    stats = asyncio.run(core.run(answers(60), store.on_graded))
+    assert (stats.calls["ok"], len(store.saved)) == (60, 60)
+    assert store.worst_backlog <= 2 * 2 + 2 + 4
+
+
 def test_a_rerun_makes_no_call_and_saves_nothing_again(judges_config, llm_server):
     store = InMemoryJudgmentStore()
     first = asyncio.run(regrade_core(judges_config, store).run(answers(5)))
