@@ -94,12 +94,13 @@ def estimate(
         fail("--level: nominal labels have no mean; estimate needs ordinal or interval scores")
     if level not in (None, "ordinal", "interval"):
         fail(f"--level: expected ordinal or interval, got '{level}'")
-    selection = None
+    selection = database = None
     if from_db:
         selection = db_selection(
             judges=judges, rubric=rubric, metadata=metadata, since=since, until=until
         )
-        scale = scale or _stored_scale(project, rubric)
+        database = open_project(project)  # opened once: the scale and the rows read it
+        scale = scale or _stored_scale(database, rubric)
     bounds = parse_scale(scale) if scale else (None, None)
     options = _options(
         alpha=alpha,
@@ -115,7 +116,7 @@ def estimate(
     if selection is None:
         rows, inputs = _read(grades_file), {"source": str(grades_file)}
     else:
-        rows, inputs = _from_db(project, selection)
+        rows, inputs = _from_db(database, selection)
     try:
         report = compute(rows, options, inputs)
     except ValueError as exc:
@@ -131,14 +132,15 @@ def estimate(
     _summary(report)
 
 
-def _stored_scale(project: str | None, rubric: str | None) -> str | None:
-    """The scale of the project's stored rubric, as MIN-MAX (none without --rubric)."""
+def _stored_scale(database, rubric: str | None) -> str | None:
+    """The scale of the project's stored rubric, as MIN-MAX (none without --rubric);
+    `database` is `open_project`'s (sessions, project)."""
     if rubric is None:
         return None
     from service.stores.calibration import scale_of_rubric
     from service.stores.rubrics import RubricNotFound
 
-    sessions, chosen = open_project(project)
+    sessions, chosen = database
     with session_scope(sessions) as session:
         try:
             low, high, _ = scale_of_rubric(session, chosen, rubric)
@@ -147,11 +149,11 @@ def _stored_scale(project: str | None, rubric: str | None) -> str | None:
     return f"{low:g}-{high:g}"
 
 
-def _from_db(project: str | None, selection) -> tuple[list, dict]:
+def _from_db(database, selection) -> tuple[list, dict]:
     """Rows and inputs from the project's database (service/stores/calibration.py)."""
     from service.stores.calibration import rows_from_db
 
-    sessions, chosen = open_project(project)
+    sessions, chosen = database
     with session_scope(sessions) as session:
         return rows_from_db(session, chosen, selection)
 
@@ -236,11 +238,13 @@ def queue(
         fail("--n: how many items to queue (or --escalated for the items POST /judge escalated)")
     from calibration.sme_queue import choose, queue_records
 
+    database = None  # opened once, when first needed: the rows, then the texts read it
     if from_db:
         selection = db_selection(
             judges=judges, rubric=rubric, metadata=metadata, since=since, until=until
         )
-        rows, _ = _from_db(project, selection)
+        database = open_project(project)
+        rows, _ = _from_db(database, selection)
     else:
         rows = _read(grades_file, QUEUE_INPUT)
     try:
@@ -248,7 +252,9 @@ def queue(
     except ValueError as exc:  # the option it names is --by; a grades problem says grades
         fail(f"--{exc}" if str(exc).startswith("by:") else str(exc))
     queued = [found.table.items[i] for i in found.order]
-    texts, guide = _texts(project, rubric, queued) if from_db or rubric else ({}, "")
+    texts, guide = {}, ""
+    if from_db or rubric:
+        texts, guide = _texts(database or open_project(project), rubric, queued)
     records = queue_records(found, texts, guide)
     _write_records(records, out_path)
     table = Table("stratum", "judged", "labelled", "queued", "inclusion_prob", title="queue")
@@ -274,19 +280,16 @@ QUEUE_INPUT = (
 )
 
 
-def _texts(
-    project: str | None, rubric: str | None, item_ids: list[str]
-) -> tuple[dict[str, dict], str]:
+def _texts(database, rubric: str | None, item_ids: list[str]) -> tuple[dict[str, dict], str]:
     """The stored question, answer and reference of each queued item, and the rubric as the
     SME reads it (rubrics/guide.py; empty without --rubric)."""
-    from rubrics.guide import sme_guide
     from service.stores.answers import texts_of_items
-    from service.stores.rubrics import RubricNotFound, get_rubric
+    from service.stores.rubrics import RubricNotFound
 
-    sessions, chosen = open_project(project)
+    sessions, chosen = database
     with session_scope(sessions) as session:
         try:
-            guide = sme_guide(get_rubric(session, chosen, rubric)) if rubric else ""
+            guide = _guide(session, chosen, rubric) if rubric else ""
         except RubricNotFound as exc:
             fail(f"--rubric: {exc}")
         return texts_of_items(session, chosen, item_ids), guide
@@ -337,7 +340,8 @@ def _write_escalated(reason: str | None, out_path: Path, project: str | None) ->
     sessions, chosen = open_project(project)
     with session_scope(sessions) as session:
         items = queued_items(session, Tenant(chosen), reason)
-        guides = {ref: _guide(session, chosen, ref) for ref in {i["rubric_ref"] for i in items}}
+        refs = {item["rubric_ref"] for item in items}
+        guides = {ref: _stored_guide(session, chosen, ref) for ref in refs}
     # sent at request time only: a calibration sample (`qadi sme sample`) is the workbench's
     items = [item for item in items if item["reason"] in ("escalated", "audit")]
     records = [
@@ -369,12 +373,20 @@ def _write_escalated(reason: str | None, out_path: Path, project: str | None) ->
 
 
 def _guide(session, project: str, rubric_ref: str) -> str:
-    """The queued item's rubric as the SME reads it; empty for a rubric sent inline with the
-    request and never stored (the queue keeps only its id@version)."""
+    """The stored rubric as the SME reads it (rubrics/guide.py); RubricNotFound when the
+    project has none by that reference."""
     from rubrics.guide import sme_guide
-    from service.stores.rubrics import RubricNotFound, get_rubric
+    from service.stores.rubrics import get_rubric
+
+    return sme_guide(get_rubric(session, project, rubric_ref))
+
+
+def _stored_guide(session, project: str, rubric_ref: str) -> str:
+    """A queued item's rubric as the SME reads it; empty for a rubric sent inline with the
+    request and never stored (the queue keeps only its id@version)."""
+    from service.stores.rubrics import RubricNotFound
 
     try:
-        return sme_guide(get_rubric(session, project, rubric_ref))
+        return _guide(session, project, rubric_ref)
     except RubricNotFound:
         return ""

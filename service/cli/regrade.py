@@ -180,19 +180,17 @@ def _survey(answers, limit: int | None, rubric: str | None) -> tuple[int, set[st
     """A first pass over the answers: every bad row reported at once before any call, the
     count for the progress bar, and the rubrics to load (`rubric_plan`)."""
     from service.regrading import local as core
-    from service.regrading.answers import AnswerError
 
     problems: list[str] = []
     try:
-        try:
-            return core.rubric_plan(islice(answers(problems), limit), rubric)
-        finally:
-            if problems:  # bad rows come before any other complaint
-                raise AnswerError(problems)
-    except AnswerError as exc:
-        fail("\n  ".join(["invalid answers", *exc.problems]))
-    except ValueError as exc:
-        fail(str(exc))
+        plan = core.rubric_plan(islice(answers(problems), limit), rubric)
+    except ValueError as exc:  # bad rows come before any other complaint (AnswerError too)
+        problems = problems or getattr(exc, "problems", [])
+        if not problems:
+            fail(str(exc))
+    if problems:
+        fail("\n  ".join(["invalid answers", *problems]))
+    return plan
 
 
 def _pairs(parse_pairs, values: list[str]) -> dict[str, str]:
