@@ -283,6 +283,17 @@ def _clusters(block: Block) -> np.ndarray | None:
     return block[2] if len(block) > 2 else None
 
 
+def _labelled_rows(block: Block) -> Block:
+    """The block's items that some human graded: the only ones a test can use. Items the
+    judges alone graded (most of a large database) would only cost memory and time, and
+    would dilute the copy check's jackknife groups with items that carry no pair."""
+    judge, humans, *rest = block
+    keep = ~np.isnan(humans).all(axis=1)
+    if keep.all():
+        return block
+    return (judge[keep], humans[keep], *(None if r is None else r[keep] for r in rest))
+
+
 def alt_test_family(
     blocks: dict[str, Block],
     names: list[str],
@@ -295,6 +306,7 @@ def alt_test_family(
     """One multiple-testing family: BY runs once over every (block x annotator) p-value,
     as the paper recommends for several domains; each block gets its own winning rate.
     A block is (judge, humans) or (judge, humans, cluster code per item)."""
+    blocks = {key: _labelled_rows(block) for key, block in blocks.items()}
     per_block = {}
     clustered = {}
     for key, (judge, humans, *rest) in blocks.items():

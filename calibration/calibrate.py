@@ -18,6 +18,7 @@ from calibration.alt_test import MIN_ANNOTATORS, alt_test_family
 from calibration.blocks import block_metrics, clusters_of, number, resamples, unit_codes
 from calibration.cell_tests import METHODS as CELL_TESTS
 from calibration.checks import check_attributes, check_pairs, check_scale, check_strata
+from calibration.columns import columns_of
 from calibration.criteria import criterion_blocks
 from calibration.formats.interchange import Row, as_labels
 from calibration.intervals import METHODS, alpha_interval
@@ -48,10 +49,10 @@ def build_calibration(
     rows: Iterable[Row], options: CalibrationOptions, inputs: dict[str, Any] | None = None
 ) -> CalibrationReport:
     level = options.effective_level
-    rows = as_labels(rows) if level == "nominal" else list(rows)
-    check_scale(rows, options)
-    check_attributes(rows, options)
-    table = build_table(rows)
+    columns = columns_of(as_labels(rows) if level == "nominal" else rows)
+    check_scale(columns, options)
+    check_attributes(columns, options)
+    table = build_table(columns)
     check_strata(table, options)
     check_pairs(table)
     values = _values(table)
@@ -72,7 +73,7 @@ def build_calibration(
         )  # fmt: skip
         for name, mask in masks.items()
     }
-    criteria = criterion_blocks(rows, options, rng)
+    criteria = criterion_blocks(columns, options, rng)
     # judges with no model behind them, as the caller knows them (service: by their route)
     stand_ins = set((inputs or {}).get("stand_ins") or ())
     judges = {

@@ -7,11 +7,9 @@ their items (issue 42.11).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
-from calibration.formats.interchange import Row
+from calibration.columns import Columns
 from calibration.options import CalibrationOptions
 from calibration.table import GradeTable
 
@@ -28,23 +26,28 @@ class CalibrationInputError(ValueError):
         super().__init__(f"{field}: {shown}{more}")
 
 
-def check_scale(rows: Sequence[Row], options: CalibrationOptions) -> None:
+def check_scale(columns: Columns, options: CalibrationOptions) -> None:
     """Every numeric score lies within [scale_min, scale_max]; the error names the rows."""
     if options.effective_level == "nominal":
         return
     low, high = options.scale_min, options.scale_max
-    outside = [
-        f"item {r.item_id} rater {r.rater} score {r.score:g} is outside {low:g}–{high:g}"
-        for r in rows
-        if not low <= r.score <= high
-    ]
-    if outside:
-        raise CalibrationInputError("score", outside)
+    outside = np.flatnonzero(~((columns.scores >= low) & (columns.scores <= high)))
+    if outside.size:
+        raise CalibrationInputError(
+            "score",
+            [
+                f"item {columns.item_names[columns.items[r]]} rater "
+                f"{columns.rater_names[columns.raters[r]]} score {columns.scores[r]:g} is "
+                f"outside {low:g}–{high:g}"
+                for r in outside.tolist()
+            ],
+        )
 
 
-def check_attributes(rows: Sequence[Row], options: CalibrationOptions) -> None:
+def check_attributes(columns: Columns, options: CalibrationOptions) -> None:
     """Every `by` attribute is carried by at least one grade."""
-    known = sorted({key for r in rows for key in r.attributes})
+    sets = columns.attribute_sets
+    known = sorted({key for code in np.unique(columns.attributes).tolist() for key in sets[code]})
     unknown = [
         f"unknown attribute '{name}'; the grades carry {', '.join(known) or 'no attributes'}"
         for name in options.by

@@ -8,10 +8,13 @@ and with a known rubric the points at stake = |weight| × (1 − agreement).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from calibration.alt_test import alt_test
 from calibration.blocks import block_metrics, clusters_of
+from calibration.columns import Columns
 from calibration.formats.interchange import Row
 from calibration.metrics import METRIC_UNITS
 from calibration.options import CalibrationOptions
@@ -23,7 +26,7 @@ MARKS = np.array([0.0, 1.0])
 
 
 def criterion_blocks(
-    rows: list[Row], options: CalibrationOptions, rng: np.random.Generator
+    rows: Iterable[Row] | Columns, options: CalibrationOptions, rng: np.random.Generator
 ) -> dict[str, dict[str, CriterionBlock]]:
     """judge -> criterion id -> block, for criteria that humans and judges both marked."""
     out: dict[str, dict[str, CriterionBlock]] = {}

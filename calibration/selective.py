@@ -344,15 +344,16 @@ def monotonicity(confidence: np.ndarray, agree: np.ndarray, bins: int = 5) -> Mo
 
 def agreement_exact(verdict: np.ndarray, humans: np.ndarray) -> np.ndarray:
     """Agreement for labels and ordinal ratings: the verdict equals the humans' majority
-    (any of the tied modes). `humans` is items × raters with NaN where a rater is missing."""
+    (any of the tied modes). `humans` is items × raters with NaN where a rater is missing.
+    Computed over the labelled items only, all at once: a rater's mark is a mode when no
+    other value was given more often on the item (NaN equals nothing, so it counts 0)."""
     out = np.full(verdict.shape, np.nan)
-    for i, (v, row) in enumerate(zip(verdict, humans, strict=True)):
-        marks = row[~np.isnan(row)]
-        if marks.size == 0 or np.isnan(v):
-            continue
-        values, counts = np.unique(marks, return_counts=True)
-        modes = values[counts == counts.max()]
-        out[i] = float(np.isclose(modes, v).any())
+    rows = np.flatnonzero(~np.isnan(verdict) & ~np.isnan(humans).all(axis=1))
+    marks = humans[rows]
+    given = (marks[:, :, None] == marks[:, None, :]).sum(axis=2)
+    modes = given == given.max(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        out[rows] = (modes & np.isclose(marks, verdict[rows, None])).any(axis=1)
     return out
 
 

@@ -5,12 +5,13 @@ Built once from interchange rows; every metric and the bootstrap work on these a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibration.formats.interchange import LabelRow, Row
+from calibration.columns import Columns, columns_of
+from calibration.formats.interchange import Row
 
 
 @dataclass
@@ -57,75 +58,104 @@ class GradeTable:
         return np.array([a.get(name) == value for a in self.attributes], dtype=bool)
 
 
-def build_table(rows: Iterable[Row]) -> GradeTable:
+def build_table(rows: Iterable[Row] | Columns) -> GradeTable:
     """Pivot rows; a repeated (item, rater) keeps the last score; attribute conflicts are noted.
 
     Label rows (level nominal) are coded by their position in the sorted list of labels."""
-    rows = list(rows)
-    if rows and isinstance(rows[0], LabelRow):
-        labels = sorted({r.score for r in rows})
-        index = {label: k for k, label in enumerate(labels)}
-        table = _pivot(rows, lambda r: float(index[r.score]))
-        table.labels = labels
-        return table
-    return _pivot(rows, lambda r: r.score)
+    columns = columns_of(rows)
+    table = _pivot(columns)
+    table.labels = columns.labels
+    return table
 
 
-def criteria_tables(rows: Iterable[Row]) -> dict[str, GradeTable]:
+def criteria_tables(rows: Iterable[Row] | Columns) -> dict[str, GradeTable]:
     """One table per criterion id: met = 1, not met = 0, from the rows' `criteria` marks."""
-    rows = [r for r in rows if r.criteria]
-    names = sorted({c for r in rows for c in r.criteria})
-    return {
-        name: _pivot(
-            [r for r in rows if name in r.criteria], lambda r, c=name: float(r.criteria[c])
-        )
-        for name in names
-    }
+    columns = columns_of(rows)
+    names = sorted({c for marks in columns.mark_sets if marks for c in marks})
+    tables = {}
+    for name in names:
+        met = np.array([_mark(marks, name) for marks in columns.mark_sets])[columns.marks]
+        keep = ~np.isnan(met)
+        tables[name] = _pivot(columns.take(keep, met[keep]))
+    return tables
 
 
-def _pivot(rows: list[Row], score: Callable[[Row], float]) -> GradeTable:
-    items = sorted({r.item_id for r in rows})
-    humans = sorted({r.rater for r in rows if r.rater_kind == "human"})
-    judges = sorted({r.rater for r in rows if r.rater_kind == "judge"})
+def _mark(marks: dict[str, bool] | None, name: str) -> float:
+    return float(marks[name]) if marks and name in marks else np.nan
+
+
+def _pivot(columns: Columns) -> GradeTable:
+    """Columns into matrices (a report over the database pivots millions of rows, issue
+    39): the last row of a repeated (item, rater) found with one `np.unique`, the cells
+    filled in one assignment. Attributes are walked in row order, as conflicts are named in
+    it, and only for rows whose attributes differ from their item's first row's."""
+    items, at = _sorted_codes(columns.item_names, columns.items)
+    humans, human_at = _sorted_codes(columns.rater_names, columns.raters[columns.human])
+    judges, judge_at = _sorted_codes(columns.rater_names, columns.raters[~columns.human])
     both = set(humans) & set(judges)
     if both:
         raise ValueError(f"rater(s) {sorted(both)} appear both as human and as judge")
-    item_index = {item: i for i, item in enumerate(items)}
-    human_index = {h: j for j, h in enumerate(humans)}
-    judge_index = {h: j for j, h in enumerate(judges)}
-    human_scores = np.full((len(items), len(humans)), np.nan)
-    judge_scores = np.full((len(items), len(judges)), np.nan)
-    attributes: list[dict[str, str]] = [{} for _ in items]
-    conflicts: list[str] = []
+    width = len(humans) + len(judges)
+    column = np.empty(len(columns.items), np.intp)
+    column[columns.human] = human_at
+    column[~columns.human] = len(humans) + judge_at
+    cells = at * width + column
+    # the last row of each cell: the first of its cell in the reversed rows
+    last = len(cells) - 1 - np.unique(cells[::-1], return_index=True)[1]
+    scores = np.full(len(items) * width, np.nan)
+    scores[cells[last]] = columns.scores[last]
+    confidence = np.full(len(items) * width, np.nan)
+    confidence[cells[last]] = columns.confidence[last]
+    scores = scores.reshape(len(items), width)
+    confidence = confidence.reshape(len(items), width)
     probability = np.full(len(items), np.nan)
-    confidence = np.full(judge_scores.shape, np.nan)
-    for row in rows:
-        i = item_index[row.item_id]
-        if row.inclusion_prob is not None:
-            _keep_probability(probability, i, row)
-        if row.rater_kind == "human":
-            human_scores[i, human_index[row.rater]] = score(row)
-        else:
-            j = judge_index[row.rater]
-            judge_scores[i, j] = score(row)
-            confidence[i, j] = np.nan if row.confidence is None else row.confidence
-        for key, value in row.attributes.items():
-            known = attributes[i].setdefault(key, value)
-            if known != value:
-                conflicts.append(f"item {row.item_id}: {key} is both '{known}' and '{value}'")
+    for row, value in columns.probabilities:
+        _keep_probability(probability, int(at[row]), items[at[row]], value)
+    attributes, conflicts = _attributes(columns, at, len(items))
     return GradeTable(
-        items, humans, judges, human_scores, judge_scores, attributes, conflicts,
-        inclusion_prob=probability, judge_confidence=confidence,
+        items, humans, judges, scores[:, : len(humans)], scores[:, len(humans) :], attributes,
+        conflicts, inclusion_prob=probability, judge_confidence=confidence[:, len(humans) :],
     )  # fmt: skip
 
 
-def _keep_probability(probability: np.ndarray, i: int, row: Row) -> None:
+def _sorted_codes(names: list[str], codes: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The names `codes` use, sorted, and each code's position among them."""
+    used = np.unique(codes)
+    order = sorted(range(len(used)), key=lambda k: names[used[k]])
+    position = np.empty(len(names), np.intp)
+    position[used[order]] = np.arange(len(used))
+    return [names[used[k]] for k in order], position[codes]
+
+
+def _attributes(columns: Columns, at: np.ndarray, n_items: int) -> tuple[list[dict], list[str]]:
+    """Each item's attributes, the union of its rows' (the first value of a key kept), and
+    a line for every row that gives a key another value, in row order. An item's attributes
+    are its first row's dict, shared (tables are read, never written), copied only when a
+    later row adds a key; a row with its item's first dict changes nothing and is skipped."""
+    sets, codes = columns.attribute_sets, columns.attributes
+    first = codes[np.unique(at, return_index=True)[1]]  # every item has a row
+    attributes = [sets[code] for code in first.tolist()]
+    conflicts: list[str] = []
+    for row in np.flatnonzero(codes != first[at]).tolist():
+        i, given = int(at[row]), sets[codes[row]]
+        known = attributes[i]
+        added = {key: value for key, value in given.items() if key not in known}
+        for key, value in given.items():
+            if key in known and known[key] != value:
+                item = columns.item_names[columns.items[row]]
+                conflicts.append(f"item {item}: {key} is both '{known[key]}' and '{value}'")
+        if added:
+            attributes[i] = {**known, **added}
+    return attributes, conflicts
+
+
+def _keep_probability(probability: np.ndarray, i: int, item: str, value: float) -> None:
     """An item has one inclusion probability: the design's, whichever of its rows carries it.
     Two different ones cannot both be the design's, so the grades are refused."""
     known = probability[i]
-    if not np.isnan(known) and not np.isclose(known, row.inclusion_prob, rtol=1e-9, atol=0):
+    if not np.isnan(known) and not np.isclose(known, value, rtol=1e-9, atol=0):
         raise ValueError(
-            f"grades: item {row.item_id}: inclusion_prob is both {known:g} and "
-            f"{row.inclusion_prob:g} (one item, one labelling design)"
+            f"grades: item {item}: inclusion_prob is both {known:g} and "
+            f"{value:g} (one item, one labelling design)"
         )
-    probability[i] = row.inclusion_prob
+    probability[i] = value

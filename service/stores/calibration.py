@@ -14,7 +14,8 @@ from sqlalchemy import ColumnElement, Row, Select, func, select
 from sqlalchemy.orm import Session
 
 from calibration.calibrate import CalibrationOptions
-from calibration.formats.interchange import GradeRow, stored_row
+from calibration.columns import GradeColumns
+from calibration.formats.interchange import GradeRow
 from calibration.history import history_point
 from judges.standins import is_stand_in
 from rubrics import PenaltyWeightedRubric, Rubric
@@ -57,15 +58,13 @@ class Selection(BaseModel):
     )
 
 
-def judge_rows(judge: str, judgment: Row, score: str) -> list[tuple[str, float]]:
-    """(rater, score) pairs a judgment contributes: its grade, and/or its expected score
-    as a second rater (none when the judge gave no token probabilities)."""
-    pairs = []
-    if score in ("discrete", "both"):
-        pairs.append((judge, judgment.score))
-    if score in ("expected", "both") and judgment.expected_score is not None:
-        pairs.append((f"{judge}{EXPECTED_SUFFIX}", judgment.expected_score))
-    return pairs
+def judge_raters(judge: str, expected: bool, score: str) -> list[str]:
+    """The raters a judgment is in a report as: its grade (named as the judge), and/or its
+    expected score as a second rater (none when the judge gave no token probabilities)."""
+    raters = [judge] if score in ("discrete", "both") else []
+    if score in ("expected", "both") and expected:
+        raters.append(f"{judge}{EXPECTED_SUFFIX}")
+    return raters
 
 
 def scale_of_rubric(session: Session, project: str, rubric: str) -> tuple[float, float, str]:
@@ -84,7 +83,7 @@ def criterion_weights(rubric: Rubric) -> dict[str, float]:
 
 def rows_from_db(
     session: Session, project: str, selection: Selection
-) -> tuple[list[GradeRow], dict[str, Any]]:
+) -> tuple[GradeColumns, dict[str, Any]]:
     """Human grades plus the latest ok judgment per (item, judge) in the selection, of
     `project` only.
 
@@ -93,8 +92,9 @@ def rows_from_db(
     (perturbed copies, service/reporting/probes.py) are never items.
 
     The database does the volume (issue 39): it counts the failures, picks each latest
-    judgment and sends only the columns the statistics read, streamed; each judgment becomes
-    one compact row sharing its answer's attributes with the answer's other judgments. Rows
+    judgment and sends only the columns the statistics read, streamed; each judgment is kept
+    as a few numbers in columns (calibration/columns.py), its answer's attributes shared with
+    the answer's other judgments, the human grades appended as rows after them. Rows
     come in the order of each (item, judge)'s first judgment, as they did when every
     judgment was read and kept in a dict: the first attributes of an item and the order of
     its conflicts in the report depend on it.
@@ -107,8 +107,10 @@ def rows_from_db(
     revised = training_items(session, project, selection.rubric) if selection.rubric else set()
     found = _JudgeRows(selection.score, revised)
     latest = _latest_judgments(where, other_scale)
-    for record in session.execute(latest, execution_options={"yield_per": _BATCH}):
-        found.add(record)
+    # Core, not the ORM: the rows are plain tuples, and ORM loading cost ~16 s per 1M
+    for record in session.connection().execute(latest, execution_options={"yield_per": _BATCH}):
+        found.add(*record)
+    found.close()
     rows = found.rows
     narrowed = bool(
         selection.judges
@@ -280,11 +282,13 @@ _REPORT_COLUMNS = (
 class _JudgeRows:
     """Grade rows from the latest judgments as they stream in, and what the report's inputs
     say of them. Attribute dicts, criteria marks and names repeat across judgments: each
-    distinct one is kept once and shared (rows are read, never modified)."""
+    distinct one is kept once and shared (rows are read, never modified). What the inputs
+    list (rubric versions, judge models, sources, stand-ins) is gathered once per distinct
+    version at `close`, not per judgment: a report reads millions of them (issue 39)."""
 
     def __init__(self, score: str, revised: set[str]) -> None:
         self.score, self.revised = score, revised
-        self.rows: list[GradeRow] = []
+        self.rows = GradeColumns()
         self.items: set[str] = set()
         self.raters: set[str] = set()
         self.rubric_refs: set[str] = set()
@@ -293,61 +297,73 @@ class _JudgeRows:
         self.versions: dict[str, set[tuple[str, ...]]] = {}
         self.sources: dict[str, set[str]] = {}  # judge -> where its confidences came from
         self._shared: dict[Any, Any] = {}
-        self._stand_in_models: dict[str, bool] = {}
+        # (judge, its version, confidence source, expected score given) -> graded a kept item
+        self._seen: dict[tuple, bool] = {}
 
-    def add(self, judgment: Row) -> None:
-        self.rubric_refs.add(judgment.rubric_ref)
-        judge = judgment.judge
-        self.judge_models.add(
-            (judge, judgment.judge_model, judgment.template, judgment.template_hash)
-        )
-        item = self._share(judgment.item_key)
-        if item in self.revised:
+    def add(
+        self, item_key: str, candidate_model: str, attributes: str | None, judge: str,
+        judge_model: str, template: str, template_hash: str, rubric_ref: str,
+        rubric_hash: str, score: float, expected_score: float | None,
+        confidence: float | None, confidence_source: str | None, criteria: str | None,
+    ) -> None:  # fmt: skip
+        """One latest judgment, its columns in the order of `_REPORT_COLUMNS`."""
+        shared = self._shared
+        item = shared.setdefault(item_key, item_key)
+        kept = item not in self.revised
+        version = (judge, judge_model, template, template_hash, rubric_ref, rubric_hash,
+                   confidence_source, expected_score is not None)  # fmt: skip
+        if not kept:
+            self._seen.setdefault(version, False)
             return
+        self._seen[version] = True
         self.items.add(item)
-        self.versions.setdefault(judge, set()).add(_version(judgment))
-        if judgment.confidence_source is not None:
-            self.sources.setdefault(judge, set()).add(judgment.confidence_source)
-        attributes = self._attributes(judgment.attributes, judgment.candidate_model)
-        marks = self._marks(judgment.criteria)
-        scores = judge_rows(judge, judgment, self.score)
-        for rater, value in scores:
-            own = rater == judge
-            self.rows.append(
-                stored_row(
-                    item_id=item, rater=self._share(rater), rater_kind="judge", score=value,
-                    criteria=marks if own else None,
-                    confidence=judgment.confidence if own else None, attributes=attributes,
-                )  # fmt: skip
-            )
-            self.raters.add(rater)
-        if self._is_stand_in(judgment.judge_model):  # by its route, whatever its name
-            self.stand_ins.update(rater for rater, _ in scores)
+        attributes_key = ("attributes", attributes, candidate_model)
+        found = self._attributes(attributes_key)
+        marks_key = ("marks", criteria)
+        marks = self._marks(marks_key)
+        for rater in judge_raters(judge, expected_score is not None, self.score):
+            if rater == judge:
+                self.rows.add_judge_row(
+                    item, rater, score, confidence, found, attributes_key, marks, marks_key
+                )
+            else:
+                self.rows.add_judge_row(
+                    item, rater, expected_score, None, found, attributes_key, None, None
+                )
 
-    def _share(self, value: Any) -> Any:
-        return self._shared.setdefault(value, value)
+    def close(self) -> None:
+        """The inputs' lists from the distinct versions seen."""
+        for version, kept in self._seen.items():
+            judge, model, template, template_hash, rubric_ref, _, source, expected = version
+            self.rubric_refs.add(rubric_ref)
+            self.judge_models.add((judge, model, template, template_hash))
+            if not kept:
+                continue
+            raters = judge_raters(judge, expected, self.score)
+            self.raters.update(raters)
+            self.versions.setdefault(judge, set()).add(version[1:6])
+            if source is not None:
+                self.sources.setdefault(judge, set()).add(source)
+            if is_stand_in(model):  # by its route, whatever its name
+                self.stand_ins.update(raters)
 
-    def _attributes(self, text: str | None, candidate_model: str) -> dict:
-        key = ("attributes", text, candidate_model)
+    def _attributes(self, key: tuple[str, str | None, str]) -> dict:
+        """The answer's attributes (the JSON text of `key`) with its candidate model."""
         found = self._shared.get(key)
         if found is None:
+            _, text, candidate_model = key
             found = {k: v for k, v in json.loads(text or "{}").items() if k != "item_id"}
             found["candidate_model"] = candidate_model
             self._shared[key] = found
         return found
 
-    def _marks(self, text: str | None) -> dict[str, bool] | None:
-        key = ("marks", text)
+    def _marks(self, key: tuple[str, str | None]) -> dict[str, bool] | None:
+        """Criterion id -> met, from the judgment's criteria (the JSON text of `key`)."""
         if key not in self._shared:
-            criteria = json.loads(text) if text else []
+            criteria = json.loads(key[1]) if key[1] else []
             marks = {c["id"]: bool(c["met"]) for c in criteria or [] if "id" in c}
             self._shared[key] = marks or None
         return self._shared[key]
-
-    def _is_stand_in(self, model: str) -> bool:
-        if model not in self._stand_in_models:
-            self._stand_in_models[model] = is_stand_in(model)
-        return self._stand_in_models[model]
 
 
 def _kept_apart(row: GradeRow) -> GradeRow:
@@ -372,16 +388,6 @@ def _with_sources(found: set[tuple[str, ...]], sources: set[str]) -> list[dict[s
         for v in sorted(found)
         for source in (sorted(sources) or [None])
     ]
-
-
-def _version(judgment: Row) -> tuple[str, ...]:
-    return (
-        judgment.judge_model,
-        judgment.template,
-        judgment.template_hash,
-        judgment.rubric_ref,
-        judgment.rubric_hash,
-    )
 
 
 class _ScaleFilter:
