@@ -94,6 +94,11 @@ class GradeColumns(Sequence):
         self._attributes.append(self._attribute_sets.code(attributes, attributes_key))
         self._marks.append(self._mark_sets.code(marks, marks_key))
 
+    @property
+    def item_names(self) -> list[str]:
+        """The items of the rows coded so far, each once."""
+        return self._items.values
+
     def append(self, row: Row) -> None:
         self._rows.append(row)
 

@@ -119,7 +119,7 @@ def rows_from_db(
         or selection.since
         or selection.until
     )
-    items = found.items
+    items = set(rows.item_names)  # the judged items (read before the grades are appended)
     off_scale -= items
     imported_judges: set[str] = set()
     kept_apart: set[str] = set()
@@ -289,7 +289,6 @@ class _JudgeRows:
     def __init__(self, score: str, revised: set[str]) -> None:
         self.score, self.revised = score, revised
         self.rows = GradeColumns()
-        self.items: set[str] = set()
         self.raters: set[str] = set()
         self.rubric_refs: set[str] = set()
         self.judge_models: set[tuple[str, str, str, str]] = set()
@@ -307,16 +306,13 @@ class _JudgeRows:
         confidence: float | None, confidence_source: str | None, criteria: str | None,
     ) -> None:  # fmt: skip
         """One latest judgment, its columns in the order of `_REPORT_COLUMNS`."""
-        shared = self._shared
-        item = shared.setdefault(item_key, item_key)
-        kept = item not in self.revised
+        kept = item_key not in self.revised
         version = (judge, judge_model, template, template_hash, rubric_ref, rubric_hash,
                    confidence_source, expected_score is not None)  # fmt: skip
         if not kept:
             self._seen.setdefault(version, False)
             return
         self._seen[version] = True
-        self.items.add(item)
         attributes_key = ("attributes", attributes, candidate_model)
         found = self._attributes(attributes_key)
         marks_key = ("marks", criteria)
@@ -324,11 +320,11 @@ class _JudgeRows:
         for rater in judge_raters(judge, expected_score is not None, self.score):
             if rater == judge:
                 self.rows.add_judge_row(
-                    item, rater, score, confidence, found, attributes_key, marks, marks_key
+                    item_key, rater, score, confidence, found, attributes_key, marks, marks_key
                 )
             else:
                 self.rows.add_judge_row(
-                    item, rater, expected_score, None, found, attributes_key, None, None
+                    item_key, rater, expected_score, None, found, attributes_key, None, None
                 )
 
     def close(self) -> None:

@@ -2,7 +2,8 @@
 measured in a fresh process at 10k and 100k judgments (tests/perf/judgment_db.py). Before the
 SQL-side selection every judgment was an ORM object with its rationale and raw reply: 9.3 KB
 per judgment here (366 MB at 20k, 2.07 GB at 200k); after, 1.6 KB (229 and 517 MB), most of it
-the calibration's own per-item work, not the rows."""
+the calibration's own per-item work; with judgments kept as columns (calibration/columns.py)
+and the alt-test on labelled items only, 136 bytes (226 and 239 MB at 10k and 100k)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 
 from tests.perf.judgment_db import populate
 
-BOUND = 3_000  # bytes of peak memory per judgment added
+BOUND = 600  # bytes of peak memory per judgment added
 
 # run the CLI in this child and print its own peak RSS (KB on Linux) as the last line
 MEASURE = """
