@@ -40,6 +40,7 @@ from sqlalchemy import (
     literal_column,
     null,
     select,
+    text,
 )
 
 from rubrics import library_rubric
@@ -72,9 +73,24 @@ def populate(
         with session_scope(make_sessionmaker(engine)) as session:
             for ref in (RUBRIC, OTHER_SCALE):
                 save_rubric(session, DEFAULT_PROJECT, library_rubric(ref))
-        return _fill(engine, judgments // len(JUDGES), random.Random(seed), days, start)
+        counts = _fill(engine, judgments // len(JUDGES), random.Random(seed), days, start)
+        _advance_sequences(engine)
+        return counts
     finally:
         engine.dispose()
+
+
+def _advance_sequences(engine) -> None:
+    """Move PostgreSQL's id sequences past the ids written here, so the service's own inserts
+    (a POST /judge's new item and answer) do not collide with them; SQLite needs nothing."""
+    if engine.dialect.name != "postgresql":
+        return
+    with engine.begin() as connection:
+        for table in (ItemRow, ResponseRow, HumanGradeRow):
+            name = table.__tablename__
+            connection.execute(
+                text(f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), max(id)) FROM {name}")
+            )
 
 
 def _fill(engine, answers: int, rng: random.Random, days: int, start: datetime) -> dict[str, int]:
@@ -178,6 +194,7 @@ def grow(url: str, copies: int, days: int = 10) -> dict[str, int]:
                 for statement in _copies(k, answers, grades, timedelta(days=k * days)):
                     connection.execute(statement)
             print(f"copy {k}/{copies - 1} in {time.perf_counter() - started:.0f} s", flush=True)
+        _advance_sequences(engine)
         with engine.connect() as connection:
             return {
                 name: connection.scalar(select(func.count()).select_from(table))
