@@ -5,10 +5,12 @@ build (its id sequences past the ids the generator wrote)."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import get_args
 
 import pytest
 from sqlalchemy import func, select
 
+from judges.models import CallStatus
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.db.schema import HumanGradeRow, ItemRow, JudgmentRow, ResponseRow
 from service.stores.projects import DEFAULT_PROJECT
@@ -92,3 +94,16 @@ def test_the_service_can_add_items_and_answers_after_a_build(db_url):
             assert session.scalar(select(func.count()).select_from(ItemRow)) == base["items"] + 1
     finally:
         engine.dispose()
+
+
+def test_every_stored_status_is_one_the_api_lists(db_url):
+    """A failure is stored as the service stores one: GET /judgments answered 500 on the
+    generator's `provider_error`, a status no judge call has."""
+    populate(db_url, 3000)
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            stored = set(connection.scalars(select(JudgmentRow.status).distinct()))
+    finally:
+        engine.dispose()
+    assert stored == set(get_args(CallStatus)) - {"timeout"}

@@ -151,7 +151,7 @@ def _judgment(n: int, judge: str, model: str, truth: int, at: datetime, rng) -> 
     score = float(min(5, max(1, truth + rng.choice((-1, 0, 0, 0, 1)))))
     status = "ok"
     if rng.random() < 0.02:
-        status, score = rng.choice(("parse_error", "provider_error")), None
+        status, score = rng.choice(("parse_error", "backend_error")), None
     rubric = OTHER_SCALE if n % 157 == 3 else RUBRIC
     with_probabilities = judge != "judge-noisy"
     return {
