@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from uuid import uuid4
 
 from judges import sampling, standins, value_scoring
 from judges.cache import cache_key
@@ -24,7 +23,14 @@ from judges.config import JudgeEntry, JudgesConfig
 from judges.fit import template_of
 from judges.flights import Flights
 from judges.guard import PanelChoice, choose_panel, substitute_for
-from judges.models import Aggregate, GradeRequest, GradeResult, JudgeResult, UnavailableJudge
+from judges.models import (
+    Aggregate,
+    GradeRequest,
+    GradeResult,
+    JudgeResult,
+    UnavailableJudge,
+    ordered_id,
+)
 from judges.prompts import JudgeCall, build_call, for_mode, with_verbalised_confidence
 from judges.replies import judge_result, read_completion
 from judges.templates import PromptTemplate
@@ -243,7 +249,7 @@ class Grader:
             stored = result
         return stored.model_copy(
             update={
-                "id": uuid4().hex,
+                "id": ordered_id(),
                 "judge": name,
                 "cached": True,
                 "latency_ms": 0.0,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import secrets
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from uuid import uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -14,6 +15,15 @@ from judges.standins import is_stand_in
 from rubrics import Rubric
 
 CallStatus = Literal["ok", "parse_error", "backend_error", "timeout"]
+
+
+def ordered_id() -> str:
+    """32 hex digits, the time in milliseconds first (12) and 80 random bits after (20), as
+    UUIDv7 orders them. A stored judgment's or grade request's id is its primary key: random
+    ids put each insert on a random page of an index that outgrows memory (at 10M judgments
+    PostgreSQL read about one page of the 743 MB `judgments_pkey` per POST /judge, most of
+    the request's time in the database), time-ordered ones on its last page (issue 39)."""
+    return f"{time.time_ns() // 1_000_000:012x}{secrets.randbits(80):020x}"
 
 
 class GradeRequest(BaseModel):
@@ -98,7 +108,7 @@ class SampleVerdict(BaseModel):
 class JudgeResult(BaseModel):
     """One judge call, successful or not. A failed call has no score, ever."""
 
-    id: str = Field(default_factory=lambda: uuid4().hex)
+    id: str = Field(default_factory=ordered_id)
     judge: str
     model: str
     maker: str | None = None

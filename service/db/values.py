@@ -1,14 +1,14 @@
 """How qadi stores times, ids and numbers, for the tables and for code that compares with
 them: naive UTC times (stored the same way on SQLite and PostgreSQL, so comparisons agree),
-random hex ids, and finite numbers only."""
+time-ordered hex ids, and finite numbers only."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 from calibration.finite import first_non_finite
+from judges.models import ordered_id
 
 
 def utcnow() -> datetime:
@@ -17,7 +17,8 @@ def utcnow() -> datetime:
 
 
 def new_id() -> str:
-    return uuid.uuid4().hex
+    """A row's id: time-ordered, so inserts append to its primary key (judges.models)."""
+    return ordered_id()
 
 
 class NonFiniteValue(ValueError):
