@@ -15,6 +15,7 @@ from calibration.formatting import judge_label
 from calibration.render.report_view import selective_view
 from service.cli.app import app, console, fail, open_project, out, project_option, split_names
 from service.cli.selection import (
+    ADDRESS,
     ENGINE,
     FROM_PARQUET,
     JUDGES,
@@ -214,6 +215,7 @@ def calibrate(
     ),
     from_parquet: Path | None = FROM_PARQUET,
     engine: str = ENGINE,
+    address: str | None = ADDRESS,
     since: datetime | None = SINCE,
     until: datetime | None = UNTIL,
     metadata: list[str] = METADATA,
@@ -280,8 +282,9 @@ def calibrate(
     from service.stores.calibration import rows_from_db, store_report, with_stored_rubric_weights
 
     check_source(
-        grades_file, from_db, from_parquet, engine, since=since, until=until, metadata=metadata
-    )
+        grades_file, from_db, from_parquet, engine, address, since=since, until=until,
+        metadata=metadata,
+    )  # fmt: skip
     check_choice("--level", level, LEVELS)
     check_choice("--score", score, SCORES)
     if score != "discrete" and grades_file is not None:
@@ -326,7 +329,7 @@ def calibrate(
             judges=judges, rubric=rubric, metadata=metadata, since=since, until=until,
             scale=bounds, score=score,
         )  # fmt: skip
-        rows, inputs = parquet_rows(from_parquet, selection, project, engine)
+        rows, inputs = parquet_rows(from_parquet, selection, project, engine, address)
         rendered = render_rows(rows, _with_bundled_weights(options, inputs), inputs)
     else:
         sessions, project = open_project(project)

@@ -14,6 +14,7 @@ from rich.table import Table
 from service.cli.app import app, console, fail, open_project, out, project_option, split_names
 from service.cli.calibrate import parse_scale
 from service.cli.selection import (
+    ADDRESS,
     ENGINE,
     FROM_PARQUET,
     JUDGES,
@@ -63,6 +64,7 @@ def estimate(
     ),
     from_parquet: Path | None = FROM_PARQUET,
     engine: str = ENGINE,
+    address: str | None = ADDRESS,
     rubric: str | None = typer.Option(
         None, help=r"with --from-db/--from-parquet: id\[@version], only this rubric (sets "
         "--scale)"
@@ -103,7 +105,7 @@ def estimate(
     from service.reporting.estimates import corrected_means as compute
 
     check_source(
-        grades_file, from_db, from_parquet, engine, rubric=rubric, judges=judges,
+        grades_file, from_db, from_parquet, engine, address, rubric=rubric, judges=judges,
         metadata=metadata, since=since, until=until,
     )  # fmt: skip
     if level == "nominal":
@@ -135,7 +137,7 @@ def estimate(
     if selection is None:
         rows, inputs = _read(grades_file), {"source": str(grades_file)}
     elif from_parquet is not None:
-        rows, inputs = parquet_rows(from_parquet, selection, project, engine)
+        rows, inputs = parquet_rows(from_parquet, selection, project, engine, address)
     else:
         rows, inputs = _from_db(database, selection)
     try:

@@ -24,8 +24,9 @@ FROM_PARQUET = typer.Option(
 )  # fmt: skip
 ENGINE = typer.Option(
     "local", "--engine", help="with --from-parquet: local (pyarrow, this machine) | ray "
-    "(Ray Data, this machine or the cluster Ray joins)"
+    "(Ray Data: a local Ray, or the cluster of --address)"
 )  # fmt: skip
+ADDRESS = typer.Option(None, help="--engine ray: join this Ray cluster ('auto' or host:port)")
 
 
 def db_selection(
@@ -64,28 +65,31 @@ def check_file_or_db(grades_file, from_db: bool, **db_only) -> None:
 
 
 def check_source(
-    grades_file, from_db: bool, from_parquet: Path | None, engine: str, **selecting
-) -> None:
+    grades_file, from_db: bool, from_parquet: Path | None, engine: str, address: str | None,
+    **selecting,
+) -> None:  # fmt: skip
     """One source: a grades file, --from-db or --from-parquet; the selection's options only
-    with the last two, --engine only with --from-parquet."""
+    with the last two, --engine only with --from-parquet, --address only with --engine ray."""
     if sum((grades_file is not None, from_db, from_parquet is not None)) != 1:
         fail("give a GRADES_FILE, --from-db or --from-parquet DIR (one of them)")
     if engine not in ("local", "ray"):
         fail(f"--engine: expected local or ray, got '{engine}'")
     if engine != "local" and from_parquet is None:
         fail("--engine: only with --from-parquet (the database does its own work)")
+    if address is not None and engine != "ray":
+        fail("--address joins a Ray cluster: add --engine ray")
     given = [name for name, value in selecting.items() if value]
     if grades_file is not None and given:
         fail(f"--{given[0].replace('_', '-')}: only with --from-db or --from-parquet")
 
 
-def parquet_rows(directory: Path, selection, project: str | None, engine: str):
+def parquet_rows(directory: Path, selection, project: str | None, engine: str, address):
     """Rows and inputs from an export (service/exporting/calibration.py), or a clean exit
     saying why it cannot be read."""
     from service.exporting.calibration import ParquetSourceError, rows_from_parquet
 
     try:
-        return rows_from_parquet(directory, selection, project, engine)
+        return rows_from_parquet(directory, selection, project, engine, address)
     except ParquetSourceError as exc:
         fail(str(exc))
 

@@ -181,13 +181,11 @@ def _naive(moment: datetime) -> datetime:
 # --- the executors ---------------------------------------------------------------------------
 
 
-def _folder(directory: Path, table: str) -> Path:
+def _folder(directory: Path, table: str) -> Path | None:
+    """The table's folder in the export; None when it holds no file (`qadi export` writes
+    none for a table without records)."""
     folder = directory / table
-    if not folder.is_dir() or not any(folder.rglob("*.parquet")):
-        raise ParquetSourceError(
-            f"{directory}: no {table}/ with Parquet files; give a folder `qadi export` wrote"
-        )
-    return folder
+    return folder if folder.is_dir() and any(folder.rglob("*.parquet")) else None
 
 
 def _dataset(folder: Path):
@@ -213,7 +211,7 @@ def _with_optional(table):
     return table.select(list(READ))
 
 
-def _local_batches(folder: Path, step: Callable) -> Iterator:
+def _local_batches(folder: Path, step: Callable, address: None = None) -> Iterator:
     """Each file of the export reduced by `step`, one file in memory at a time."""
     dataset = _dataset(folder)
     columns = _columns(dataset)
@@ -221,20 +219,27 @@ def _local_batches(folder: Path, step: Callable) -> Iterator:
         yield step(_with_optional(fragment.to_table(columns=columns)))
 
 
-def _ray_batches(folder: Path, step: Callable) -> Iterator:
-    """Each block of the export reduced by `step` on the Ray cluster, streamed back."""
+def _ray_batches(folder: Path, step: Callable, address: str | None) -> Iterator:
+    """Each block of the export reduced by `step` on the Ray cluster at `address` (a local
+    one without), streamed back."""
     from service.regrading.on_ray import RayCluster, RayEngineError, connect
 
     columns = _columns(_dataset(folder))
     try:
-        started = connect(RayCluster(workers=2))
+        started = connect(RayCluster(workers=2, address=address))
     except RayEngineError as exc:
         raise ParquetSourceError(f"--engine: {exc}") from None
     import ray
 
     try:
-        dataset = ray.data.read_parquet(str(folder), columns=columns).map_batches(
-            lambda batch: step(_with_optional(batch)), batch_format="pyarrow", batch_size=None
+        # Ray Data pushes the column selection down into the read (2.60: `columns=` is
+        # deprecated for it)
+        dataset = (
+            ray.data.read_parquet(str(folder))
+            .select_columns(columns)
+            .map_batches(
+                lambda batch: step(_with_optional(batch)), batch_format="pyarrow", batch_size=None
+            )
         )
         yield from dataset.iter_batches(batch_size=None, batch_format="pyarrow")
     finally:
@@ -259,7 +264,11 @@ def merged(reduced: Iterable) -> Any:
 
 
 def rows_from_parquet(
-    directory: Path, selection: Selection, project: str | None = None, engine: str = "local"
+    directory: Path,
+    selection: Selection,
+    project: str | None = None,
+    engine: str = "local",
+    address: str | None = None,
 ) -> tuple[GradeColumns, dict[str, Any]]:
     """Human grades plus the latest ok judgment per (item, judge) in the selection, from an
     export, with the report's inputs: what rows_from_db gives over the database the export
@@ -268,11 +277,15 @@ def rows_from_parquet(
         raise ParquetSourceError(f"--engine: expected local or ray, got '{engine}'")
     _pyarrow()
     judgments, grades = _folder(directory, "judgments"), _folder(directory, "grades")
+    if judgments is None:
+        raise ParquetSourceError(
+            f"{directory}: no judgments/ with Parquet files; give a folder `qadi export` wrote"
+        )
 
     def step(table):
         return reduce_judgments(selected(table, selection, project))
 
-    batches = (_ray_batches if engine == "ray" else _local_batches)(judgments, step)
+    batches = (_ray_batches if engine == "ray" else _local_batches)(judgments, step, address)
     result = merged(batches)
     found = JudgeRows(selection.score, set())
     failures: dict[str, int] = {}
@@ -317,9 +330,11 @@ def _failures(result) -> dict[str, int]:
     return dict(zip(failed["status"].to_pylist(), failed["judgments"].to_pylist(), strict=True))
 
 
-def _grades(folder: Path, project: str | None) -> Iterator[GradeRow]:
+def _grades(folder: Path | None, project: str | None) -> Iterator[GradeRow]:
     """The exported human grades in the order they were stored (by id), as rows_from_db
     reads them (accepted rows, not validated again)."""
+    if folder is None:
+        return
     _, pc, _ = _pyarrow()
     dataset = _dataset(folder)
     names = set(dataset.schema.names)
