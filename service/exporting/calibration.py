@@ -51,6 +51,8 @@ _ADDED = (
     "template_hash", "rubric_ref", "rubric_hash", "score", "expected_score", "confidence",
     "confidence_source", "criteria",
 )  # fmt: skip
+_REPEATED = ["candidate_model", "judge_model", "template", "template_hash", "rubric_hash",
+             "confidence_source", "criteria"]  # fmt: skip
 # exports made before these columns were written read them as missing (null)
 _OPTIONAL = frozenset({"template_hash", "rubric_hash"})
 ENGINES = ("local", "ray")
@@ -86,17 +88,19 @@ def reduce_judgments(table):
     if "judgments" not in table.column_names:
         table = table.append_column("first_at", table["created_at"])
         table = table.append_column("first_id", table["id"])
-        table = table.append_column("judgments", pa.array([1] * table.num_rows, pa.int64()))
-    ok = pc.equal(table["status"], "ok")
-    latest = _latest_per_pair(table.filter(ok))
-    failed = _per_status(table.filter(pc.invert(ok)))
+        table = table.append_column("judgments", pa.array(np.ones(table.num_rows, np.int64)))
+    # the pairs are grouped with their status, not filtered first: a filtered copy of every
+    # ok judgment was most of a merge's memory; the failed ones are few
+    latest = _latest_per_pair(table)
+    latest = latest.filter(pc.equal(latest["status"], "ok"))
+    failed = _per_status(table.filter(pc.not_equal(table["status"], "ok")))
     return pa.concat_tables([latest, failed])
 
 
 def _latest_per_pair(table):
-    """The last judgment of each (item, judge) by (created_at, id), with the first's
+    """The last judgment of each (status, item, judge) by (created_at, id), with the first's
     (first_at, first_id): two sorts by the pair, so their groups line up."""
-    pair = [("item_id", "ascending"), ("judge", "ascending")]
+    pair = [("status", "ascending"), ("item_id", "ascending"), ("judge", "ascending")]
     last = _group_edges(table, pair, [("created_at", "ascending"), ("id", "ascending")], "last")
     first = _group_edges(
         table, pair, [("first_at", "ascending"), ("first_id", "ascending")], "first"
@@ -112,10 +116,7 @@ def _per_status(table):
     if not table.num_rows:
         return table
     counts = table.group_by("status").aggregate([("judgments", "sum")])
-    first = _group_edges(
-        table, [("status", "ascending")], [("first_at", "ascending"), ("status", "ascending")],
-        "first",
-    )  # fmt: skip
+    first = _group_edges(table, [("status", "ascending")], [("first_at", "ascending")], "first")
     total = dict(zip(counts["status"].to_pylist(), counts["judgments_sum"].to_pylist(),
                      strict=True))  # fmt: skip
     summed = pa.array([total[s] for s in first["status"].to_pylist()], pa.int64())
@@ -124,21 +125,23 @@ def _per_status(table):
 
 
 def _group_edges(table, keys: list, order: list, edge: str):
-    """The first or last row of each group of equal `keys`, rows ordered by `order` inside."""
-    _, pc, _ = _pyarrow()
-    ranked = table.take(pc.sort_indices(table, sort_keys=[*keys, *order]))
-    n = ranked.num_rows
+    """The first or last row of each group of equal `keys`, rows ordered by `order` inside.
+    Only the keys are sorted; the rows are taken once, at the edges (a sorted copy of the
+    whole table was most of a merge's memory)."""
+    pa, pc, _ = _pyarrow()
+    ranks = pc.sort_indices(table, sort_keys=[*keys, *order])
+    n = len(ranks)
     if n == 0:
-        return ranked
+        return table
     change = np.zeros(n - 1, bool)
     for name, _ in keys:
-        column = ranked[name]
+        column = table[name].take(ranks)
         change |= pc.not_equal(column.slice(1), column.slice(0, n - 1)).to_numpy(
             zero_copy_only=False
         )
     ends = np.flatnonzero(change)  # a group ends at each of these rows
     index = np.r_[0, ends + 1] if edge == "first" else np.r_[ends, n - 1]
-    return ranked.take(index)
+    return table.take(ranks.take(pa.array(index)))
 
 
 def selected(table, selection: Selection, project: str | None):
@@ -190,8 +193,11 @@ def _folder(directory: Path, table: str) -> Path | None:
 
 def _dataset(folder: Path):
     _, _, ds = _pyarrow()
+    # names and criteria repeat across judgments: read as dictionaries (codes into one copy of
+    # each distinct text, as the files hold them), never compared or sorted here
+    layout = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=_REPEATED))
     try:
-        return ds.dataset(folder, format="parquet", partitioning="hive")
+        return ds.dataset(folder, format=layout, partitioning="hive")
     except Exception as exc:  # noqa: BLE001 (pyarrow raises several kinds for a bad file)
         raise ParquetSourceError(f"{folder}: not a Parquet export ({exc})") from None
 
