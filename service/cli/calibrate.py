@@ -435,7 +435,7 @@ def _parquet_scale(
     the stored one."""
     from service.stores.calibration import criterion_weights, rubric_scale
 
-    found = parquet_rubric(rubric, "" if level == "nominal" else scale)
+    found = parquet_rubric(rubric, scale_needed=scale is None and level != "nominal")
     weights = criterion_weights(found) if found is not None else {}
     if score != "discrete" and level is None:
         level = "interval"  # expected scores lie between the ratings

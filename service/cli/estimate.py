@@ -177,7 +177,7 @@ def _bundled_scale(rubric: str | None) -> str | None:
     export holds no rubrics; none without --rubric)."""
     from service.stores.calibration import rubric_scale
 
-    found = parquet_rubric(rubric, None)
+    found = parquet_rubric(rubric, scale_needed=True)
     if found is None:
         return None
     low, high, _ = rubric_scale(found)

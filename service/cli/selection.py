@@ -19,7 +19,7 @@ METADATA = typer.Option(
     "key=value (repeatable)"
 )  # fmt: skip
 FROM_PARQUET = typer.Option(
-    None, "--from-parquet", help="read the judgments and grades of a `qadi export` folder "
+    None, "--from-parquet", help="read the judgments and grades of a qadi export folder "
     "instead of the DB, selected as --from-db selects them"
 )  # fmt: skip
 ENGINE = typer.Option(
@@ -94,10 +94,10 @@ def parquet_rows(directory: Path, selection, project: str | None, engine: str, a
         fail(str(exc))
 
 
-def parquet_rubric(rubric: str | None, scale: str | None):
+def parquet_rubric(rubric: str | None, scale_needed: bool):
     """With --from-parquet (an export holds no rubrics): the bundled rubric --rubric names;
-    None without --rubric, or for a rubric not bundled (a project's own) when --scale is
-    given; a clean exit when its scale is needed and it is not bundled."""
+    None without --rubric, or for a rubric not bundled (a project's own) when its scale is
+    not needed (--scale given); a clean exit when it is needed and the rubric not bundled."""
     from rubrics import RubricError, library_rubric
 
     if rubric is None:
@@ -105,7 +105,7 @@ def parquet_rubric(rubric: str | None, scale: str | None):
     try:
         return library_rubric(rubric)
     except RubricError as exc:
-        if scale is None:
+        if scale_needed:
             problem = str(exc).removeprefix("rubric_id: ")
             fail(f"--scale: required with --from-parquet unless --rubric is a bundled rubric "
                  f"(an export holds no rubrics): {problem}")  # fmt: skip
