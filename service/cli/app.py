@@ -9,6 +9,7 @@ from typing import NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperGroup
 
 from service.db.engine import NotMigratedError, UnsupportedDatabase
@@ -48,8 +49,9 @@ out = Console(width=_WIDTH)  # results a script may read
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print a one-line error for a person and exit; no traceback for expected problems."""
-    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print a one-line error for a person and exit; no traceback for expected problems.
+    The message is text, not markup: `pip install 'qadi[ray]'` printed as `'qadi'`."""
+    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
 

@@ -14,7 +14,19 @@ from rich.table import Table
 from calibration.formatting import judge_label
 from calibration.render.report_view import selective_view
 from service.cli.app import app, console, fail, open_project, out, project_option, split_names
-from service.cli.selection import JUDGES, METADATA, SINCE, UNTIL, check_file_or_db, db_selection
+from service.cli.selection import (
+    ADDRESS,
+    ENGINE,
+    FROM_PARQUET,
+    JUDGES,
+    METADATA,
+    SINCE,
+    UNTIL,
+    check_source,
+    db_selection,
+    parquet_rows,
+    parquet_rubric,
+)
 from service.db.engine import session_scope
 
 _SCALE = re.compile(r"^(-?\d+(?:\.\d+)?)-(-?\d+(?:\.\d+)?)$")
@@ -201,19 +213,22 @@ def calibrate(
     from_db: bool = typer.Option(
         False, "--from-db", help="use human grades and judgments in the DB"
     ),
+    from_parquet: Path | None = FROM_PARQUET,
+    engine: str = ENGINE,
+    address: str | None = ADDRESS,
     since: datetime | None = SINCE,
     until: datetime | None = UNTIL,
     metadata: list[str] = METADATA,
     rubric: str | None = typer.Option(
         None,
-        help=r"id\[@version]: with --from-db only this rubric (sets --scale); "
+        help=r"id\[@version]: with --from-db/--from-parquet only this rubric (sets --scale); "
         "with a file, its criterion weights give the points at stake",
     ),
     judges: str | None = JUDGES,
     score: str = typer.Option(
         "discrete",
-        help="with --from-db: discrete (each judge's grade) | expected (its probability-"
-        "weighted expected score, as rater JUDGE~expected) | both, to compare them; "
+        help="with --from-db/--from-parquet: discrete (each judge's grade) | expected (its "
+        "probability-weighted expected score, as rater JUDGE~expected) | both, to compare them; "
         "expected scores default the level to interval",
     ),
     scale: str | None = typer.Option(None, help="MIN-MAX of the scale, e.g. 1-5 or 0-100"),
@@ -260,16 +275,22 @@ def calibrate(
     """Measure every judge against the human grades, overall and per stratum, with CIs,
     the alt-test and the trust map (which judge may replace the SMEs, where); where judges
     give confidences, the thresholds POST /judge trusts their verdicts above. With
-    --from-db, over one project's grades and judgments, and stored in it."""
+    --from-db, over one project's grades and judgments, and stored in it; with
+    --from-parquet, over a `qadi export` folder (not stored: no database is read)."""
     # numpy, scipy and matplotlib load only when a report is computed, not for `qadi --help`
     from calibration.formats.interchange import GradeFormatError, read_grades
     from service.stores.calibration import rows_from_db, store_report, with_stored_rubric_weights
 
-    check_file_or_db(grades_file, from_db, since=since, until=until, metadata=metadata)
+    check_source(
+        grades_file, from_db, from_parquet, engine, address, since=since, until=until,
+        metadata=metadata,
+    )  # fmt: skip
     check_choice("--level", level, LEVELS)
     check_choice("--score", score, SCORES)
-    if score != "discrete" and not from_db:
+    if score != "discrete" and grades_file is not None:
         fail("--score: expected scores come from stored judgments; add --from-db")
+    if probe_run is not None and from_parquet is not None:
+        fail("--probe-run: stored probe runs are in the database; not with --from-parquet")
     check_choice("--alt-scoring", alt_scoring, scorings() if alt_scoring else ())
     fields = {
         "reference": reference,
@@ -301,6 +322,15 @@ def calibrate(
             sessions, project = open_project(project)
             with session_scope(sessions) as session:
                 rendered = attach_probe_run(session, project, rendered, probe_run)
+    elif from_parquet is not None:
+        bounds, level, weights = _parquet_scale(scale, rubric, level, score)
+        options = cli_options(bounds, level, by, criterion_weights=weights, **fields)
+        selection = db_selection(
+            judges=judges, rubric=rubric, metadata=metadata, since=since, until=until,
+            scale=bounds, score=score,
+        )  # fmt: skip
+        rows, inputs = parquet_rows(from_parquet, selection, project, engine, address)
+        rendered = render_rows(rows, _with_bundled_weights(options, inputs), inputs)
     else:
         sessions, project = open_project(project)
         with session_scope(sessions) as session:
@@ -395,3 +425,39 @@ def scale_for(
     except RubricNotFound as exc:
         fail(str(exc))
     return (low, high), level or rubric_level, weights
+
+
+def _parquet_scale(
+    scale: str | None, rubric: str | None, level: str | None, score: str
+) -> tuple[tuple[float, float] | None, str | None, dict[str, float]]:
+    """Scale, level and criterion weights with --from-parquet: from the options, else from
+    the bundled rubric --rubric names (an export holds no rubrics), as `scale_for` does from
+    the stored one."""
+    from service.stores.calibration import criterion_weights, rubric_scale
+
+    found = parquet_rubric(rubric, scale_needed=scale is None and level != "nominal")
+    weights = criterion_weights(found) if found is not None else {}
+    if score != "discrete" and level is None:
+        level = "interval"  # expected scores lie between the ratings
+    if scale is not None or level == "nominal":
+        return (parse_scale(scale) if scale else None), level, weights
+    if found is None:
+        fail("--scale: required unless --rubric names the rubric whose scale to use")
+    low, high, rubric_level = rubric_scale(found)
+    return (low, high), level or rubric_level, weights
+
+
+def _with_bundled_weights(options, inputs: dict):
+    """Without weights given, those of the bundled rubric every judgment used, when they all
+    used one (`with_stored_rubric_weights` reads the database's copy)."""
+    from rubrics import RubricError, library_rubric
+    from service.stores.calibration import criterion_weights
+
+    refs = inputs.get("rubric_versions") or []
+    if options.criterion_weights or len(refs) != 1:
+        return options
+    try:
+        weights = criterion_weights(library_rubric(refs[0]))
+    except RubricError:
+        return options
+    return options.model_copy(update={"criterion_weights": weights})

@@ -13,7 +13,20 @@ from rich.table import Table
 
 from service.cli.app import app, console, fail, open_project, out, project_option, split_names
 from service.cli.calibrate import parse_scale
-from service.cli.selection import JUDGES, METADATA, SINCE, UNTIL, check_file_or_db, db_selection
+from service.cli.selection import (
+    ADDRESS,
+    ENGINE,
+    FROM_PARQUET,
+    JUDGES,
+    METADATA,
+    SINCE,
+    UNTIL,
+    check_file_or_db,
+    check_source,
+    db_selection,
+    parquet_rows,
+    parquet_rubric,
+)
 from service.cli.sme import sme_app
 from service.db.engine import session_scope
 
@@ -49,9 +62,13 @@ def estimate(
     from_db: bool = typer.Option(
         False, "--from-db", help="use human grades and the latest ok judgments in the DB"
     ),
+    from_parquet: Path | None = FROM_PARQUET,
+    engine: str = ENGINE,
+    address: str | None = ADDRESS,
     rubric: str | None = typer.Option(
-        None, help=r"with --from-db: id\[@version], only this rubric (sets --scale)"
-    ),
+        None, help=r"with --from-db/--from-parquet: id\[@version], only this rubric (sets "
+        "--scale)"
+    ),  # fmt: skip
     judges: str | None = JUDGES,
     metadata: list[str] = METADATA,
     since: datetime | None = SINCE,
@@ -82,25 +99,29 @@ def estimate(
     df in the JSON; labels carrying `inclusion_prob` (from `qadi sme queue`) are weighted by
     its inverse. An interval marked unreliable (too few clusters, no variation) says why.
     With --from-db, over one project's human grades and the latest ok judgment per item and
-    judge, chosen as `qadi calibrate --from-db` chooses them."""
+    judge, chosen as `qadi calibrate --from-db` chooses them; with --from-parquet, the same
+    from a `qadi export` folder."""
     from calibration.render.estimate import to_html, to_markdown
     from service.reporting.estimates import corrected_means as compute
 
-    check_file_or_db(
-        grades_file, from_db, rubric=rubric, judges=judges, metadata=metadata, since=since,
-        until=until,
+    check_source(
+        grades_file, from_db, from_parquet, engine, address, rubric=rubric, judges=judges,
+        metadata=metadata, since=since, until=until,
     )  # fmt: skip
     if level == "nominal":
         fail("--level: nominal labels have no mean; estimate needs ordinal or interval scores")
     if level not in (None, "ordinal", "interval"):
         fail(f"--level: expected ordinal or interval, got '{level}'")
     selection = database = None
-    if from_db:
+    if grades_file is None:
         selection = db_selection(
             judges=judges, rubric=rubric, metadata=metadata, since=since, until=until
         )
+    if from_db:
         database = open_project(project)  # opened once: the scale and the rows read it
         scale = scale or _stored_scale(database, rubric)
+    elif from_parquet is not None:
+        scale = scale or _bundled_scale(rubric)
     bounds = parse_scale(scale) if scale else (None, None)
     options = _options(
         alpha=alpha,
@@ -115,6 +136,8 @@ def estimate(
     )
     if selection is None:
         rows, inputs = _read(grades_file), {"source": str(grades_file)}
+    elif from_parquet is not None:
+        rows, inputs = parquet_rows(from_parquet, selection, project, engine, address)
     else:
         rows, inputs = _from_db(database, selection)
     try:
@@ -146,6 +169,18 @@ def _stored_scale(database, rubric: str | None) -> str | None:
             low, high, _ = scale_of_rubric(session, chosen, rubric)
         except RubricNotFound as exc:
             fail(f"--rubric: {exc}")
+    return f"{low:g}-{high:g}"
+
+
+def _bundled_scale(rubric: str | None) -> str | None:
+    """With --from-parquet, the scale of the bundled rubric --rubric names, as MIN-MAX (an
+    export holds no rubrics; none without --rubric)."""
+    from service.stores.calibration import rubric_scale
+
+    found = parquet_rubric(rubric, scale_needed=True)
+    if found is None:
+        return None
+    low, high, _ = rubric_scale(found)
     return f"{low:g}-{high:g}"
 
 

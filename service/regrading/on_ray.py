@@ -98,7 +98,7 @@ def run_on_ray(
     """Grade `requests` in `project` in an actor pool of
     `cluster.workers` actors at `options.concurrency` calls each; each outcome is counted in
     `stats` and handed to `on_graded` as it streams back."""
-    started = _connect(cluster)
+    started = connect(cluster)
     import ray
 
     try:
@@ -126,7 +126,7 @@ def run_on_ray(
             ray.shutdown()
 
 
-def _connect(cluster: RayCluster) -> bool:
+def connect(cluster: RayCluster) -> bool:
     """Join the cluster at `cluster.address`, reuse a Ray already started in this process,
     or start a local one sized to the pool (no dashboard, warnings only). True when started
     or joined here, so the caller disconnects (which ends the pool's actors)."""

@@ -6,6 +6,7 @@ its project's grades and judgments only and is stored in that project."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -68,10 +69,14 @@ def judge_raters(judge: str, expected: bool, score: str) -> list[str]:
 
 
 def scale_of_rubric(session: Session, project: str, rubric: str) -> tuple[float, float, str]:
-    found = get_rubric(session, project, rubric)
-    if isinstance(found, PenaltyWeightedRubric):
+    return rubric_scale(get_rubric(session, project, rubric))
+
+
+def rubric_scale(rubric: Rubric) -> tuple[float, float, str]:
+    """Scale and level of a rubric's scores (penalty-weighted rubrics score 0-100 points)."""
+    if isinstance(rubric, PenaltyWeightedRubric):
         return 0.0, 100.0, "interval"
-    return float(found.scale.min), float(found.scale.max), "ordinal"
+    return float(rubric.scale.min), float(rubric.scale.max), "ordinal"
 
 
 def criterion_weights(rubric: Rubric) -> dict[str, float]:
@@ -105,12 +110,28 @@ def rows_from_db(
     off_scale = _items_under(session, where, other_scale)
     # labels that revised an approved template (qadi align) are not fresh for its version
     revised = training_items(session, project, selection.rubric) if selection.rubric else set()
-    found = _JudgeRows(selection.score, revised)
+    found = JudgeRows(selection.score, revised)
     latest = _latest_judgments(where, other_scale)
     # Core, not the ORM: the rows are plain tuples, and ORM loading cost ~16 s per 1M
     for record in session.connection().execute(latest, execution_options={"yield_per": _BATCH}):
         found.add(*record)
+    grades = select(HumanGradeRow).where(HumanGradeRow.project == project)
+    stored = (grade_from_row(g) for g in session.scalars(grades.order_by(HumanGradeRow.id)))
     found.close()
+    return with_grades(found, stored, selection, failures, off_scale, "database")
+
+
+def with_grades(
+    found: JudgeRows,
+    grades: Iterable[GradeRow],
+    selection: Selection,
+    failures: dict[str, int],
+    off_scale: set[str],
+    source: str,
+) -> tuple[GradeColumns, dict[str, Any]]:
+    """The latest judgments gathered in `found` (closed) with the human grades (in the order
+    they were stored) appended, and the report's inputs: what rows_from_db reads from the
+    database, and `qadi calibrate --from-parquet` from an export, end here alike."""
     rows = found.rows
     narrowed = bool(
         selection.judges
@@ -124,8 +145,7 @@ def rows_from_db(
     imported_judges: set[str] = set()
     kept_apart: set[str] = set()
     made_here = found.raters  # the judges' (and expected scores') names
-    grades = select(HumanGradeRow).where(HumanGradeRow.project == project)
-    for grade in session.scalars(grades.order_by(HumanGradeRow.id)):
+    for grade in grades:
         if (narrowed and grade.item_id not in items) or grade.item_id in off_scale:
             continue
         if grade.rater_kind == "judge" and selection.judges and grade.rater not in selection.judges:
@@ -135,13 +155,12 @@ def rows_from_db(
             # a rubric's report holds the judgments made under it, not copies of them
             imported_judges.add(grade.rater)
             continue
-        row = grade_from_row(grade)
-        if row.rater_kind == "judge" and row.rater in made_here:
-            row = _kept_apart(row)
+        if grade.rater_kind == "judge" and grade.rater in made_here:
             kept_apart.add(grade.rater)
-        rows.append(row)
+            grade = _kept_apart(grade)
+        rows.append(grade)
     inputs = {
-        "source": "database",
+        "source": source,
         "rubric_versions": sorted(found.rubric_refs),
         "judge_models": [
             {"judge": j, "model": m, "template": t, "template_hash": h}
@@ -163,8 +182,8 @@ def rows_from_db(
     }
     if imported_judges:
         inputs["imported_judge_grades_excluded"] = sorted(imported_judges)
-    if revised:
-        inputs["revision_training_items_excluded"] = len(revised)
+    if found.revised:
+        inputs["revision_training_items_excluded"] = len(found.revised)
     if kept_apart:
         inputs["imported_judge_grades_kept_apart"] = sorted(
             f"{name}{IMPORTED_SUFFIX}" for name in kept_apart
@@ -279,7 +298,7 @@ _REPORT_COLUMNS = (
 )
 
 
-class _JudgeRows:
+class JudgeRows:
     """Grade rows from the latest judgments as they stream in, and what the report's inputs
     say of them. Attribute dicts, criteria marks and names repeat across judgments: each
     distinct one is kept once and shared (rows are read, never modified). What the inputs

@@ -29,7 +29,8 @@ def _judgments() -> Select:
         ResponseRow.attributes, JudgmentRow.judge, JudgmentRow.judge_model,
         JudgmentRow.status, JudgmentRow.score, JudgmentRow.expected_score,
         JudgmentRow.confidence, JudgmentRow.confidence_source, JudgmentRow.criteria,
-        JudgmentRow.rubric_ref, JudgmentRow.template, JudgmentRow.cached,
+        JudgmentRow.rubric_ref, JudgmentRow.rubric_hash, JudgmentRow.template,
+        JudgmentRow.template_hash, JudgmentRow.cached,
         JudgmentRow.latency_ms, JudgmentRow.cost_usd, JudgmentRow.error,
         JudgmentRow.rationale, JudgmentRow.raw_reply, JudgmentRow.created_at,
     ).join(ResponseRow, JudgmentRow.response_id == ResponseRow.id)  # fmt: skip

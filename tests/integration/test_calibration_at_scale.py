@@ -178,7 +178,7 @@ def test_estimate_from_db_narrows_like_calibrate_and_refuses_bad_options(db_url,
         ("--from-db", "--rubric", "nope"): "--rubric:",
         ("--from-db", "--since", "2026-01-05", "--until", "2026-01-04"): "--until:",
         (str(SAMPLE), "--since", "2026-01-05"): "--since: only with --from-db",
-        (): "give a GRADES_FILE or --from-db",
+        (): "give a GRADES_FILE, --from-db or --from-parquet DIR (one of them)",
     }
     for args, message in refused.items():
         result = run_cli("estimate", *args, "--out", str(out), env=env)
