@@ -1,6 +1,7 @@
 """An OpenAI-compatible server that answers at once, for measuring the client side of a
 judge call (issue 40): aiohttp.web, one process, with the test double's answers (a verdict
-from the request's schema, logprobs when asked: tests/llm_test_server.py), but none of its
+from the request's schema; logprobs when asked, `top_logprobs` alternatives per token as vLLM
+sends them: tests/llm_test_server.py), but none of its
 scripting, so it serves thousands of calls a second and the client, not the server, is what
 a benchmark measures.
 
@@ -28,7 +29,13 @@ async def chat(request: web.Request) -> web.Response:
     content = default_content(body)
     completion = completion_body(body, content)
     logprobs = chat_logprobs(body, content, Reply())
-    if logprobs is not None:
+    if logprobs is not None:  # as vLLM: `top_logprobs` alternatives for every token
+        wanted = int(body.get("top_logprobs") or 0)
+        for entry in logprobs["content"]:
+            entry["top_logprobs"] += [
+                {"token": f"{entry['token']}~{i}", "logprob": -20.0 - i, "bytes": []}
+                for i in range(wanted - len(entry["top_logprobs"]))
+            ]
         completion["choices"][0]["logprobs"] = logprobs
     return web.Response(text=json.dumps(completion), content_type="application/json")
 
