@@ -12,18 +12,8 @@ from judges import JudgeConfigError, parse_config
 from judges.client import CallOutcome, JudgeClient
 from judges.replies import read_completion
 from tests.conftest import free_port
-
-MESSAGES = [
-    {"role": "system", "content": "Grade the answer."},
-    {"role": "user", "content": "شكو ماكو؟ — the answer"},
-]
-SCHEMA = {
-    "type": "json_schema",
-    "json_schema": {
-        "name": "verdict",
-        "schema": {"type": "object", "properties": {"rating": {"type": "integer"}}},
-    },
-}
+from tests.perf.bench_client_overhead import FORMAT as SCHEMA
+from tests.perf.bench_client_overhead import MESSAGES
 
 
 def client_for(

@@ -131,14 +131,8 @@ def arguments(answers: int) -> argparse.Namespace:
     return parser.parse_args()
 
 
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def regrade_cpu(workdir: Path, count: int, api_base: str, how: dict, concurrency: int):
-    """(process CPU seconds, qadi's wall seconds) of regrading `count` answers into a fresh
-    SQLite database with a hosted_vllm/ judge set up as `how` (transport, logprobs)."""
+def fresh_database(workdir: Path) -> None:
+    """An empty, migrated SQLite database at workdir/qadi.db (the previous one removed)."""
     (workdir / "qadi.db").unlink(missing_ok=True)
     subprocess.run(
         [sys.executable, "-m", "service", "db", "upgrade"],
@@ -147,6 +141,17 @@ def regrade_cpu(workdir: Path, count: int, api_base: str, how: dict, concurrency
         check=True,
         capture_output=True,
     )
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def regrade_cpu(workdir: Path, count: int, api_base: str, how: dict, concurrency: int):
+    """(process CPU seconds, qadi's wall seconds) of regrading `count` answers into a fresh
+    SQLite database with a hosted_vllm/ judge set up as `how` (transport, logprobs)."""
+    fresh_database(workdir)
     entry = {
         "model_name": "bench-judge",
         "litellm_params": {"model": "hosted_vllm/meta-llama/Llama-3.1-8B", "api_base": api_base},
@@ -209,13 +214,7 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
-            subprocess.run(
-                [sys.executable, "-m", "service", "db", "upgrade"],
-                cwd=ROOT,
-                env={**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}"},
-                check=True,
-                capture_output=True,
-            )
+            fresh_database(workdir)
             answers, config = write_inputs(workdir, args.answers, server.api_base)
             batch = workdir / "batch.jsonl"
             regrade(workdir, answers, config, args.concurrency, "--batch", str(batch))
@@ -229,14 +228,7 @@ def main() -> None:
             after = httpx.get(f"{server.base}/_control/calls").json()["count"]
             bare_after = asyncio.run(bare_litellm(server.api_base, bodies, args.concurrency))
             bare = (bare_before + bare_after) / 2
-            (workdir / "qadi.db").unlink()
-            subprocess.run(
-                [sys.executable, "-m", "service", "db", "upgrade"],
-                cwd=ROOT,
-                check=True,
-                env={**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}"},
-                capture_output=True,
-            )
+            fresh_database(workdir)
             two, two_total = regrade(workdir, answers, config, args.concurrency, "--workers", "2")
     finally:
         process.terminate()
