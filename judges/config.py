@@ -208,7 +208,7 @@ class JudgeEntry(BaseModel):
                 f"transport: lean calls OpenAI-compatible servers ({' or '.join(LEAN_ROUTES)} "
                 f"routes), not '{self.model}'; remove it or write `transport: litellm`"
             )
-        if not (self.litellm_params.get("api_base") or self.litellm_params.get("base_url")):
+        if not self._has_server:
             raise ValueError(
                 "transport: lean needs litellm_params.api_base (the server's URL, e.g. "
                 "http://127.0.0.1:8000/v1)"
@@ -219,8 +219,12 @@ class JudgeEntry(BaseModel):
         """Whether this deployment is called by the lean transport (judges/transport.py)."""
         if self.transport is not None:
             return self.transport == "lean"
-        has_base = bool(self.litellm_params.get("api_base") or self.litellm_params.get("base_url"))
-        return has_base and self.model.startswith(LEAN_DEFAULT_ROUTES)
+        return self._has_server and self.model.startswith(LEAN_DEFAULT_ROUTES)
+
+    @property
+    def _has_server(self) -> bool:
+        """Whether the entry names its server's URL (else LiteLLM finds it in the env)."""
+        return bool(self.litellm_params.get("api_base") or self.litellm_params.get("base_url"))
 
     @property
     def output_mode(self) -> StructuredOutput:
