@@ -35,7 +35,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm  # noqa: E402
 
-from judges import credentials, standin_provider, standins  # noqa: E402
+from judges import credentials, standin_provider, standins, transport  # noqa: E402
 from judges.config import (  # noqa: E402
     MODES,
     ROUTER_ONLY_PARAMS,
@@ -299,6 +299,12 @@ class JudgeClient:
         self._routers = {
             name: _router(config, name) for name in config.names if name not in self._params
         }
+        # one-deployment judges on an OpenAI-compatible server, called without LiteLLM
+        self._lean: dict[str, transport.LeanRoute] = {
+            name: transport.lean_route(self._params[name])
+            for name in self._params
+            if config.judge(name).lean
+        }
         self._call_settings = config.call_settings
         self._logprobs = {
             name: request_params(config.judge(name).top_logprobs) for name in config.names
@@ -397,7 +403,10 @@ class JudgeClient:
         self, judge: str, messages: list[dict[str, str]], timeout: float, kwargs: dict[str, Any]
     ) -> Any:
         """One attempt: the retries are qadi's (`complete`), never the provider SDK's or
-        LiteLLM's, so both paths pass `num_retries=0`."""
+        LiteLLM's, so both LiteLLM paths pass `num_retries=0` (the lean one has none)."""
+        route = self._lean.get(judge)
+        if route is not None:
+            return transport.complete(route, messages, timeout, kwargs)
         params = self._params.get(judge)
         if params is not None:
             return litellm.acompletion(
@@ -415,7 +424,19 @@ class JudgeClient:
         table lists."""
         if judge not in self._priced:
             return None
+        if judge in self._lean:  # the server's reply as sent: priced from its usage
+            usage = response.get("usage") or {}
+            return price(
+                self.config.judge(judge).model,
+                usage.get("prompt_tokens") or 0,
+                usage.get("completion_tokens") or 0,
+            )
         return (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+
+    async def aclose(self) -> None:
+        """Close the lean transport's connections of the running event loop (a loop that
+        ends closes its own); the service calls it as it stops."""
+        await transport.close()
 
     def _failure(
         self,

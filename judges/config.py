@@ -45,6 +45,11 @@ MODES: tuple[str, ...] = get_args(StructuredOutput)  # in the order `qadi judges
 # routes whose servers always return token logprobs, so qadi asks for them by default
 LOGPROB_ROUTES = ("hosted_vllm/",)
 MAX_TOP_LOGPROBS = 20  # OpenAI's and vLLM's default ceiling
+# How a judge is called: `lean` over aiohttp straight to an OpenAI-compatible server
+# (judges/transport.py), `litellm` through LiteLLM. Lean by default on LEAN_DEFAULT_ROUTES.
+Transport = Literal["lean", "litellm"]
+LEAN_ROUTES = ("hosted_vllm/", "openai/")  # OpenAI's chat API: the ones lean can speak
+LEAN_DEFAULT_ROUTES = ("hosted_vllm/",)
 
 # litellm_params that choose where and how to connect, not what the judge model computes.
 TRANSPORT_PARAMS = frozenset(
@@ -163,6 +168,11 @@ class JudgeEntry(BaseModel):
         description="where the verdict's confidence comes from: token probabilities (default) "
         "or sampling (k calls at temperature T, the share agreeing with the most common verdict)",
     )
+    transport: Transport | None = Field(
+        default=None,
+        description="lean (aiohttp straight to the OpenAI-compatible server at api_base) or "
+        "litellm; default lean for hosted_vllm/ routes with an api_base, litellm otherwise",
+    )
 
     @model_validator(mode="after")
     def _has_model(self) -> JudgeEntry:
@@ -181,12 +191,40 @@ class JudgeEntry(BaseModel):
                 )
         if self.confidence.score_values and self.confidence.source != "token":
             raise ValueError("confidence.score_values: token confidence only, not sampling")
+        if self.transport == "lean":
+            self._lean_possible()
         if self.confidence.score_values and not self.model.startswith(LOGPROB_ROUTES):
             raise ValueError(
                 "confidence.score_values: only vLLM (hosted_vllm/ routes) scores a given "
                 "completion (prompt_logprobs); OpenAI, Anthropic and llama.cpp's server do not"
             )
         return self
+
+    def _lean_possible(self) -> None:
+        """`transport: lean` speaks OpenAI's chat API to one server: it needs such a route
+        and the server's URL."""
+        if not self.model.startswith(LEAN_ROUTES):
+            raise ValueError(
+                f"transport: lean calls OpenAI-compatible servers ({' or '.join(LEAN_ROUTES)} "
+                f"routes), not '{self.model}'; remove it or write `transport: litellm`"
+            )
+        if not self._has_server:
+            raise ValueError(
+                "transport: lean needs litellm_params.api_base (the server's URL, e.g. "
+                "http://127.0.0.1:8000/v1)"
+            )
+
+    @property
+    def lean(self) -> bool:
+        """Whether this deployment is called by the lean transport (judges/transport.py)."""
+        if self.transport is not None:
+            return self.transport == "lean"
+        return self._has_server and self.model.startswith(LEAN_DEFAULT_ROUTES)
+
+    @property
+    def _has_server(self) -> bool:
+        """Whether the entry names its server's URL (else LiteLLM finds it in the env)."""
+        return bool(self.litellm_params.get("api_base") or self.litellm_params.get("base_url"))
 
     @property
     def output_mode(self) -> StructuredOutput:
@@ -302,6 +340,11 @@ class JudgesConfig(BaseModel):
         group = self.deployments(name)
         if len(group) == 1:
             return
+        if any(e.transport == "lean" for e in group):
+            raise ValueError(
+                f"model_list.{name}.transport: lean calls one server, and this judge has "
+                f"{len(group)} deployments that LiteLLM's router balances; remove `transport: lean`"
+            )
         for field in ("provider", "substitute", "rpm", "structured_output", "logprobs"):
             values = {getattr(e, field) for e in group} - {None}
             if len(values) > 1:

@@ -136,14 +136,24 @@ def tokens_of(payload: Any) -> list[Token] | None:
         return None
     out: list[Token] = []
     for entry in content:
-        token, logprob = field_of(entry, "token"), field_of(entry, "logprob")
+        # a dict (the lean transport's replies, batch files) read without `field_of`: a reply
+        # carries ten alternatives per token, and the calls were most of the cost (issue 40)
+        if type(entry) is dict:
+            token, logprob = entry.get("token"), entry.get("logprob")
+            top = entry.get("top_logprobs")
+        else:
+            token, logprob = field_of(entry, "token"), field_of(entry, "logprob")
+            top = field_of(entry, "top_logprobs")
         if not isinstance(token, str):
             return None
-        top = [
-            (field_of(alt, "token"), field_of(alt, "logprob"))
-            for alt in field_of(entry, "top_logprobs") or []
-        ]
-        alternatives = [(t, _number(p)) for t, p in top if isinstance(t, str)]
+        alternatives = []
+        for alt in top or ():
+            if type(alt) is dict:
+                alt_token, alt_logprob = alt.get("token"), alt.get("logprob")
+            else:
+                alt_token, alt_logprob = field_of(alt, "token"), field_of(alt, "logprob")
+            if isinstance(alt_token, str):
+                alternatives.append((alt_token, _number(alt_logprob)))
         out.append((token, _number(logprob), alternatives))
     return out
 
@@ -151,6 +161,8 @@ def tokens_of(payload: Any) -> list[Token] | None:
 def _number(value: Any) -> float:
     """A logprob as a float: NaN for what is not a number (null, a string, a boolean), an
     infinity for an integer too large for a float (JSON may spell 10**400 out)."""
+    if type(value) is float:
+        return value
     if not isinstance(value, int | float) or isinstance(value, bool):
         return math.nan
     try:

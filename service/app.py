@@ -77,6 +77,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 with suppress(asyncio.CancelledError):
                     await task
             await judging.drain()  # grades still waiting for the database
+            if grader is not None:
+                await grader.client.aclose()  # the lean transport's connections to judges
             reports.close()
             sessions.kw["bind"].dispose()  # hand the pooled connections back to the server
 

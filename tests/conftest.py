@@ -92,6 +92,14 @@ class LLMServer:
     def calls_by_model(self) -> dict[str, int]:
         return httpx.get(f"{self.base}/_control/calls").json()["models"]
 
+    def disconnected(self) -> list[str]:
+        """Request ids (X-Request-Id) of the calls whose client went away before the reply."""
+        return httpx.get(f"{self.base}/_control/calls").json()["disconnected"]
+
+    def request_ids(self) -> list[str | None]:
+        """The X-Request-Id header of each call received, in order."""
+        return httpx.get(f"{self.base}/_control/calls").json()["request_ids"]
+
     def requests(self) -> list[dict]:
         return httpx.get(f"{self.base}/_control/calls", params={"bodies": True}).json()["requests"]
 
@@ -120,9 +128,19 @@ def llm_server(llm_server_process: LLMServer) -> LLMServer:
     return llm_server_process
 
 
-def judges_config_data(server: LLMServer, **qadi) -> dict:
-    """A panel spanning makers and both routes, all pointed at the test double."""
-    return {
+TRANSPORTS = ["litellm", "lean"]  # how a judge is called (judges/transport.py)
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request) -> str:
+    """Each transport in turn, for the tests of the fault semantics both must keep."""
+    return request.param
+
+
+def judges_config_data(server: LLMServer, transport: str | None = None, **qadi) -> dict:
+    """A panel spanning makers and both routes, all pointed at the test double; with
+    `transport`, every judge is called by that one (each route's default otherwise)."""
+    data = {
         "model_list": [
             {
                 "model_name": "gpt-judge",
@@ -152,6 +170,10 @@ def judges_config_data(server: LLMServer, **qadi) -> dict:
         ],
         "qadi": {"num_retries": 1, "timeout": 5, "panel": ["gpt-judge"], **qadi},
     }
+    if transport is not None:
+        for entry in data["model_list"]:
+            entry["transport"] = transport
+    return data
 
 
 def target_models_file(directory: Path, server: LLMServer) -> Path:
@@ -318,7 +340,9 @@ def qadi_server(llm_server_process: LLMServer, tmp_path_factory):
         stderr=(folder / "service.log").open("w"),
     )
     base = f"http://127.0.0.1:{port}"
-    wait_for_http(f"{base}/healthz", timeout=180, process=process)  # litellm imports slowly on a busy machine
+    wait_for_http(
+        f"{base}/healthz", timeout=180, process=process
+    )  # litellm imports slowly on a busy machine
     yield QadiServer(base, keys, database_url)
     process.terminate()
     process.wait(timeout=20)

@@ -130,6 +130,8 @@ class State:
         self.models: dict[str, int] = {}
         self.statuses: dict[str, int] = {}
         self.requests: deque[dict[str, Any]] = deque(maxlen=200)
+        self.request_ids: deque[str | None] = deque(maxlen=200)  # each call's X-Request-Id
+        self.disconnected: list[str | None] = []  # ids of calls whose client left before the reply
         self.server = ServerRules()
 
 
@@ -419,6 +421,8 @@ async def answer(request: Request) -> JSONResponse:
     model = str(body.get("model"))
     state.models[model] = state.models.get(model, 0) + 1
     state.requests.append(body)
+    request_id = request.headers.get("x-request-id")
+    state.request_ids.append(request_id)
     refusal = refused_by_server(body)
     body = ignored_by_server(body)
     if refusal is not None:
@@ -427,8 +431,9 @@ async def answer(request: Request) -> JSONResponse:
         )
         return refusal
     reply = choose(body)
-    if reply.delay:
-        await asyncio.sleep(reply.delay)
+    if reply.delay and not await waited(request, reply.delay):
+        state.disconnected.append(request_id)  # where vLLM aborts the request
+        return Response(status_code=499)  # sent to no one
     key = "malformed" if reply.malformed else str(reply.status)
     state.statuses[key] = state.statuses.get(key, 0) + 1
     if reply.status != 200:
@@ -453,6 +458,21 @@ async def answer(request: Request) -> JSONResponse:
         completion["choices"][0]["logprobs"] = logprobs
     # json.dumps, not JSONResponse: it writes NaN and Infinity as a provider may send them
     return Response(json.dumps(completion), media_type="application/json")
+
+
+async def waited(request: Request, delay: float) -> bool:
+    """Sleeps `delay` s, or less when the client disconnects first (False), watching for
+    the disconnect as vLLM's `with_cancellation` does: the body is read, so the next
+    message of the request can only be `http.disconnect`."""
+
+    async def disconnect() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.create_task(disconnect())
+    done, _ = await asyncio.wait([watcher], timeout=delay)
+    watcher.cancel()
+    return not done
 
 
 async def text_completion(request: Request) -> JSONResponse:
@@ -690,7 +710,13 @@ async def reset() -> dict[str, str]:
 
 @app.get("/_control/calls")
 async def calls(bodies: bool = False) -> dict[str, Any]:
-    out: dict[str, Any] = {"count": state.calls, "statuses": state.statuses, "models": state.models}
+    out: dict[str, Any] = {
+        "count": state.calls,
+        "statuses": state.statuses,
+        "models": state.models,
+        "request_ids": list(state.request_ids),
+        "disconnected": state.disconnected,
+    }
     if bodies:
         out["requests"] = list(state.requests)
     return out

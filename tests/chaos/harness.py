@@ -58,6 +58,7 @@ class Chaos:
     env: dict = field(default_factory=dict)
     qadi: dict = field(default_factory=dict)  # judges-file `qadi:` options over the defaults
     workers: int = 1  # uvicorn worker processes
+    transport: str | None = None  # every judge's `transport:` (judges/transport.py)
     records: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -66,6 +67,7 @@ class Chaos:
         httpx.post(f"{self.server.base}/_control/faults", json=self.faults).raise_for_status()
         config = self.workdir / "judges.yaml"
         params = {"api_base": self.server.api_base, "api_key": "os.environ/QADI_CHAOS_KEY"}
+        how = {"transport": self.transport} if self.transport else {}
         config.write_text(
             yaml.safe_dump(
                 {
@@ -73,11 +75,13 @@ class Chaos:
                         {
                             "model_name": "gpt-judge",
                             "litellm_params": {"model": "openai/gpt-4.1", **params},
+                            **how,
                         },
                         {
                             "model_name": "claude-judge",
                             "litellm_params": {"model": "openai/claude-3-5-sonnet", **params},
                             "provider": "anthropic",
+                            **how,
                         },
                     ],
                     # no cooldown: every request reaches the double, so calls can be counted

@@ -127,10 +127,15 @@ def test_fann_or_flop_grade_end_to_end(judges_config, llm_server):
     assert llm_server.requests()[0]["model"] == "meta-llama/Llama-3.1-8B-Instruct"
 
 
-def test_malformed_json_is_a_parse_error_with_raw_reply_and_no_score(judges_config, llm_server):
+def on(transport: str, server, **qadi):
+    """The panel of judges_config_data, every judge called by `transport`."""
+    return parse_config(judges_config_data(server, transport, **qadi))
+
+
+def test_malformed_json_is_a_parse_error_with_raw_reply_and_no_score(llm_server, transport):
     llm_server.script({"content": "The answer deserves full marks."})
     store = InMemoryJudgmentStore()
-    result = run(core(judges_config, store), judges=["claude-judge"])
+    result = run(core(on(transport, llm_server), store), judges=["claude-judge"])
     [judge] = result.results
     assert judge.status == "parse_error"
     assert judge.score is None
@@ -141,16 +146,16 @@ def test_malformed_json_is_a_parse_error_with_raw_reply_and_no_score(judges_conf
     assert store.saved[0].status == "parse_error"
 
 
-def test_500_then_success_is_one_retry(judges_config, llm_server):
+def test_500_then_success_is_one_retry(llm_server, transport):
     llm_server.script({"status": 500}, {"content": verdict(**IRAQI_MARKS)})
-    result = run(core(judges_config), judges=["claude-judge"])
+    result = run(core(on(transport, llm_server)), judges=["claude-judge"])
     assert result.results[0].status == "ok"
     assert llm_server.calls() == 2
 
 
-def test_persistent_500_is_a_backend_error_after_bounded_retries(judges_config, llm_server):
+def test_persistent_500_is_a_backend_error_after_bounded_retries(llm_server, transport):
     llm_server.script(*[{"status": 500}] * 5)
-    result = run(core(judges_config), judges=["claude-judge"])
+    result = run(core(on(transport, llm_server)), judges=["claude-judge"])
     [judge] = result.results
     assert (judge.status, judge.score) == ("backend_error", None)
     assert "InternalServerError" in judge.error
@@ -158,8 +163,8 @@ def test_persistent_500_is_a_backend_error_after_bounded_retries(judges_config, 
     assert llm_server.calls() == 2  # the first call and num_retries=1
 
 
-def test_timeout_is_an_error(llm_server):
-    config = parse_config(judges_config_data(llm_server, timeout=0.5, num_retries=0))
+def test_timeout_is_an_error(llm_server, transport):
+    config = on(transport, llm_server, timeout=0.5, num_retries=0)
     llm_server.script({"delay": 3, "content": verdict(**IRAQI_MARKS)})
     result = run(core(config), judges=["claude-judge"])
     [judge] = result.results

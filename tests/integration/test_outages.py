@@ -72,8 +72,10 @@ def test_the_reaper_closes_requests_a_dead_process_left_pending(migrated_db, llm
     assert f"qadi_requests_abandoned_total {before + 1}" in exported
 
 
-def test_a_provider_outage_is_not_replayed_a_retry_grades_again(migrated_db, llm_server, tmp_path):
-    app = make_app(migrated_db, llm_server, tmp_path)
+def test_a_provider_outage_is_not_replayed_a_retry_grades_again(
+    migrated_db, llm_server, tmp_path, transport
+):
+    app = make_app(migrated_db, llm_server, tmp_path, transport=transport)
     headers = {"Idempotency-Key": "outage-then-retry"}
     with TestClient(app) as client:
         llm_server.script(*[{"status": 500}] * 4)  # gpt-judge and its stand-in, retried once

@@ -29,9 +29,9 @@ BODY = {
 }
 
 
-def make_app(url, llm_server, tmp_path, qadi=None, **settings):
+def make_app(url, llm_server, tmp_path, qadi=None, transport=None, **settings):
     config = tmp_path / "judges.yaml"
-    config.write_text(yaml.safe_dump(judges_config_data(llm_server, **(qadi or {}))))
+    config.write_text(yaml.safe_dump(judges_config_data(llm_server, transport, **(qadi or {}))))
     return create_app(Settings(database_url=url, judges_config=config, auth="off", **settings))
 
 
@@ -132,12 +132,13 @@ def test_per_key_rate_limit_is_429(migrated_db, llm_server, tmp_path):
 
 
 def test_provider_outage_cools_the_judge_down_and_its_substitute_answers(
-    migrated_db, llm_server, tmp_path
+    migrated_db, llm_server, tmp_path, transport
 ):
     app = make_app(
         migrated_db,
         llm_server,
         tmp_path,
+        transport=transport,
         qadi={"num_retries": 0, "allowed_fails": 1, "cooldown_time": 60},
     )
     llm_server.rules({"model": "gpt-4.1", "reply": {"status": 500}})
@@ -162,7 +163,7 @@ CLAUDE_ONLY = {**BODY, "judges": ["claude-judge"]}  # a panel of one, with no su
 
 
 def test_a_run_of_failures_among_successes_does_not_cool_a_judge_down(
-    migrated_db, llm_server, tmp_path
+    migrated_db, llm_server, tmp_path, transport
 ):
     """Issue 31.2: three failures in a row among ten successes are 23% of the calls in the
     window, under the 50% that means an outage: the judge is not rested, the next request
@@ -171,6 +172,7 @@ def test_a_run_of_failures_among_successes_does_not_cool_a_judge_down(
         migrated_db,
         llm_server,
         tmp_path,
+        transport=transport,
         qadi={"num_retries": 0, "allowed_fails": 3, "cooldown_time": 60},
     )
     llm_server.script(*[{}] * 10, *[{"status": 500}] * 3)
@@ -183,13 +185,14 @@ def test_a_run_of_failures_among_successes_does_not_cool_a_judge_down(
     assert llm_server.calls() == 14  # every request reached the provider
 
 
-def test_a_judge_whose_calls_mostly_fail_rests(migrated_db, llm_server, tmp_path):
+def test_a_judge_whose_calls_mostly_fail_rests(migrated_db, llm_server, tmp_path, transport):
     """An outage still cools the judge down: three failures that are every call of the
     window rest it, and its next calls fail at once without reaching the provider."""
     app = make_app(
         migrated_db,
         llm_server,
         tmp_path,
+        transport=transport,
         qadi={"num_retries": 0, "allowed_fails": 3, "cooldown_time": 60},
     )
     llm_server.rules({"model": "claude-3-5-sonnet", "reply": {"status": 500}})
@@ -200,13 +203,16 @@ def test_a_judge_whose_calls_mostly_fail_rests(migrated_db, llm_server, tmp_path
     assert "cooling down" in answers[-1].json()["results"][0]["error"]
 
 
-def test_a_429_waits_for_retry_after_and_is_not_a_failure(migrated_db, llm_server, tmp_path):
+def test_a_429_waits_for_retry_after_and_is_not_a_failure(
+    migrated_db, llm_server, tmp_path, transport
+):
     """A 429 is retried after the provider's Retry-After, not at once; and a 429 that ends
     a call is the provider pacing us, not failing: it does not count toward the cooldown."""
     app = make_app(
         migrated_db,
         llm_server,
         tmp_path,
+        transport=transport,
         qadi={"num_retries": 1, "allowed_fails": 1, "cooldown_time": 60},
     )
     client = TestClient(app)
@@ -223,11 +229,14 @@ def test_a_429_waits_for_retry_after_and_is_not_a_failure(migrated_db, llm_serve
     assert after.status_code == 200, after.text  # ...but the judge was not rested
 
 
-def test_a_retry_after_past_the_bound_fails_the_call_at_once(migrated_db, llm_server, tmp_path):
+def test_a_retry_after_past_the_bound_fails_the_call_at_once(
+    migrated_db, llm_server, tmp_path, transport
+):
     app = make_app(
         migrated_db,
         llm_server,
         tmp_path,
+        transport=transport,
         qadi={"num_retries": 2, "max_retry_wait": 30, "cooldown_time": 0},
     )
     llm_server.script({"status": 429, "retry_after": "3600"})
@@ -241,8 +250,10 @@ def test_a_retry_after_past_the_bound_fails_the_call_at_once(migrated_db, llm_se
     assert time.monotonic() - started < 15.0
 
 
-def test_secrets_never_reach_bodies_rows_or_logs(migrated_db, llm_server, tmp_path, caplog):
-    app = make_app(migrated_db, llm_server, tmp_path, qadi={"num_retries": 0})
+def test_secrets_never_reach_bodies_rows_or_logs(
+    migrated_db, llm_server, tmp_path, caplog, transport
+):
+    app = make_app(migrated_db, llm_server, tmp_path, transport=transport, qadi={"num_retries": 0})
     llm_server.rules(
         {"model": "gpt-4.1", "reply": {"status": 500, "echo_auth": True}},
         {"model": "claude-3-5-sonnet", "reply": {"status": 500, "echo_auth": True}},

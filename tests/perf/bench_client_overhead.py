@@ -3,7 +3,16 @@ by an instant stub, so machine load from other processes hardly moves the figure
 check that a one-deployment judge's hot path did not get slower when judges with several
 deployments (routed through `litellm.Router`) were added; run it on both versions.
 
+With --live, the whole call instead, against a server that answers at once
+(tests/perf/instant_llm.py, its own process), `--in-flight` calls at a time, one client after
+the other in this process, each measured by this process's CPU per call and calls/s (issue
+40): a bare aiohttp loop (the floor), `JudgeClient.complete` on the lean transport and on
+LiteLLM's `hosted_vllm/` route, and `litellm.acompletion` on its `aiohttp_openai/` route.
+Ratios are against the bare loop of the same run (run first and last, averaged). (The `openai` SDK's aiohttp transport,
+`openai.DefaultAioHttpClient`, needs the `httpx-aiohttp` package, which is not installed.)
+
 Run: .venv/bin/python tests/perf/bench_client_overhead.py [--calls 50000] [--repeats 5]
+     .venv/bin/python tests/perf/bench_client_overhead.py --live [--calls 3000] [--in-flight 32]
 """
 
 from __future__ import annotations
@@ -40,11 +49,115 @@ async def run(client: JudgeClient, calls: int) -> float:
     return (time.process_time() - started) / calls * 1e6
 
 
+MESSAGES = [
+    {"role": "system", "content": "You grade answers against a rubric. Reply in JSON."},
+    {"role": "user", "content": "Rubric: the answer is correct.\nAnswer: 4\nGrade it."},
+]
+FORMAT = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "verdict",
+        "schema": {
+            "type": "object",
+            "properties": {"rating": {"type": "integer", "minimum": 1, "maximum": 5}},
+            "required": ["rating"],
+        },
+    },
+}
+SAMPLING = {"temperature": 0, "max_tokens": 64, "logprobs": True, "top_logprobs": 10}
+
+
+async def in_flight(calls: int, width: int, call) -> tuple[float, float]:
+    """(process CPU seconds per call, calls per second) of `calls` calls, `width` at a time."""
+    semaphore = asyncio.Semaphore(width)
+
+    async def one() -> None:
+        async with semaphore:
+            await call()
+
+    await asyncio.gather(*(one() for _ in range(min(width, calls))))  # connections open
+    started, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(one() for _ in range(calls)))
+    wall, used = time.perf_counter() - started, time.process_time() - cpu
+    return used / calls, calls / wall
+
+
+async def bare_aiohttp(api_base: str, calls: int, width: int) -> tuple[float, float]:
+    import aiohttp
+
+    body = {"model": "judge", "messages": MESSAGES, "response_format": FORMAT, **SAMPLING}
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def call() -> None:
+            async with session.post(f"{api_base}/chat/completions", json=body) as response:
+                assert (await response.json())["choices"]
+
+        return await in_flight(calls, width, call)
+
+
+async def judge_client(api_base: str, transport: str, calls: int, width: int):
+    params = {"model": "hosted_vllm/judge", "api_base": api_base}
+    entry = {"model_name": "judge", "litellm_params": params, "transport": transport}
+    client = JudgeClient(parse_config({"model_list": [entry], "qadi": {"num_retries": 0}}))
+
+    async def call() -> None:
+        outcome = await client.complete("judge", MESSAGES, FORMAT, **SAMPLING)
+        assert outcome.status == "ok", outcome.error
+
+    return await in_flight(calls, width, call)
+
+
+async def litellm_route(api_base: str, route: str, calls: int, width: int):
+    async def call() -> None:
+        response = await litellm.acompletion(
+            model=f"{route}judge", messages=MESSAGES, api_base=api_base, api_key="x",
+            response_format=FORMAT, num_retries=0, **SAMPLING,
+        )  # fmt: skip
+        assert response.choices[0].message.content
+
+    return await in_flight(calls, width, call)
+
+
+def live(calls: int, width: int) -> None:
+    from tests.perf.instant_llm import start
+
+    process, api_base = start()
+    clients = {
+        "bare aiohttp loop": lambda: bare_aiohttp(api_base, calls, width),
+        "JudgeClient, lean transport": lambda: judge_client(api_base, "lean", calls, width),
+        "JudgeClient, litellm hosted_vllm/": lambda: judge_client(
+            api_base, "litellm", calls, width
+        ),
+        "litellm.acompletion aiohttp_openai/": lambda: litellm_route(
+            api_base, "aiohttp_openai/", calls, width
+        ),
+        "bare aiohttp loop, again": lambda: bare_aiohttp(api_base, calls, width),
+    }
+    try:
+        measured = {name: asyncio.run(run_one()) for name, run_one in clients.items()}
+    finally:
+        process.terminate()
+    floor = (measured["bare aiohttp loop"][0] + measured["bare aiohttp loop, again"][0]) / 2
+    print(f"calls={calls} in flight={width}, server answering at once (instant_llm.py)")
+    for name, (cpu, rate) in measured.items():
+        print(
+            f"{name:38s} CPU per call {1000 * cpu:6.3f} ms ({cpu / floor:5.1f}x the bare loop)  "
+            f"{rate:7.0f} calls/s"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=50_000)
+    parser.add_argument("--calls", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--live", action="store_true", help="whole calls, to a live server")
+    parser.add_argument("--in-flight", type=int, default=32)
     args = parser.parse_args()
+    if args.live:
+        live(args.calls or 3000, args.in_flight)
+        return
+    args.calls = args.calls or 50_000
     params = {"model": "openai/gpt-4.1", "api_base": "http://127.0.0.1:9/v1", "api_key": "sk-x"}
     client = JudgeClient(parse_config({"model_list": [{"model_name": "judge",
                                                        "litellm_params": params}]}))

@@ -22,8 +22,11 @@ figure's order instead, to compare), one SQLite database and one results file fo
    the same `qadi regrade` over HTTP then makes no call (vLLM's request counter unchanged).
    Its wall time, the engine's start (from its log) and the requests alone.
 
+`--transport lean|litellm` sets the judge's transport (issue 40; lean is the default of its
+`hosted_vllm/` route).
+
 Run: eval "$(bash .ci/vllm.sh start)"; .venv/bin/python tests/perf/bench_local_judge.py
-     [--items 24] [--concurrency 1,8] [--no-batch] [--template REF]
+     [--items 24] [--concurrency 1,8] [--no-batch] [--template REF] [--transport lean|litellm]
 """
 
 from __future__ import annotations
@@ -280,6 +283,7 @@ def main() -> None:
     parser.add_argument(
         "--template", help="grade with this template instead (e.g. kinayat-explanation@2)"
     )
+    parser.add_argument("--transport", choices=["lean", "litellm"], help="the judge's transport")
     args = parser.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
     url = local_judge.url_from_environment() or local_judge.start()
@@ -288,8 +292,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="qadi-local-judge-") as scratch:
         folder = Path(scratch)
         config = folder / "judges.yaml"
-        config.write_text(yaml.safe_dump(local_judge.judges_config(url) | {
-            "model_list": [local_judge.judge_entry(url, name=JUDGE)]}))  # fmt: skip
+        entry = local_judge.judge_entry(url, name=JUDGE)
+        if args.transport:
+            entry["transport"] = args.transport
+        config.write_text(yaml.safe_dump(local_judge.judges_config(url) | {"model_list": [entry]}))
         env = {
             **os.environ,
             "QADI_DATABASE_URL": f"sqlite:///{folder / 'qadi.db'}",

@@ -6,7 +6,12 @@
 (c) the ideal N × 0.1 s / 64.
 Then a second `qadi regrade` over the same input, which must make zero backend calls.
 
-Run: .venv/bin/python tests/perf/bench_regrade.py [--answers 5000] [--concurrency 64]
+With --lean (issue 40): against a server that answers at once (tests/perf/instant_llm.py),
+a `hosted_vllm/` judge regraded on LiteLLM and on the lean transport, results stored in
+SQLite: each one's process CPU per call (a run of N answers less a run of --small, so the
+start-up is left out) and calls/s (target: lean <= 0.6 ms CPU per call).
+
+Run: .venv/bin/python tests/perf/bench_regrade.py [--answers 5000] [--concurrency 64] [--lean]
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import asyncio
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -87,8 +93,11 @@ def regrade(workdir: Path, answers: Path, config: Path, concurrency: int, *extra
     return wall, total
 
 
-def write_inputs(workdir: Path, count: int, api_base: str) -> tuple[Path, Path]:
-    """`count` answers and a judges file with one judge, `bench-judge`, at `api_base`."""
+def write_inputs(
+    workdir: Path, count: int, api_base: str, entry: dict | None = None
+) -> tuple[Path, Path]:
+    """`count` answers and a judges file with one judge, `bench-judge`, at `api_base`
+    (`entry`: its model_list entry instead of the default's)."""
     answers = workdir / "answers.jsonl"
     answers.write_text(
         "".join(
@@ -105,22 +114,11 @@ def write_inputs(workdir: Path, count: int, api_base: str) -> tuple[Path, Path]:
         )
     )
     config = workdir / "judges.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "model_list": [
-                    {
-                        "model_name": "bench-judge",
-                        "litellm_params": {
-                            "model": "openai/gpt-4.1",
-                            "api_base": api_base,
-                            "api_key": "x",
-                        },
-                    }
-                ]
-            }
-        )
-    )
+    entry = entry or {
+        "model_name": "bench-judge",
+        "litellm_params": {"model": "openai/gpt-4.1", "api_base": api_base, "api_key": "x"},
+    }
+    config.write_text(yaml.safe_dump({"model_list": [entry]}))
     return answers, config
 
 
@@ -128,7 +126,74 @@ def arguments(answers: int) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--answers", type=int, default=answers)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--lean", action="store_true", help="lean vs LiteLLM, hosted_vllm/")
+    parser.add_argument("--small", type=int, default=200, help="--lean: the start-up run")
     return parser.parse_args()
+
+
+def fresh_database(workdir: Path) -> None:
+    """An empty, migrated SQLite database at workdir/qadi.db (the previous one removed)."""
+    (workdir / "qadi.db").unlink(missing_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "service", "db", "upgrade"],
+        cwd=ROOT,
+        env={**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}"},
+        check=True,
+        capture_output=True,
+    )
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def regrade_cpu(workdir: Path, count: int, api_base: str, how: dict, concurrency: int):
+    """(process CPU seconds, qadi's wall seconds) of regrading `count` answers into a fresh
+    SQLite database with a hosted_vllm/ judge set up as `how` (transport, logprobs)."""
+    fresh_database(workdir)
+    entry = {
+        "model_name": "bench-judge",
+        "litellm_params": {"model": "hosted_vllm/meta-llama/Llama-3.1-8B", "api_base": api_base},
+        **how,
+    }
+    answers, config = write_inputs(workdir, count, api_base, entry)
+    before = children_cpu()
+    wall, _ = regrade(workdir, answers, config, concurrency)
+    return children_cpu() - before, wall
+
+
+def lean_against_litellm(args: argparse.Namespace) -> None:
+    from tests.perf.instant_llm import start
+
+    process, api_base = start()
+    figures = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = Path(tmp)
+            for label, how in RUNS.items():
+                small, _ = regrade_cpu(workdir, args.small, api_base, how, args.concurrency)
+                big, wall = regrade_cpu(workdir, args.answers, api_base, how, args.concurrency)
+                figures[label] = ((big - small) / (args.answers - args.small), wall)
+    finally:
+        process.terminate()
+    print(f"answers={args.answers} concurrency={args.concurrency} backend: instant_llm.py")
+    for label, (cpu, wall) in figures.items():
+        print(
+            f"qadi regrade, {label:28s}: CPU per call {1000 * cpu:6.2f} ms "
+            f"({cpu / figures['litellm'][0]:.2f} of litellm's), "
+            f"{args.answers / wall:6.0f} calls/s (qadi's wall time)"
+        )
+    print("target: lean <= 0.6 ms CPU per call")
+
+
+# the judge's set-ups compared: LiteLLM and lean with token logprobs (hosted_vllm/'s default,
+# 10 alternatives per token), and lean without them
+RUNS = {
+    "litellm": {"transport": "litellm"},
+    "lean": {"transport": "lean"},
+    "lean, logprobs: false": {"transport": "lean", "logprobs": False},
+}
 
 
 def start_slow_llm_server():
@@ -142,17 +207,14 @@ def start_slow_llm_server():
 
 def main() -> None:
     args = arguments(5000)
+    if args.lean:
+        lean_against_litellm(args)
+        return
     process, server = start_slow_llm_server()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
-            subprocess.run(
-                [sys.executable, "-m", "service", "db", "upgrade"],
-                cwd=ROOT,
-                env={**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}"},
-                check=True,
-                capture_output=True,
-            )
+            fresh_database(workdir)
             answers, config = write_inputs(workdir, args.answers, server.api_base)
             batch = workdir / "batch.jsonl"
             regrade(workdir, answers, config, args.concurrency, "--batch", str(batch))
@@ -166,14 +228,7 @@ def main() -> None:
             after = httpx.get(f"{server.base}/_control/calls").json()["count"]
             bare_after = asyncio.run(bare_litellm(server.api_base, bodies, args.concurrency))
             bare = (bare_before + bare_after) / 2
-            (workdir / "qadi.db").unlink()
-            subprocess.run(
-                [sys.executable, "-m", "service", "db", "upgrade"],
-                cwd=ROOT,
-                check=True,
-                env={**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}"},
-                capture_output=True,
-            )
+            fresh_database(workdir)
             two, two_total = regrade(workdir, answers, config, args.concurrency, "--workers", "2")
     finally:
         process.terminate()

@@ -5,8 +5,13 @@ The direct calls run before and after the service (the machine's speed drifts; t
 averaged, as tests/perf/bench_regrade.py does), and their own process CPU per call is
 LiteLLM's cost, printed as its share of the service's CPU per request.
 
+With --lean (issue 40), against a server that answers at once (tests/perf/instant_llm.py)
+with a `hosted_vllm/` judge: the service on LiteLLM (`transport: litellm`, the route before
+issue 40) and then on the lean transport, each one's CPU per request and throughput, and
+their ratio (targets: lean <= 3 ms of service CPU per request, >= 2.5x the throughput).
+
 Run: .venv/bin/python tests/perf/bench_service.py [--requests 2000] [--concurrency 32]
-[--project NAME] (PostgreSQL when QADI_TEST_POSTGRES_URL is set, else a temporary SQLite
+[--project NAME] [--lean] (PostgreSQL when QADI_TEST_POSTGRES_URL is set, else a temporary SQLite
 file). With --project the service grades as that project (made here; QADI_PROJECT with auth
 off), the path whose cache keys and answer hashes carry the project; without it, the default
 project's, whose keys are those of before projects.
@@ -107,12 +112,78 @@ async def through_service(base: str, n: int, concurrency: int):
         return await timed(n, concurrency, call)
 
 
+def serve(config: dict, requests: int, concurrency: int, env: dict | None = None):
+    """(wall seconds, latencies, service CPU seconds) of `requests` POST /judge, one worker,
+    a fresh temporary database (PostgreSQL when QADI_TEST_POSTGRES_URL is set)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        url = migrated_database(workdir)
+        judges = workdir / "judges.yaml"
+        judges.write_text(yaml.safe_dump(config))
+        service = Service(url, judges, free_port(), workdir, env or {})
+        service.start()
+        try:
+            wait_for_http(f"http://127.0.0.1:{service.port}/healthz")
+            cpu_before = cpu_seconds(service.process.pid)
+            seconds, latency, _ = asyncio.run(
+                through_service(f"http://127.0.0.1:{service.port}", requests, concurrency)
+            )
+            return seconds, latency, cpu_seconds(service.process.pid) - cpu_before
+        finally:
+            service.stop()
+
+
+def lean_against_litellm(requests: int, concurrency: int) -> None:
+    """The service with a hosted_vllm/ judge on each transport, against an instant server."""
+    from tests.perf.instant_llm import start
+
+    process, api_base = start()
+    measured = {}
+    try:
+        for transport in ("litellm", "lean", "lean, no logprobs") * 2:  # the machine drifts
+            entry = {
+                "model_name": "bench-judge",
+                "litellm_params": {
+                    "model": "hosted_vllm/meta-llama/Llama-3.1-8B",
+                    "api_base": api_base,
+                },
+                "transport": transport.split(",")[0],
+                **({"logprobs": False} if "no logprobs" in transport else {}),
+            }
+            config = {"model_list": [entry], "qadi": {"num_retries": 0}}
+            seconds, latency, cpu = serve(config, requests, concurrency)
+            runs = measured.setdefault(transport, [])
+            runs.append((requests / seconds, 1000 * cpu / (requests + 1), latency))
+    finally:
+        process.terminate()
+    print(f"requests={requests} concurrency={concurrency} backend: instant_llm.py, hosted_vllm/")
+    for transport, runs in measured.items():
+        latency = [x for run in runs for x in run[2]]
+        print(
+            f"POST /judge, {transport:17s}: "
+            + ", ".join(f"{rate:6.1f} req/s {cpu:5.2f} ms CPU/req" for rate, cpu, _ in runs)
+            + f"  p50 {1000 * statistics.median(latency):6.1f} ms"
+        )
+    rate = {t: statistics.mean(r[0] for r in runs) for t, runs in measured.items()}
+    cpu = {t: statistics.mean(r[1] for r in runs) for t, runs in measured.items()}
+    for lean in ("lean", "lean, no logprobs"):
+        print(
+            f"{lean} / litellm: throughput {rate[lean] / rate['litellm']:.2f}x (target >= 2.5), "
+            f"service CPU per request {cpu[lean]:.2f} ms vs {cpu['litellm']:.2f} ms "
+            "(target <= 3 ms)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--project", default=None, help="grade as this project")
+    parser.add_argument("--lean", action="store_true", help="lean vs LiteLLM, hosted_vllm/")
     args = parser.parse_args()
+    if args.lean:
+        lean_against_litellm(args.requests, args.concurrency)
+        return
     llm, server = start_llm_server()
     try:
         config = {

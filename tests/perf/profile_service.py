@@ -1,8 +1,11 @@
 """Where POST /judge spends its CPU: py-spy samples the service under bench_service's load
 and this prints each function's inclusive share of the busy samples (idle waits dropped).
 
+With --lean, a `hosted_vllm/` judge on the lean transport (issue 40) against a server that
+answers at once (tests/perf/instant_llm.py), so what is left is qadi's own CPU.
+
 Run: pip install py-spy && .venv/bin/python tests/perf/profile_service.py [--requests 800]
-     [--top 40] [--out stacks.txt]  (needs ptrace rights: root, or CAP_SYS_PTRACE)
+     [--top 40] [--out stacks.txt] [--lean]  (needs ptrace rights: root, or CAP_SYS_PTRACE)
 """
 
 from __future__ import annotations
@@ -27,9 +30,15 @@ from tests.perf.load_judge import Service, migrated_database  # noqa: E402
 IDLE = ("wait", "select", "epoll")
 
 
-def record(out: Path, requests: int) -> None:
-    llm, server = start_llm_server()
-    params = {"model": "openai/gpt-4.1", "api_base": server.api_base, "api_key": "x"}
+def record(out: Path, requests: int, lean: bool = False) -> None:
+    if lean:
+        from tests.perf.instant_llm import start
+
+        llm, api_base = start()
+        params = {"model": "hosted_vllm/meta-llama/Llama-3.1-8B", "api_base": api_base}
+    else:
+        llm, server = start_llm_server()
+        params = {"model": "openai/gpt-4.1", "api_base": server.api_base, "api_key": "x"}
     config = {
         "model_list": [{"model_name": "bench-judge", "litellm_params": params}],
         "qadi": {"num_retries": 0},
@@ -84,8 +93,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=800)
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "qadi-stacks.txt")
+    parser.add_argument("--lean", action="store_true", help="a hosted_vllm/ judge, lean")
     args = parser.parse_args()
-    record(args.out, args.requests)
+    record(args.out, args.requests, args.lean)
     summarize(args.out, args.top)
 
 

@@ -1,0 +1,195 @@
+"""The lean transport: a judge on an OpenAI-compatible server (vLLM, qadi's local judge, any
+entry marked `transport: lean`) called over aiohttp directly, not through LiteLLM.
+
+Why: against a server that answers at once, `litellm.acompletion` on a `hosted_vllm/` route
+costs about 2.9 ms of CPU per call and a bare aiohttp loop 0.15 ms (issue 40,
+docs/explanation/performance.md). On a GPU that CPU, not the model, caps a regrade.
+
+It is a transport only: `judges.client.JudgeClient.complete` keeps the retries, timeout,
+cooldown, pacing and the guard, and reads the reply with `judges.replies.read_completion`
+like any other. A failure is raised as the LiteLLM exception the `hosted_vllm/` route raises
+for it (same class, `status_code`, Retry-After), so the retry and failure rules cannot
+tell the two transports apart. The reply is the server's JSON as a dict.
+
+One `aiohttp.ClientSession` per server and event loop, reused by every call; its pool has no
+limit of its own, so the concurrency is the caller's (the service's judge slots, the regrade's
+`--concurrency`), never a second, hidden one. Each request carries an `X-Request-Id`: vLLM
+names its engine request by it (serving.py `_base_request_id`) and aborts the request when the
+client disconnects (`with_cancellation`, vLLM 0.32), which is what aiohttp does to a request
+that is cancelled or times out: its connection is closed, not returned to the pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import httpx
+import litellm
+
+# routes whose servers speak OpenAI's chat API, and the name LiteLLM gives them in errors
+ROUTE_NAMES = {"hosted_vllm/": ("hosted_vllm", "Hosted_vllm"), "openai/": ("openai", "OpenAI")}
+MAX_ERROR_BODY = 2000  # characters of an error reply kept in the exception
+
+
+@dataclass(frozen=True)
+class LeanRoute:
+    """Where and how one judge is called: the URL, the model as the server names it and
+    the headers (credentials, `extra_headers`)."""
+
+    url: str
+    model: str
+    provider: str  # LiteLLM's custom_llm_provider for the route
+    label: str  # what LiteLLM writes before a server's message ("Hosted_vllmException - ")
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def lean_route(params: dict[str, Any]) -> LeanRoute:
+    """The route of a one-deployment judge from its resolved litellm_params."""
+    model: str = params["model"]
+    prefix = next(p for p in ROUTE_NAMES if model.startswith(p))
+    provider, label = ROUTE_NAMES[prefix]
+    base = str(params.get("api_base") or params.get("base_url")).rstrip("/")
+    headers = {"Content-Type": "application/json"}
+    if params.get("api_key"):
+        headers["Authorization"] = f"Bearer {params['api_key']}"
+    for key in ("headers", "extra_headers"):
+        headers.update({str(k): str(v) for k, v in (params.get(key) or {}).items()})
+    return LeanRoute(
+        url=f"{base}/chat/completions",
+        model=model.removeprefix(prefix),
+        provider=provider,
+        label=label,
+        headers=headers,
+    )
+
+
+class _Pools:
+    """The sessions of one event loop, by server; closed when the loop shuts down (an async
+    generator the loop closes in `shutdown_asyncgens`, as `asyncio.run` does) or by
+    `close`."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, aiohttp.ClientSession] = {}
+        self.closer = self._close_at_shutdown()
+
+    async def start(self) -> None:
+        await anext(self.closer)  # from here the loop tracks the generator
+
+    async def _close_at_shutdown(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        sessions, self.sessions = list(self.sessions.values()), {}
+        for session in sessions:
+            await session.close()
+
+
+_POOLS: dict[asyncio.AbstractEventLoop, _Pools] = {}  # shared by every client of a process
+
+
+async def _session(url: str) -> aiohttp.ClientSession:
+    """The session for the server of `url` in the running loop, made on first use."""
+    loop = asyncio.get_running_loop()
+    pools = _POOLS.get(loop)
+    if pools is None:
+        for ended in [lp for lp in _POOLS if lp.is_closed()]:
+            del _POOLS[ended]
+        pools = _POOLS[loop] = _Pools()
+        await pools.start()
+    server = url.split("/", 3)[2]
+    session = pools.sessions.get(server)
+    if session is None or session.closed:
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)
+        session = pools.sessions[server] = aiohttp.ClientSession(
+            connector=connector, skip_auto_headers=("User-Agent",)
+        )
+    return session
+
+
+async def complete(
+    route: LeanRoute, messages: list[dict[str, Any]], timeout: float, params: dict[str, Any]
+) -> dict[str, Any]:
+    """One chat completion: the server's JSON reply, or the LiteLLM exception the
+    `hosted_vllm/` route raises for the same failure."""
+    body = {"model": route.model, "messages": messages, **params}
+    extra = body.pop("extra_body", None)  # sent as top-level fields, as the SDK sends them
+    if extra:
+        body.update(extra)
+    data = json.dumps(body, ensure_ascii=False).encode()
+    headers = {**route.headers, "X-Request-Id": uuid.uuid4().hex}
+    session = await _session(route.url)
+    try:
+        async with session.post(
+            route.url, data=data, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+        ) as response:
+            text = await response.text()
+            status, reply_headers = response.status, response.headers
+    except TimeoutError:
+        raise litellm.Timeout(
+            f"{route.label}Exception - litellm.Timeout: Connection timed out. "
+            f"Timeout passed={timeout}",
+            model=route.model,
+            llm_provider=route.provider,
+        ) from None
+    except aiohttp.ClientError as exc:  # refused, reset, cut off: a 500, as LiteLLM reports it
+        raise _status_error(route, 500, f"{type(exc).__name__}: {exc}", {}) from None
+    if status != 200:
+        raise _status_error(route, status, text, reply_headers)
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise _status_error(route, 500, f"not JSON: {text[:200]}", {}) from None
+
+
+async def close() -> None:
+    """Close the sessions of the running loop (the others close with their loops); a later
+    call opens new ones."""
+    pools = _POOLS.pop(asyncio.get_running_loop(), None)
+    if pools is not None:
+        await pools.close()
+
+
+# HTTP status -> the exception LiteLLM raises for it on an OpenAI-compatible route
+_BY_STATUS: dict[int, type[Exception]] = {
+    400: litellm.BadRequestError,
+    401: litellm.AuthenticationError,
+    403: litellm.PermissionDeniedError,
+    404: litellm.NotFoundError,
+    408: litellm.Timeout,
+    422: litellm.BadRequestError,
+    429: litellm.RateLimitError,
+    500: litellm.InternalServerError,
+    502: litellm.BadGatewayError,
+    503: litellm.ServiceUnavailableError,
+}
+
+
+def _status_error(route: LeanRoute, status: int, text: str, headers: Any) -> Exception:
+    """LiteLLM's exception for an HTTP error reply, carrying the status and the reply's
+    headers (Retry-After) where `judges.client` reads them."""
+    message = f"{route.label}Exception - {text[:MAX_ERROR_BODY]}"
+    kind = _BY_STATUS.get(status)
+    response = httpx.Response(
+        status,
+        headers=dict(headers),
+        request=httpx.Request("POST", route.url),
+    )
+    named = {"message": message, "model": route.model, "llm_provider": route.provider}
+    if kind is None:
+        exc: Exception = litellm.APIError(status_code=status, **named)
+    elif kind is litellm.Timeout:
+        exc = litellm.Timeout(**named)
+    else:
+        exc = kind(**named, response=response)
+    exc.status_code = status  # type: ignore[attr-defined]  # LiteLLM's 422 is a 400 class
+    exc.litellm_response_headers = response.headers  # type: ignore[attr-defined]
+    return exc

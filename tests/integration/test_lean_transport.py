@@ -1,0 +1,208 @@
+"""The lean transport (judges/transport.py, issue 40) against the OpenAI-compatible test
+double: it sends what LiteLLM sends, with a request id, closes an abandoned request, and
+every failure ends as the same outcome as on LiteLLM's route."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from judges import JudgeConfigError, parse_config
+from judges.client import CallOutcome, JudgeClient
+from judges.replies import read_completion
+from tests.conftest import free_port
+from tests.perf.bench_client_overhead import FORMAT as SCHEMA
+from tests.perf.bench_client_overhead import MESSAGES
+
+
+def client_for(
+    api_base: str,
+    transport: str,
+    model: str = "hosted_vllm/meta-llama/Llama-3.1-8B",
+    logprobs: int | None = None,
+    **qadi,
+) -> JudgeClient:
+    entry = {
+        "logprobs": logprobs,
+        "model_name": "judge",
+        "litellm_params": {
+            "model": model,
+            "api_base": api_base,
+            "api_key": "sk-test-lean-key-0001",
+            "extra_body": {"top_k": 5},
+        },
+        "transport": transport,
+    }
+    return JudgeClient(parse_config({"model_list": [entry], "qadi": {"num_retries": 1, **qadi}}))
+
+
+def call(client: JudgeClient, **overrides) -> CallOutcome:
+    return asyncio.run(client.complete("judge", MESSAGES, SCHEMA, **overrides))
+
+
+def test_the_lean_request_is_litellms_with_a_request_id(llm_server):
+    """Structured output, logprobs (asked by default on hosted_vllm/), sampling, the entry's
+    and the call's extra_body: the server receives the very body LiteLLM sends, and the
+    lean one carries an X-Request-Id, a new one per call."""
+    sent = {}
+    for transport in ("litellm", "lean"):
+        llm_server.reset()
+        client = client_for(llm_server.api_base, transport)
+        outcome = call(client, max_tokens=32)
+        assert outcome.status == "ok", outcome.error
+        call(client, extra_body={"prompt_logprobs": 0})  # a call's own replaces the entry's
+        sent[transport] = (llm_server.requests(), llm_server.request_ids())
+    (litellm_bodies, _), (lean_bodies, lean_ids) = sent["litellm"], sent["lean"]
+    assert lean_bodies == litellm_bodies
+    first, second = lean_bodies
+    assert first["response_format"] == SCHEMA
+    assert (first["logprobs"], first["top_logprobs"]) == (True, 10)
+    assert (first["top_k"], first["max_tokens"]) == (5, 32)
+    assert second["prompt_logprobs"] == 0 and "top_k" not in second
+    assert all(lean_ids) and len(set(lean_ids)) == 2
+
+
+def test_the_lean_reply_reads_as_litellms(llm_server):
+    """Text, token logprobs, token counts and the price from LiteLLM's table: the same
+    outcome from the same reply."""
+    outcomes = {}
+    for transport in ("litellm", "lean"):
+        llm_server.script({"content": '{"rating": 4}', "top_logprobs": {"4": {"4": 0.7, "3": 0.3}}})
+        client = client_for(llm_server.api_base, transport, "openai/gpt-4.1", logprobs=2)
+        outcomes[transport] = call(client)
+    litellm_outcome, lean_outcome = outcomes["litellm"], outcomes["lean"]
+    assert lean_outcome.text == litellm_outcome.text == '{"rating": 4}'
+    assert litellm_outcome.cost_usd > 0
+    assert lean_outcome.cost_usd == pytest.approx(litellm_outcome.cost_usd)
+    lean, litellm_read = (read_completion(o.payload) for o in (lean_outcome, litellm_outcome))
+    assert (lean.prompt_tokens, lean.completion_tokens) == (100, 20)
+    assert lean.tokens == litellm_read.tokens and lean.tokens
+
+
+async def _abandon(client: JudgeClient, llm_server) -> None:
+    task = asyncio.create_task(client.complete("judge", MESSAGES, SCHEMA))
+    while await asyncio.to_thread(llm_server.calls) < 1:
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+def _disconnect_seen(llm_server, request_id: str) -> bool:
+    for _ in range(100):
+        if request_id in llm_server.disconnected():
+            return True
+        asyncio.run(asyncio.sleep(0.05))
+    return False
+
+
+def test_a_cancelled_lean_call_closes_its_request_on_the_server(llm_server):
+    """vLLM aborts a request whose client disconnects: a cancelled call must close its
+    connection, not leave it to finish in the pool."""
+    llm_server.script({"delay": 10})
+    asyncio.run(_abandon(client_for(llm_server.api_base, "lean"), llm_server))
+    [request_id] = llm_server.request_ids()
+    assert _disconnect_seen(llm_server, request_id)
+
+
+def test_a_timed_out_lean_call_closes_its_request_on_the_server(llm_server):
+    llm_server.script({"delay": 10})
+    outcome = call(client_for(llm_server.api_base, "lean", timeout=0.5, num_retries=0))
+    assert outcome.status == "timeout"
+    [request_id] = llm_server.request_ids()
+    assert _disconnect_seen(llm_server, request_id)
+
+
+FAILURES = [
+    {"status": 500},
+    {"status": 502},
+    {"status": 503},
+    {"status": 429, "retry_after": "0"},
+    {"status": 400},
+    {"status": 401},
+    {"status": 404},
+    {"status": 422},
+    {"status": 418},
+    {"delay": 3},
+    {"payload": {"id": "x", "object": "chat.completion", "choices": []}},
+]
+
+
+def _kind(outcome: CallOutcome) -> tuple:
+    """What the grading path reads from an outcome: status, attempts, refusal, the
+    exception's class (the error's first word), the server's words."""
+    name = (outcome.error or "").split(":")[0]
+    return outcome.status, outcome.attempts, outcome.refused, outcome.server_said, name
+
+
+@pytest.mark.parametrize("reply", FAILURES, ids=lambda r: str(r.get("status", r)))
+def test_every_failure_is_the_same_outcome_on_both_transports(llm_server, reply):
+    kinds = {}
+    for transport in ("litellm", "lean"):
+        llm_server.reset()
+        llm_server.script(reply, reply)
+        client = client_for(llm_server.api_base, transport, timeout=1)
+        outcome = call(client)
+        kinds[transport] = (_kind(outcome), llm_server.calls())
+        if outcome.status == "ok":  # no choices: refused by the reply's reader, not the call
+            kinds[transport] += (read_completion(outcome.payload).status,)
+    assert kinds["lean"] == kinds["litellm"]
+
+
+def test_an_unreachable_server_is_the_same_outcome_on_both_transports():
+    closed = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    kinds = {t: _kind(call(client_for(closed, t, num_retries=0))) for t in ("litellm", "lean")}
+    assert kinds["lean"] == kinds["litellm"] == ("backend_error", 1, False, None, kinds["lean"][4])
+    assert kinds["lean"][4] == "InternalServerError"
+
+
+BASE = "http://127.0.0.1:1/v1"
+
+
+@pytest.mark.parametrize(
+    ("params", "transport", "expected"),
+    [
+        (
+            {"model": "anthropic/claude-3-5-sonnet", "api_base": BASE},
+            "lean",
+            "model_list.0: transport: lean calls OpenAI-compatible servers (hosted_vllm/ or "
+            "openai/ routes), not 'anthropic/claude-3-5-sonnet'",
+        ),
+        ({"model": "hosted_vllm/m"}, "lean", "transport: lean needs litellm_params.api_base"),
+        ({"model": "hosted_vllm/m", "api_base": BASE}, "fast", "transport: Input should be 'lean' or 'litellm'"),
+    ],
+)  # fmt: skip
+def test_a_wrong_transport_is_one_clear_line(params, transport, expected):
+    entry = {"model_name": "j", "litellm_params": params, "transport": transport}
+    with pytest.raises(JudgeConfigError) as raised:
+        parse_config({"model_list": [entry]})
+    message = str(raised.value)
+    assert "\n" not in message and expected in message, message
+
+
+def test_lean_on_a_judge_of_several_deployments_is_refused():
+    deployments = [
+        {
+            "model_name": "j",
+            "litellm_params": {"model": "hosted_vllm/m", "api_base": f"http://10.0.0.{p}/v1"},
+            "transport": "lean",
+        }
+        for p in (1, 2)
+    ]
+    with pytest.raises(JudgeConfigError, match="model_list.j.transport: lean calls one server"):
+        parse_config({"model_list": deployments})
+
+
+def test_hosted_vllm_is_lean_by_default_and_other_routes_are_not():
+    def lean(params: dict, **entry) -> bool:
+        config = parse_config(
+            {"model_list": [{"model_name": "j", "litellm_params": params, **entry}]}
+        )
+        return config.judge("j").lean
+
+    assert lean({"model": "hosted_vllm/m", "api_base": BASE})
+    assert not lean({"model": "hosted_vllm/m", "api_base": BASE}, transport="litellm")
+    assert not lean({"model": "openai/gpt-4.1", "api_base": BASE})
+    assert lean({"model": "openai/gpt-4.1", "api_base": BASE}, transport="lean")
+    assert not lean({"model": "hosted_vllm/m"})  # no server named: LiteLLM's env lookup
