@@ -60,8 +60,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         log.warning("no judges configured (QADI_JUDGES_CONFIG); POST /judge will answer 503")
 
     judging = GradingService(settings, sessions, grader)
-    recalibrator = Recalibrator(sessions)
-    reports = ReportPool(settings.report_workers)  # estimates off the request path
+    reports = ReportPool(settings.report_workers)  # heavy reads off the request path
+    recalibrator = Recalibrator(sessions, reports)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -157,8 +157,9 @@ class Settings(BaseSettings):
         default=1,
         ge=0,
         le=64,
-        description="worker processes that compute POST /estimates, off the process that "
-        "serves POST /judge (made at the first estimate); 0 computes in the request's thread",
+        description="worker processes that compute POST /estimates, POST /calibration/reports "
+        "and the recalibrator's checks and runs, off the process that serves POST /judge (made "
+        "at the first such work); 0 computes in the serving process's threads",
     )
     retain_raw_days: int | None = Field(
         default=None,

@@ -30,7 +30,7 @@ from service.api.links import (
 )
 from service.api.pagination import naive_utc
 from service.db.engine import session_scope
-from service.reporting.calibration import build_report
+from service.reporting.calibration import report_over_database
 from service.reporting.probes import ProbeRunError, with_probe_run
 from service.stores.calibration import (
     Selection,
@@ -38,10 +38,8 @@ from service.stores.calibration import (
     get_report,
     latest_report,
     linked_report,
-    rows_from_db,
     scale_of_rubric,
     store_report,
-    with_stored_rubric_weights,
 )
 from service.stores.projects import Tenant
 from service.stores.rubrics import RubricNotFound, get_rubric
@@ -118,9 +116,10 @@ class ReportRequest(BaseModel):
 
 
 def _input_error(exc: CalibrationInputError, body: ReportRequest) -> HTTPException:
-    """422 naming the option at fault: `by`, the scale the stored scores fall outside, or
-    the selection as a whole (`grades`: no judged item has a human grade)."""
-    loc = {"by": ["body", "by"], "grades": ["body"]}.get(exc.field)
+    """422 naming the option at fault: `by`, `judges` (one grades nothing selected), the
+    scale the stored scores fall outside, or the selection as a whole (`grades`: no judged
+    item has a human grade)."""
+    loc = {"by": ["body", "by"], "grades": ["body"], "judges": ["body", "judges"]}.get(exc.field)
     loc = loc or ["body", "rubric" if body.rubric else "scale_min"]
     return HTTPException(
         422, [{"loc": loc, "msg": p, "type": "value_error"} for p in exc.problems]
@@ -133,15 +132,16 @@ def _payload(row: CalibrationReportRow) -> dict[str, Any]:
 
 @router.post("/calibration/reports", status_code=201, summary="Compute and store a report")
 def create_report(body: ReportRequest, request: Request, caller: GradesKey) -> JSONResponse:
-    """Computed over the caller's project's grades and judgments, stored in that project."""
-    sessions = request.app.state.sessions
+    """Computed over the caller's project's grades and judgments, in a report worker process
+    (service/reporting/pool.py: off the process serving POST /judge), stored in that project."""
+    sessions, settings = request.app.state.sessions, request.app.state.settings
     with session_scope(sessions) as session:
-        strata = request.app.state.settings.report_strata_max
-        options, selection, rows, inputs = _report_inputs(session, caller, body, strata)
-    # computed between two short transactions, not inside one: on SQLite a transaction
-    # holds the write lock, and every POST /judge would wait for the report (issue 31.10)
+        options, selection = _report_inputs(session, caller, body, settings.report_strata_max)
+    # read and computed between two short transactions, not inside one: on SQLite a
+    # transaction holds the write lock, and every POST /judge would wait for the report
+    work = (report_over_database, settings.database_url, caller.project, selection, options)
     try:
-        rendered = build_report(rows, options, inputs)
+        rendered = request.app.state.reports.call(*work)
     except CalibrationInputError as exc:
         raise _input_error(exc, body) from None
     except ValueError as exc:
@@ -165,9 +165,9 @@ def create_report(body: ReportRequest, request: Request, caller: GradesKey) -> J
 
 def _report_inputs(
     session: Session, caller: Caller, body: ReportRequest, max_strata: int
-) -> tuple[CalibrationOptions, Selection, list, dict]:
-    """The options, selection, grades and inputs of the report `body` asks for, with at
-    most `max_strata` strata."""
+) -> tuple[CalibrationOptions, Selection]:
+    """The options and selection of the report `body` asks for, with at most `max_strata`
+    strata (the rows are read where the report is computed)."""
     low, high, level = body.scale_min, body.scale_max, body.level
     project = caller.project
     try:
@@ -218,20 +218,7 @@ def _report_inputs(
         until=naive_utc(body.until) if body.until else None,
         scale=None if low is None or high is None else (low, high),
     )
-    rows, inputs = rows_from_db(session, project, selection)
-    graded = {r.rater for r in rows if r.rater_kind == "judge"}
-    missing = [j for j in body.judges or [] if j not in graded]
-    if missing:  # said here, not as numpy's "cannot reshape array of size 0"
-        detail = [
-            {
-                "loc": ["body", "judges"],
-                "msg": f"no usable grade by {missing} in this selection",
-                "type": "value_error",
-            }
-        ]
-        raise HTTPException(422, detail)
-    options = with_stored_rubric_weights(session, project, options, inputs)
-    return options, selection, rows, inputs
+    return options, selection
 
 
 def _respond(row: CalibrationReportRow | None, request: Request, fmt: str | None):

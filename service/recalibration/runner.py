@@ -13,10 +13,13 @@ nothing and says why (the dashboard, `qadi_recalibrations_total{status}`), and i
 again after RETRY_AFTER. Every change of a live threshold is logged
 (service/stores/guarantees.py).
 
-The computation runs between two short transactions on a worker thread, never inside a
-transaction (on SQLite one would hold the write lock for grading) and never on the event
-loop; its CPU is the process's, shared with grading (a stated limit: issue 39 moves heavy
-reads off the request path).
+The checks (their audits read every row of the rubric) and the runs are computed in a
+report worker process (service/reporting/pool.py, the pool POST /estimates uses), never in the
+process that serves POST /judge, never on the event loop, and never inside a transaction (on
+SQLite one would hold the write lock for grading). What the serving process keeps is light:
+the lease, the run's record (`finish_run`) and the metrics, so a worker that dies mid-run is
+a failed run, recorded and tried again like any other. Without a pool (the CLI) the work is
+done in the caller's thread.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from service.errors import StorageUnavailable
 from service.reporting.calibration import render_report
 from service.reporting.estimates import with_estimate
 from service.reporting.nightly import with_drift_and_history
+from service.reporting.pool import ReportPool, worker_sessions
 from service.stores import guarantees, scopes
 from service.stores.calibration import (
     Selection,
@@ -77,12 +81,25 @@ class Outcome:
     summary: dict | None = None  # what the dashboard shows of the report
 
 
+@dataclass(frozen=True)
+class Check:
+    """Why a scope should run now (None: it need not), and how many of its live guarantees
+    failed their audit (counted by the serving process, whose metrics are scraped)."""
+
+    reason: str | None
+    project: str = ""
+    scope: str = ""
+    audits_failed: int = 0
+
+
 class Recalibrator:
     """One process's share of the recalibration rounds (every replica runs one; leases keep
-    a scope to one runner at a time)."""
+    a scope to one runner at a time). Its reads and computations go to `pool`'s workers."""
 
-    def __init__(self, sessions: sessionmaker[Session]) -> None:
+    def __init__(self, sessions: sessionmaker[Session], pool: ReportPool | None = None) -> None:
         self.sessions = sessions
+        self.url = sessions.kw["bind"].url.render_as_string(hide_password=False)
+        self.pool = pool or ReportPool(0)
         self.owner = new_id()
 
     async def run_forever(self, interval: float) -> None:
@@ -101,22 +118,14 @@ class Recalibrator:
             enabled = [s.id for s in scopes.scopes(session)]
         outcomes = []
         for scope_id in enabled:
-            # the check (and its audit's records) in a transaction of its own, ended before
-            # the run opens its own: on SQLite a transaction that wrote holds the write lock
-            reason = storage_guard(self.sessions, self._why_now, scope_id)
-            if reason is not None:
-                outcomes.append(self.run(scope_id, reason, "service"))
+            check = self.pool.call(check_scope, self.url, scope_id)
+            if check.audits_failed:
+                metrics.GUARANTEE_AUDITS_FAILED.labels(check.project, check.scope).inc(
+                    check.audits_failed
+                )
+            if check.reason is not None:
+                outcomes.append(self.run(scope_id, check.reason, "service"))
         return outcomes
-
-    def _why_now(self, session: Session, scope_id: int) -> str | None:
-        """Why the scope should run now: due by labels or schedule, or an audit failed."""
-        scope = scopes.get_scope(session, scope_id)
-        if scope is None or not scope.enabled:
-            return None
-        now = utcnow()
-        labels = scopes.sme_labels(session, scope.project, scope.rubric)
-        reason = scopes.why_due(scope, labels, now) or self.audit(session, scope)
-        return None if reason is None or _resting(scope, now) else reason
 
     def run(self, scope_id: int, trigger: str, actor: str) -> Outcome:
         """Run one scope now (a round, or a person: `qadi recalibration run`)."""
@@ -127,7 +136,7 @@ class Recalibrator:
                 return Outcome(name, "skipped", "another process is running it")
             labels = scopes.sme_labels(session, project, scope.rubric)
         try:
-            outcome = self._calibrate(scope_id, trigger, actor)
+            outcome = self.pool.call(recalibrate, self.url, scope_id, trigger, actor)
         except (CalibrationInputError, RubricNotFound, ValueError) as exc:
             outcome = Outcome(name, "failed", str(exc))
         except Exception as exc:  # noqa: BLE001 - said on the dashboard, the lease let go
@@ -139,66 +148,92 @@ class Recalibrator:
         metrics.RECALIBRATIONS.labels(project, name, outcome.status).inc()
         return outcome
 
-    def _calibrate(self, scope_id: int, trigger: str, actor: str) -> Outcome:
-        until = utcnow()
-        with session_scope(self.sessions) as session:
-            scope = scopes.get_scope(session, scope_id)
-            project, name, rubric = scope.project, scope.name, scope.rubric
-            window = scope.options.get("window_hours")
-            options, selection = _options(session, scope, until)
-            rows, inputs = rows_from_db(session, project, selection)
-            options = with_stored_rubric_weights(session, project, options, inputs)
-            before = stored_report(session, project, scope.last_report_id or "")
-            previous = (before.id, before.report) if before is not None else None
-            history = nightly_history(session, project, split_ref(rubric)[0]) if window else []
-        report = calibrate(rows, options, {**inputs, "calibration_scope": name})
-        if window:  # a nightly scope's report carries drift and the trend, as the CLI's does
-            with_drift_and_history(report, previous, history, until)
-        rendered = with_estimate(
-            render_report(report, rows, options), rows, ["candidate_model"],
-            (options.scale_min, options.scale_max),
-        )  # fmt: skip
-        change = Change(trigger=trigger[:64], actor=actor, scope=name)
-        with session_scope(self.sessions) as session:
-            row = store_report(
-                session, project, "nightly" if window else "auto", split_ref(rubric)[0],
-                rendered, (selection.since, selection.until), change, only_supported=True,
-            )  # fmt: skip
-            report_id = row.id
-        summary = dashboard_summary(rendered[0], previous[1] if previous else None)
-        return _outcome(name, rendered[0], report_id, summary)
 
-    def audit(self, session: Session, scope: CalibrationScopeRow) -> str | None:
-        """Test each live guarantee of the scope on the labels that arrived since it was
-        fitted (and since the last audit), once they fill a slice; the reason to recalibrate
-        when one fails."""
-        fresh = scopes.fresh_labels(session, scope)
-        if len(fresh) < scope.audit_slice:
-            return None
-        options = scope.options
-        rubric_id = split_ref(scope.rubric)[0]
-        live = guarantees.live(session, scope.project, rubric_id, options["alpha"],
-                               options["delta"], options["confidence"])  # fmt: skip
-        selection = Selection(rubric=scope.rubric)
-        rows, _ = rows_from_db(session, scope.project, selection)
-        failed = None
-        through = max(fresh.values())
-        for guarantee in live.values():
-            if guarantee.threshold is None:
-                continue
-            since = datetime.fromisoformat(guarantee.entry["calibrated_at"])
-            items = {item for item, at in fresh.items() if at > since}
-            agree = _fresh_agreement(rows, items, guarantee, options["confidence"])
-            if agree.size < scope.audit_slice:
-                continue
-            result = audit(agree, options["alpha"], AUDIT_LEVEL)
-            guarantees.record_audit(session, scope.project, scope.name, guarantee,
-                                    result.model_dump(mode="json"), through)  # fmt: skip
-            if not result.passed:
-                metrics.GUARANTEE_AUDITS_FAILED.labels(scope.project, scope.name).inc()
-                failed = failed or f"audit failed: {guarantee.evaluator} {guarantee.stratum}"
-        scopes.audited(session, scope.id, through)
-        return failed
+def check_scope(url: str, scope_id: int) -> Check:
+    """Whether the scope should run now, as a report worker works it out: its check and its
+    audit's records in a transaction of their own, ended before a run opens its own (on
+    SQLite a transaction that wrote holds the write lock)."""
+    return storage_guard(worker_sessions(url), _why_now, scope_id)
+
+
+def _why_now(session: Session, scope_id: int) -> Check:
+    """Why the scope should run now: due by labels or schedule, or an audit failed."""
+    scope = scopes.get_scope(session, scope_id)
+    if scope is None or not scope.enabled:
+        return Check(None)
+    now = utcnow()
+    labels = scopes.sme_labels(session, scope.project, scope.rubric)
+    reason, audits_failed = scopes.why_due(scope, labels, now), 0
+    if reason is None:
+        reason, audits_failed = audit_scope(session, scope)
+    reason = None if reason is None or _resting(scope, now) else reason
+    return Check(reason, scope.project, scope.name, audits_failed)
+
+
+def recalibrate(url: str, scope_id: int, trigger: str, actor: str) -> Outcome:
+    """One run of the scope, as a report worker computes it: its rows read and its report
+    built between two short transactions, the report and its thresholds stored."""
+    sessions = worker_sessions(url)
+    until = utcnow()
+    with session_scope(sessions) as session:
+        scope = scopes.get_scope(session, scope_id)
+        project, name, rubric = scope.project, scope.name, scope.rubric
+        window = scope.options.get("window_hours")
+        options, selection = _options(session, scope, until)
+        rows, inputs = rows_from_db(session, project, selection)
+        options = with_stored_rubric_weights(session, project, options, inputs)
+        before = stored_report(session, project, scope.last_report_id or "")
+        previous = (before.id, before.report) if before is not None else None
+        history = nightly_history(session, project, split_ref(rubric)[0]) if window else []
+    report = calibrate(rows, options, {**inputs, "calibration_scope": name})
+    if window:  # a nightly scope's report carries drift and the trend, as the CLI's does
+        with_drift_and_history(report, previous, history, until)
+    rendered = with_estimate(
+        render_report(report, rows, options), rows, ["candidate_model"],
+        (options.scale_min, options.scale_max),
+    )  # fmt: skip
+    change = Change(trigger=trigger[:64], actor=actor, scope=name)
+    with session_scope(sessions) as session:
+        row = store_report(
+            session, project, "nightly" if window else "auto", split_ref(rubric)[0],
+            rendered, (selection.since, selection.until), change, only_supported=True,
+        )  # fmt: skip
+        report_id = row.id
+    summary = dashboard_summary(rendered[0], previous[1] if previous else None)
+    return _outcome(name, rendered[0], report_id, summary)
+
+
+def audit_scope(session: Session, scope: CalibrationScopeRow) -> tuple[str | None, int]:
+    """Test each live guarantee of the scope on the labels that arrived since it was
+    fitted (and since the last audit), once they fill a slice: the reason to recalibrate
+    when one fails, and how many failed."""
+    fresh = scopes.fresh_labels(session, scope)
+    if len(fresh) < scope.audit_slice:
+        return None, 0
+    options = scope.options
+    rubric_id = split_ref(scope.rubric)[0]
+    live = guarantees.live(session, scope.project, rubric_id, options["alpha"],
+                           options["delta"], options["confidence"])  # fmt: skip
+    selection = Selection(rubric=scope.rubric)
+    rows, _ = rows_from_db(session, scope.project, selection)
+    failed, count = None, 0
+    through = max(fresh.values())
+    for guarantee in live.values():
+        if guarantee.threshold is None:
+            continue
+        since = datetime.fromisoformat(guarantee.entry["calibrated_at"])
+        items = {item for item, at in fresh.items() if at > since}
+        agree = _fresh_agreement(rows, items, guarantee, options["confidence"])
+        if agree.size < scope.audit_slice:
+            continue
+        result = audit(agree, options["alpha"], AUDIT_LEVEL)
+        guarantees.record_audit(session, scope.project, scope.name, guarantee,
+                                result.model_dump(mode="json"), through)  # fmt: skip
+        if not result.passed:
+            count += 1
+            failed = failed or f"audit failed: {guarantee.evaluator} {guarantee.stratum}"
+    scopes.audited(session, scope.id, through)
+    return failed, count
 
 
 def _resting(scope: CalibrationScopeRow, now: datetime) -> bool:

@@ -7,8 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from calibration.calibrate import CalibrationOptions, calibrate
+from calibration.checks import CalibrationInputError
 from calibration.formats.interchange import GradeRow
 from calibration.render.report import item_pairs, to_html, to_markdown
+from service.db.engine import session_scope
+from service.stores.calibration import Selection, rows_from_db, with_stored_rubric_weights
 
 
 def build_report(
@@ -25,3 +28,24 @@ def render_report(
     nominal = options.effective_level == "nominal"
     pairs = None if nominal else item_pairs(rows, options.reference)
     return report, to_markdown(report), to_html(report, pairs)
+
+
+def report_over_database(
+    url: str, project: str, selection: Selection, options: CalibrationOptions
+) -> tuple[dict[str, Any], str, str]:
+    """`POST /calibration/reports`, as a report worker runs it (service/reporting/pool.py):
+    the project's rows read here, in the worker, in one short transaction (on SQLite one held
+    through the computation would keep every POST /judge waiting), then the report built.
+    A judge the selection names but no row grades is refused by name (`judges`), not left to
+    numpy's "cannot reshape array of size 0"."""
+    from service.reporting.pool import worker_sessions
+
+    with session_scope(worker_sessions(url)) as session:
+        rows, inputs = rows_from_db(session, project, selection)
+        graded = {r.rater for r in rows if r.rater_kind == "judge"}
+        missing = [j for j in selection.judges or [] if j not in graded]
+        if missing:
+            problem = f"no usable grade by {missing} in this selection"
+            raise CalibrationInputError("judges", [problem])
+        options = with_stored_rubric_weights(session, project, options, inputs)
+    return build_report(rows, options, inputs)

@@ -1,20 +1,23 @@
-"""Heavy reads off the request path: an estimate over the database is computed in a worker
-process, so its seconds of Python (reading rows, PPI per stratum) do not hold the GIL of the
-process that serves `POST /judge` (issue 39 measured `POST /judge` p50 20 → 143 ms while a
-12 s `POST /estimates` ran in the same worker's thread pool).
+"""Heavy reads off the request path: an estimate over the database, a calibration report
+(POST /calibration/reports) and a recalibration run are computed in a worker process, so
+their seconds of Python (reading rows, bootstraps, PPI per stratum, plots) do not hold the
+GIL of the process that serves `POST /judge` (issue 39 measured `POST /judge` p50 20 → 143 ms
+while a 12 s `POST /estimates` ran in the same worker's thread pool).
 
 The pool is made at the first heavy request (`spawn`: a clean interpreter, no inherited
 connections or threads) with QADI_REPORT_WORKERS processes, and closed with the service.
 Each worker opens its own engine on the database (`worker_sessions`). 0 workers computes in the
-request's thread, as before.
+caller's thread, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import pickle
+import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import cache
 from typing import Any, TypeVar
@@ -27,11 +30,13 @@ T = TypeVar("T")
 
 
 class ReportPool:
-    """Worker processes for reports and estimates."""
+    """Worker processes for reports, estimates and recalibration runs; callable from the
+    event loop (`run`) and from a thread that may wait (`call`)."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()  # the loop and the recalibration thread share the pool
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)` in a worker (both picklable), or in a thread with no workers. A
@@ -39,19 +44,80 @@ class ReportPool:
         made anew for the next request."""
         if self.workers == 0:
             return await asyncio.to_thread(fn, *args)
-        if self._pool is None:
-            context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=context)
+        pool, future = self._submit(fn, *args)
         try:
-            return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+            return await asyncio.wrap_future(future)
         except BrokenProcessPool:
-            self._pool = None
-            raise Busy("the report worker stopped before answering; retry") from None
+            raise self._broken(pool) from None
+
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """`run` for a caller on a thread of its own (a sync endpoint, the recalibrator): it
+        waits here, the work is done in a worker; with no workers, here."""
+        if self.workers == 0:
+            return fn(*args)
+        pool, future = self._submit(fn, *args)
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            raise self._broken(pool) from None
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _submit(self, fn: Callable[..., T], *args: Any) -> tuple[ProcessPoolExecutor, Future]:
+        with self._lock:
+            if self._pool is None:
+                context = multiprocessing.get_context("spawn")
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=context)
+            pool = self._pool
+        try:
+            return pool, pool.submit(_portable, fn, *args)
+        except BrokenProcessPool:
+            raise self._broken(pool) from None
+
+    def _broken(self, pool: ProcessPoolExecutor) -> Busy:
+        """Forget a pool whose worker died (unless another caller already replaced it)."""
+        with self._lock:
+            if self._pool is pool:
+                self._pool = None
+        pool.shutdown(wait=False, cancel_futures=True)
+        return Busy("the report worker stopped before answering; retry")
+
+
+def _portable(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` in a worker, its exception made to cross back whole. An exception whose
+    constructor takes more than its message (`CalibrationInputError(field, problems)`) does
+    not unpickle, and the pool would take that for a dead worker: a 503 for what is a 422."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except Exception:  # noqa: BLE001 - any failure to cross: carry its fields instead
+            raise _Carried(exc) from exc
+        raise
+
+
+class _Carried(Exception):
+    """An exception crossing as its class, arguments and fields; unpickled, it is that
+    exception again (built without its constructor)."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuilt, (type(self.exc), self.exc.args, vars(self.exc))
+
+
+def _rebuilt(cls: type[Exception], args: tuple, fields: dict[str, Any]) -> Exception:
+    exc = cls.__new__(cls, *args)
+    exc.args = args
+    exc.__dict__.update(fields)
+    return exc
 
 
 @cache

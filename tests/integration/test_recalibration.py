@@ -2,12 +2,18 @@
 after K new SME labels and stores the thresholds the next POST /judge applies, logs each
 change of a live guarantee, keeps a live guarantee its labels cannot test, says why a run
 failed, runs once across two processes, and an audit on fresh labels that the live guarantee
-fails sets off a recalibration. Judges on the TEST DOUBLE with planted confidences (the
+fails sets off a recalibration; in a report worker process (issue 39) a run stores what the
+in-thread run does, an audit's failures are counted by the serving process, and a worker that
+dies mid-run is a failed run, recorded. Judges on the TEST DOUBLE with planted confidences (the
 scenario of tests/integration/test_trust_at_request_time.py)."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -16,7 +22,9 @@ from sqlalchemy import func, select
 
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.db.schema import CalibrationReportRow, GuaranteeChangeRow
+from service.metrics import GUARANTEE_AUDITS_FAILED
 from service.recalibration.runner import Recalibrator
+from service.reporting.pool import ReportPool
 from service.stores.guarantees import live
 from service.stores.scopes import ScopeSpec, add_scope, find_scope
 from tests.integration.test_service_api import Service
@@ -53,6 +61,14 @@ def judged(migrated_db, llm_server, tmp_path):
         assert service.post("/judge", json=body(i)).status_code == 200
     sessions = make_sessionmaker(make_engine(migrated_db))
     return service, sessions
+
+
+@pytest.fixture
+def pool():
+    """One report worker process, as the service makes."""
+    made = ReportPool(1)
+    yield made
+    made.close()
 
 
 def visible(html: str) -> str:
@@ -167,7 +183,7 @@ def test_two_processes_run_a_due_scope_once(judged):
 
 
 def test_an_audit_on_fresh_labels_that_the_live_guarantee_fails_sets_off_a_recalibration(
-    judged, llm_server
+    judged, llm_server, pool
 ):
     """The live cheap guarantee trusts cheap's 0.97 verdicts; then the judge drifts: 40 new
     items it is as sure of and wrong on are judged and labelled. The audit of the fresh labels
@@ -175,8 +191,9 @@ def test_an_audit_on_fresh_labels_that_the_live_guarantee_fails_sets_off_a_recal
     service, sessions = judged
     scope_id = add(sessions, SCOPE.model_copy(update={"every_labels": 1000, "audit_slice": 20}))
     grade(service, range(N_ITEMS))
-    runner = Recalibrator(sessions)
+    runner = Recalibrator(sessions, pool)  # the check and its audit in a worker process
     runner.run(scope_id, "manual", "test")  # the live guarantee
+    counted = GUARANTEE_AUDITS_FAILED.labels("default", "kinayat")._value.get()
     drifted = range(200, 240)
     llm_server.rules(*[rule for i in drifted
                        for rule in plant(i, (truth(i) % 5 + 1, 0.97), (truth(i), 0.9))])  # fmt: skip
@@ -193,6 +210,50 @@ def test_an_audit_on_fresh_labels_that_the_live_guarantee_fails_sets_off_a_recal
         changed = session.scalar(select(func.count()).select_from(GuaranteeChangeRow).where(
             GuaranteeChangeRow.trigger.like("audit failed%")))  # fmt: skip
     assert changed >= 1
+    failed = sum(a.passed is False for a in found)  # counted here, where /metrics is scraped
+    assert GUARANTEE_AUDITS_FAILED.labels("default", "kinayat")._value.get() == counted + failed
+
+
+def test_a_run_in_a_report_worker_process_stores_what_the_in_thread_run_does(judged, pool):
+    service, sessions = judged
+    grade(service, range(N_ITEMS))
+    here = Recalibrator(sessions).run(add(sessions), "manual", "test")
+    there = Recalibrator(sessions, pool).run(
+        add(sessions, SCOPE.model_copy(update={"name": "kinayat-2"})), "manual", "test"
+    )
+    assert multiprocessing.active_children(), "no worker process ran it"
+    assert (there.status, there.message, there.summary) == (here.status, here.message,
+                                                             here.summary)  # fmt: skip
+    by_id = {r.id: r.report for r in reports(sessions)}
+    mine, theirs = by_id[here.report_id], by_id[there.report_id]
+    assert theirs["inputs"].pop("calibration_scope") == "kinayat-2"
+    assert mine["inputs"].pop("calibration_scope") == "kinayat"
+    assert theirs == mine and mine["selective"]["rows"]
+
+
+def test_a_worker_that_dies_mid_run_is_a_failed_run_recorded_and_the_lease_let_go(judged, pool):
+    service, sessions = judged
+    grade(service, range(N_ITEMS))
+    scope_id = add(sessions)
+    outcomes = []
+    earlier = {p.pid for p in multiprocessing.active_children()}  # other tests' pools, closing
+    run = threading.Thread(target=lambda: outcomes.append(
+        Recalibrator(sessions, pool).run(scope_id, "manual", "test")))  # fmt: skip
+    run.start()
+    deadline, started = time.monotonic() + 60, []
+    while not started and time.monotonic() < deadline:
+        started = [p for p in multiprocessing.active_children() if p.pid not in earlier]
+        time.sleep(0.01)
+    [worker] = started  # still starting: it cannot have answered yet
+    os.kill(worker.pid, signal.SIGKILL)
+    run.join(60)
+    [outcome] = outcomes
+    assert outcome.status == "failed" and "report worker stopped" in outcome.message, outcome
+    with session_scope(sessions) as session:
+        scope = find_scope(session, "default", "kinayat")
+        assert (scope.last_status, scope.lease_owner) == ("failed", None)
+        assert "report worker stopped" in scope.last_message
+    assert reports(sessions) == []
 
 
 def test_the_dashboard_shows_the_live_guarantee_its_history_and_the_log(judged):

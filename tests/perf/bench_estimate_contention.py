@@ -1,10 +1,12 @@
-"""POST /judge latency while POST /estimates computes over a database of N judgments, with
-the estimate in the serving process's thread pool (QADI_REPORT_WORKERS=0, as before issue 39)
-and in a report worker process (1, the default), in one run, against an idle baseline.
+"""POST /judge latency while heavy reads compute over a database of N judgments (POST
+/estimates, or with --heavy report POST /calibration/reports), with them in the serving
+process's thread pool (QADI_REPORT_WORKERS=0, as before issue 39) and in a report worker
+process (1, the default), in one run, against an idle baseline.
 
 Judges are the stand-ins (no network); auth is off; one service process each time.
 
 Run: PYTHONPATH=. .venv/bin/python tests/perf/bench_estimate_contention.py --judgments 100000
+     PYTHONPATH=. .venv/bin/python tests/perf/bench_estimate_contention.py --heavy report
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from tests.perf.load_judge import Service
 
 ESTIMATE = {"rubric": "kinayat-explanation", "by": ["candidate_model"], "scale_min": 1,
             "scale_max": 5}  # fmt: skip
+REPORT = {"rubric": "kinayat-explanation", "by": ["candidate_model"], "bootstrap": 500}
+HEAVY = {"estimates": ("/estimates", ESTIMATE), "report": ("/calibration/reports", REPORT)}
 
 
 def body(number: int) -> dict:
@@ -44,26 +48,29 @@ async def judge_latencies(client: httpx.AsyncClient, seconds: float, start: int)
     return latencies
 
 
-async def estimates_until(client: httpx.AsyncClient, stop: asyncio.Event) -> int:
+async def heavy_until(client: httpx.AsyncClient, heavy: str, stop: asyncio.Event) -> int:
+    """The heavy request, one after another until `stop`: how many ran."""
+    path, request = HEAVY[heavy]
     done = 0
     while not stop.is_set():
-        response = await client.post("/estimates", json=ESTIMATE, timeout=600)
-        assert response.status_code == 200, response.text
+        response = await client.post(path, json=request, timeout=600)
+        assert response.is_success, response.text
         done += 1
     return done
 
 
-async def measure(base: str, seconds: float) -> dict[str, list[float] | int]:
+async def measure(base: str, seconds: float, heavy: str) -> dict[str, list[float] | int]:
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
         await client.post("/judge", json=body(-1))  # the library rubric stored on first use
-        await client.post("/estimates", json=ESTIMATE, timeout=600)  # the worker started
+        path, request = HEAVY[heavy]
+        await client.post(path, json=request, timeout=600)  # the worker started
         idle = await judge_latencies(client, seconds, 0)
         stop = asyncio.Event()
-        heavy = asyncio.create_task(estimates_until(client, stop))
+        running = asyncio.create_task(heavy_until(client, heavy, stop))
         busy = await judge_latencies(client, seconds, 1_000_000)
         stop.set()
-        estimates = await heavy
-    return {"idle": idle, "busy": busy, "estimates": estimates}
+        done = await running
+    return {"idle": idle, "busy": busy, "done": done}
 
 
 def p(values: list[float], q: float) -> float:
@@ -74,27 +81,30 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--judgments", type=int, default=100_000)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--heavy", choices=sorted(HEAVY), default="estimates")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         url = f"sqlite:///{workdir / 'bench.db'}"
         populate(url, args.judgments)
-        print(f"judgments={args.judgments} (SQLite), {args.seconds:.0f} s per phase")
+        print(f"judgments={args.judgments} (SQLite), {args.seconds:.0f} s per phase, "
+              f"POST {HEAVY[args.heavy][0]} {HEAVY[args.heavy][1]}")  # fmt: skip
         for workers in ("0", "1"):
             service = Service(url, ROOT / "service/sample/judges.yaml", free_port(), workdir,
                               {"QADI_REPORT_WORKERS": workers})  # fmt: skip
             service.start()
             try:
-                found = asyncio.run(measure(f"http://127.0.0.1:{service.port}", args.seconds))
+                base = f"http://127.0.0.1:{service.port}"
+                found = asyncio.run(measure(base, args.seconds, args.heavy))
             finally:
                 service.stop()
             idle, busy = found["idle"], found["busy"]
             print(
                 f"QADI_REPORT_WORKERS={workers}: POST /judge p50/p95 idle "
-                f"{p(idle, .5):.1f}/{p(idle, .95):.1f} ms, during estimates "
+                f"{p(idle, .5):.1f}/{p(idle, .95):.1f} ms, during {args.heavy} "
                 f"{p(busy, .5):.1f}/{p(busy, .95):.1f} ms (p50 ratio "
                 f"{statistics.median(busy) / statistics.median(idle):.2f}; "
-                f"{found['estimates']} estimates ran)"
+                f"{found['done']} x POST {HEAVY[args.heavy][0]} ran)"
             )
 
 

@@ -1,5 +1,6 @@
-"""Estimates are computed off the process that serves POST /judge (issue 39), and a worker
-that dies is a retryable 503, not a 500 and not a hung request."""
+"""Estimates and reports are computed off the process that serves POST /judge (issue 39), a
+worker that dies is a retryable 503, not a 500 and not a hung request, and what a worker
+raises comes back as itself."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import signal
 
 import pytest
 
+from calibration.checks import CalibrationInputError
 from service.errors import Busy
 from service.reporting.pool import ReportPool
 
@@ -31,3 +33,22 @@ def test_the_work_runs_in_another_process_and_a_dead_worker_is_busy_then_replace
 def test_no_workers_computes_in_this_process():
     pool = ReportPool(0)
     assert asyncio.run(pool.run(os.getpid)) == os.getpid()
+
+
+def refuse(field: str) -> None:
+    raise CalibrationInputError(field, ["too many strata", "no grades"])
+
+
+def test_an_error_whose_constructor_takes_more_than_a_message_crosses_back_whole():
+    """CalibrationInputError(field, problems) does not unpickle by itself: uncarried, the
+    pool took it for a dead worker (a 503 for what is a 422)."""
+    pool = ReportPool(1)
+    try:
+        with pytest.raises(CalibrationInputError) as raised:
+            pool.call(refuse, "by")
+        assert (raised.value.field, raised.value.problems, str(raised.value)) == (
+            "by", ["too many strata", "no grades"], "by: too many strata; no grades"
+        )  # fmt: skip
+        assert pool.call(os.getpid) != os.getpid()  # the worker still answers
+    finally:
+        pool.close()
