@@ -123,7 +123,8 @@ def regrade(
                 try:
                     run_on_ray(
                         grader.config,
-                        list(requests),  # the Ray engine still holds every request
+                        requests,
+                        total,
                         core.options(concurrency, force, retry_failed),
                         RayCluster(ray_workers, address),
                         get_settings().database_url,

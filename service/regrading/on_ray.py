@@ -1,7 +1,13 @@
-"""`qadi regrade --engine ray`: the grade requests (each answer with its rubric) become a Ray
-dataset and are graded in a Ray Data actor pool, each actor holding one `BatchGrader` (the
-same batch core as the default engine, so the guard, substitutes, cache keys, parse-error
-accounting and resume cannot differ).
+"""`qadi regrade --engine ray`: the grade requests (each answer with its rubric) stream through
+a Ray dataset and are graded in a Ray Data actor pool, each actor holding one `BatchGrader`
+(the same batch core as the default engine, so the guard, substitutes, cache keys,
+parse-error accounting and resume cannot differ).
+
+Memory is bounded by the pool, not the input: Ray Data has no dataset fed by the driver as
+it reads (every source is listed when the dataset is made), so the dataset's rows are
+placeholders, one per block of requests, and the first stage turns each into the next block
+the driver has read into a bounded queue (`_Feeder`). The driver holds the blocks queued,
+the object store those in flight, and each outcome streams back with its request's JSON.
 
 Where results are written: **each actor saves its own outcomes directly**, through the batch
 core's bulk writer and its own connection pool, on SQLite as on PostgreSQL; only a compact
@@ -22,8 +28,10 @@ from __future__ import annotations
 import logging
 import math
 import pickle
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 
@@ -35,6 +43,7 @@ from judges import (
     GradeRequest,
     JudgesConfig,
 )
+from judges.batch import chunks
 from service.db.engine import make_engine, make_sessionmaker
 from service.stores.judgments import project_batcher
 
@@ -65,18 +74,22 @@ class GraderActor:
 
     async def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Grade a batch of requests (JSON rows, each with its own rubric); return, per
-        request, its row index and its pickled outcome without the request (the driver holds
-        the requests)."""
+        request, its JSON row and its pickled outcome, so the driver holds no request."""
         requests = [GradeRequest.model_validate_json(r) for r in batch["request"]]
-        row_of = {id(r): int(i) for r, i in zip(requests, batch["index"], strict=True)}
+        row_of = {id(r): row for r, row in zip(requests, batch["request"], strict=True)}
         graded: list[Graded] = []
         await self.batcher.run(requests, graded.append)
         return {
-            "index": np.array([row_of[id(g.request)] for g in graded], dtype=np.int64),
+            "request": np.array([row_of[id(g.request)] for g in graded], dtype=object),
             "outcome": np.array(
                 [pickle.dumps((g.result, g.refused, g.judgments)) for g in graded], dtype=object
             ),
         }
+
+
+def take_block(batch: dict[str, np.ndarray], feed) -> dict[str, np.ndarray]:
+    """A placeholder row becomes the next block of requests the driver has read (`_Feeder`)."""
+    return {"request": np.array(feed.get(), dtype=object)}
 
 
 def batch_size(answers: int, cluster: RayCluster, concurrency: int) -> int:
@@ -87,7 +100,8 @@ def batch_size(answers: int, cluster: RayCluster, concurrency: int) -> int:
 
 def run_on_ray(
     config: JudgesConfig,
-    requests: list[GradeRequest],
+    requests: Iterable[GradeRequest],
+    count: int,
     options: BatchOptions,
     cluster: RayCluster,
     database_url: str,
@@ -95,35 +109,100 @@ def run_on_ray(
     stats: BatchStats,
     on_graded: Callable[[Graded], None],
 ) -> None:
-    """Grade `requests` in `project` in an actor pool of
-    `cluster.workers` actors at `options.concurrency` calls each; each outcome is counted in
-    `stats` and handed to `on_graded` as it streams back."""
+    """Grade the `count` `requests` in `project` in an actor pool of `cluster.workers`
+    actors at `options.concurrency` calls each; each outcome is counted in `stats` and
+    handed to `on_graded` as it streams back.
+
+    The requests are read as the pool takes them: the dataset's rows are `count / block`
+    placeholders, each turned into the next block the driver has read (`take_block`), which
+    a bounded queue holds (`_Feeder`); so neither the driver nor the object store holds the
+    input, only the blocks queued and in flight."""
     started = _connect(cluster)
     import ray
 
     try:
         _check_shared_database(ray, database_url)
-        size = batch_size(len(requests), cluster, options.concurrency)
-        dataset = ray.data.from_items(
-            [{"index": i, "request": r.model_dump_json()} for i, r in enumerate(requests)],
-            override_num_blocks=max(1, math.ceil(len(requests) / (size * BATCHES_PER_BLOCK))),
-        ).map_batches(
-            GraderActor,
-            fn_constructor_args=(config, options, database_url, project),
-            batch_size=size,
-            batch_format="numpy",
-            compute=ray.data.ActorPoolStrategy(size=cluster.workers),
-            num_cpus=1,
-        )
-        for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
-            for index, outcome in zip(batch["index"], batch["outcome"], strict=True):
-                result, refused, judgments = pickle.loads(outcome)
-                graded = Graded(requests[int(index)], result, refused, judgments)
-                stats.add(graded)
-                on_graded(graded)
+        size = batch_size(count, cluster, options.concurrency)
+        block = size * BATCHES_PER_BLOCK
+        blocks = max(1, math.ceil(count / block))
+        with _Feeder(ray, islice(requests, count), block, blocks, cluster.workers) as feed:
+            dataset = (
+                ray.data.from_items(
+                    [{"block": i} for i in range(blocks)], override_num_blocks=blocks
+                )
+                .map_batches(
+                    take_block,
+                    fn_kwargs={"feed": feed.queue},
+                    batch_size=1,
+                    num_cpus=0,  # the actors hold every CPU Ray was started with
+                    compute=ray.data.TaskPoolStrategy(size=1),
+                    # a retried take would take another block, and one would be lost
+                    ray_remote_args_fn=lambda: {"max_retries": 0},
+                )
+                .map_batches(
+                    GraderActor,
+                    fn_constructor_args=(config, options, database_url, project),
+                    batch_size=size,
+                    batch_format="numpy",
+                    compute=ray.data.ActorPoolStrategy(size=cluster.workers),
+                    num_cpus=1,
+                )
+            )
+            for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+                for request, outcome in zip(batch["request"], batch["outcome"], strict=True):
+                    result, refused, judgments = pickle.loads(outcome)
+                    graded = Graded(
+                        GradeRequest.model_validate_json(request), result, refused, judgments
+                    )
+                    stats.add(graded)
+                    on_graded(graded)
     finally:
         if started:
             ray.shutdown()
+
+
+# Blocks read ahead per actor: enough that an actor finishing a block finds the next ready.
+QUEUED_PER_ACTOR = 2
+
+
+class _Feeder:
+    """A thread that reads the requests a block at a time into a bounded Ray queue, then
+    pads it with empty blocks to the `blocks` the dataset takes (when the input ran short);
+    an error reading the input is raised when the run ends, as `run_in_workers` does."""
+
+    def __init__(self, ray, requests: Iterable[GradeRequest], block: int, blocks: int, actors: int):
+        from ray.util.queue import Queue
+
+        self.ray = ray
+        self.queue = Queue(maxsize=QUEUED_PER_ACTOR * actors, actor_options={"num_cpus": 0})
+        self.failed: list[BaseException] = []
+        self.thread = threading.Thread(
+            target=self._feed, args=(requests, block, blocks), daemon=True
+        )
+
+    def _feed(self, requests: Iterable[GradeRequest], block: int, blocks: int) -> None:
+        sent = 0
+        try:
+            for chunk in chunks(requests, block):
+                self.queue.put([r.model_dump_json() for r in chunk])
+                sent += 1
+        except Exception as exc:  # raised by __exit__ once the pool is done
+            self.failed.append(exc)
+        try:
+            for _ in range(blocks - sent):
+                self.queue.put([])
+        except Exception:  # the queue was ended under a failed run: nothing waits for it
+            return
+
+    def __enter__(self) -> _Feeder:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.ray.kill(self.queue.actor)
+        self.thread.join(timeout=5)
+        if self.failed and exc_info[0] is None:
+            raise self.failed[0]
 
 
 def _connect(cluster: RayCluster) -> bool:
