@@ -25,6 +25,7 @@ and a SQLite URL there is refused before anything is called.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import pickle
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 import numpy as np
+from pydantic import TypeAdapter
 
 from judges import (
     BatchOptions,
@@ -44,6 +46,7 @@ from judges import (
     JudgesConfig,
 )
 from judges.batch import chunks
+from rubrics import Rubric
 from service.db.engine import make_engine, make_sessionmaker
 from service.stores.judgments import project_batcher
 
@@ -71,25 +74,53 @@ class GraderActor:
     ) -> None:
         factory = make_sessionmaker(make_engine(database_url))
         self.batcher = project_batcher(Grader(config), factory, project, options)
+        self.rubrics = Rubrics()
 
     async def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Grade a batch of requests (JSON rows, each with its own rubric); return, per
-        request, its JSON row and its pickled outcome, so the driver holds no request."""
-        requests = [GradeRequest.model_validate_json(r) for r in batch["request"]]
-        row_of = {id(r): row for r, row in zip(requests, batch["request"], strict=True)}
+        """Grade a batch of requests (JSON rows, each with its rubric's JSON); return, per
+        request, its two JSON columns and its pickled outcome, so the driver holds no
+        request."""
+        rows = zip(batch["rubric"], batch["request"], strict=True)
+        requests = [self.rubrics.request(rubric, request) for rubric, request in rows]
+        row_of = {id(r): i for i, r in enumerate(requests)}
         graded: list[Graded] = []
         await self.batcher.run(requests, graded.append)
+        rows = [row_of[id(g.request)] for g in graded]
         return {
-            "request": np.array([row_of[id(g.request)] for g in graded], dtype=object),
+            "rubric": batch["rubric"][rows],
+            "request": batch["request"][rows],
             "outcome": np.array(
                 [pickle.dumps((g.result, g.refused, g.judgments)) for g in graded], dtype=object
             ),
         }
 
 
+class Rubrics:
+    """Requests rebuilt from their rows with one rubric object per rubric: the batch core
+    hashes a rubric once per object and keeps it (`BatchGrader._rubric_hash`), so a copy
+    parsed for every row would be kept for every row."""
+
+    def __init__(self) -> None:
+        self.parsed: dict[str, Rubric] = {}
+
+    def request(self, rubric: str, request: str) -> GradeRequest:
+        found = self.parsed.get(rubric)
+        if found is None:
+            found = self.parsed[rubric] = RUBRIC.validate_json(rubric)
+        return GradeRequest.model_validate({**json.loads(request), "rubric": found})
+
+
+RUBRIC: TypeAdapter[Rubric] = TypeAdapter(Rubric)
+
+
 def take_block(batch: dict[str, np.ndarray], feed) -> dict[str, np.ndarray]:
-    """A placeholder row becomes the next block of requests the driver has read (`_Feeder`)."""
-    return {"request": np.array(feed.get(), dtype=object)}
+    """A placeholder row becomes the next block of requests the driver has read (`_Feeder`):
+    each request's rubric as JSON, and the request without it."""
+    block = feed.get()
+    return {
+        "rubric": np.array([rubric for rubric, _ in block], dtype=object),
+        "request": np.array([request for _, request in block], dtype=object),
+    }
 
 
 def batch_size(answers: int, cluster: RayCluster, concurrency: int) -> int:
@@ -148,12 +179,13 @@ def run_on_ray(
                     num_cpus=1,
                 )
             )
+            rubrics = Rubrics()
             for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
-                for request, outcome in zip(batch["request"], batch["outcome"], strict=True):
+                for rubric, request, outcome in zip(
+                    batch["rubric"], batch["request"], batch["outcome"], strict=True
+                ):
                     result, refused, judgments = pickle.loads(outcome)
-                    graded = Graded(
-                        GradeRequest.model_validate_json(request), result, refused, judgments
-                    )
+                    graded = Graded(rubrics.request(rubric, request), result, refused, judgments)
                     stats.add(graded)
                     on_graded(graded)
     finally:
@@ -181,10 +213,10 @@ class _Feeder:
         )
 
     def _feed(self, requests: Iterable[GradeRequest], block: int, blocks: int) -> None:
-        sent = 0
+        sent, rubrics = 0, {}  # id(rubric) -> (rubric, its JSON): the requests share a few
         try:
             for chunk in chunks(requests, block):
-                self.queue.put([r.model_dump_json() for r in chunk])
+                self.queue.put([_row(r, rubrics) for r in chunk])
                 sent += 1
         except Exception as exc:  # raised by __exit__ once the pool is done
             self.failed.append(exc)
@@ -203,6 +235,14 @@ class _Feeder:
         self.thread.join(timeout=5)
         if self.failed and exc_info[0] is None:
             raise self.failed[0]
+
+
+def _row(request: GradeRequest, rubrics: dict[int, tuple[Rubric, str]]) -> tuple[str, str]:
+    """(the rubric's JSON, the request's without it); each rubric object serialised once."""
+    memo = rubrics.get(id(request.rubric))
+    if memo is None or memo[0] is not request.rubric:
+        memo = rubrics[id(request.rubric)] = (request.rubric, request.rubric.model_dump_json())
+    return memo[1], request.model_dump_json(exclude={"rubric"})
 
 
 def _connect(cluster: RayCluster) -> bool:
