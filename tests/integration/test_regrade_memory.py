@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from service.db.engine import upgrade
@@ -132,18 +133,10 @@ def assert_bounded(small: int, large: int, allowance_mb: float = 0.0) -> None:
     )
 
 
-def test_regrade_memory_does_not_grow_with_its_input(tmp_path, llm_server):
+@pytest.mark.parametrize("measure", [peak_rss_kb, ingest_peak_rss_kb], ids=["live", "ingest"])
+def test_regrade_memory_does_not_grow_with_its_input(tmp_path, llm_server, measure):
     config = tmp_path / "judges.yaml"
     config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
-    small = peak_rss_kb(tmp_path / "small", SMALL, config)
-    large = peak_rss_kb(tmp_path / "large", LARGE, config)
+    small = measure(tmp_path / "small", SMALL, config)
+    large = measure(tmp_path / "large", LARGE, config)
     assert_bounded(small, large)
-
-
-def test_ingest_memory_does_not_grow_with_its_input(tmp_path, llm_server):
-    config = tmp_path / "judges.yaml"
-    config.write_text(yaml.safe_dump(judges_config_data(llm_server)))
-    small = ingest_peak_rss_kb(tmp_path / "small", SMALL, config)
-    large = ingest_peak_rss_kb(tmp_path / "large", LARGE, config)
-    assert_bounded(small, large)
-    assert llm_server.calls() == 0
