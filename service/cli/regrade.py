@@ -123,7 +123,8 @@ def regrade(
                 try:
                     run_on_ray(
                         grader.config,
-                        list(requests),  # the Ray engine still holds every request
+                        requests,
+                        total,
                         core.options(concurrency, force, retry_failed),
                         RayCluster(ray_workers, address),
                         get_settings().database_url,
@@ -297,35 +298,39 @@ def _write_batch(grader, batcher, requests, path: Path) -> None:
 
 
 def _ingest(grader, batcher, requests, path: Path, out_path: Path | None) -> None:
-    """Every request's plan is held, to find each result line's (a results file is in any
-    order): this path's memory grows with the input."""
+    """The requests are planned a chunk at a time and each chunk's result lines found in
+    the file through an index on disk (`ResultsIndex`), then stored and written: memory
+    stays bounded whatever the size of the input or of the results file."""
     from judges import BatchStats, PlannedGrade
     from service.regrading import local as core
     from service.regrading.batch_files import ingest_results
 
-    plans = [batcher.plan(r) for r in requests]
+    plans = (p for p in map(batcher.plan, requests) if isinstance(p, PlannedGrade))
+    stats, unknown = BatchStats(), 0
+
+    def report_unknown(line: str) -> None:
+        nonlocal unknown
+        unknown += 1
+        out.print(f"[red]unknown[/] {line}", highlight=False)
+
     try:
-        graded, unknown = ingest_results(
-            grader, [p for p in plans if isinstance(p, PlannedGrade)], path
-        )
+        with core.results_file(out_path) as write:
+            for graded in ingest_results(grader, plans, path, report_unknown):
+                for item in asyncio.run(_store_new(batcher.store, graded)):
+                    stats.add(item)
+                    write(item)
     except ValueError as exc:
         fail(str(exc))
-    graded = core.not_yet_stored(
-        graded,
-        asyncio.run(
-            batcher.store.find_done(
-                [j.cache_key for g in graded for j in g.judgments], core.EVERY_STATUS
-            )
-        ),
-    )
-    asyncio.run(batcher.store.save(graded))
-    stats = BatchStats()
-    with core.results_file(out_path) as write:
-        for item in graded:
-            stats.add(item)
-            write(item)
     _report(stats, 0.0)
-    for line in unknown:
-        out.print(f"[red]unknown[/] {line}", highlight=False)
     if stats.failed or unknown:
         raise typer.Exit(1)
+
+
+async def _store_new(store, graded: list) -> list:
+    """Save the ingested results whose call is not stored yet (`not_yet_stored`); those."""
+    from service.regrading import local as core
+
+    keys = [j.cache_key for g in graded for j in g.judgments]
+    fresh = core.not_yet_stored(graded, await store.find_done(keys, core.EVERY_STATUS))
+    await store.save(fresh)
+    return fresh

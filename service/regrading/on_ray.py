@@ -1,7 +1,13 @@
-"""`qadi regrade --engine ray`: the grade requests (each answer with its rubric) become a Ray
-dataset and are graded in a Ray Data actor pool, each actor holding one `BatchGrader` (the
-same batch core as the default engine, so the guard, substitutes, cache keys, parse-error
-accounting and resume cannot differ).
+"""`qadi regrade --engine ray`: the grade requests (each answer with its rubric) stream through
+a Ray dataset and are graded in a Ray Data actor pool, each actor holding one `BatchGrader`
+(the same batch core as the default engine, so the guard, substitutes, cache keys,
+parse-error accounting and resume cannot differ).
+
+Memory is bounded by the pool, not the input: Ray Data has no dataset fed by the driver as
+it reads (every source is listed when the dataset is made), so the dataset's rows are
+placeholders, one per block of requests, and the first stage turns each into the next block
+the driver has read into a bounded queue (`_Feeder`). The driver holds the blocks queued,
+the object store those in flight, and each outcome streams back with its request's JSON.
 
 Where results are written: **each actor saves its own outcomes directly**, through the batch
 core's bulk writer and its own connection pool, on SQLite as on PostgreSQL; only a compact
@@ -19,13 +25,17 @@ and a SQLite URL there is refused before anything is called.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import pickle
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
+from pydantic import TypeAdapter
 
 from judges import (
     BatchOptions,
@@ -35,6 +45,8 @@ from judges import (
     GradeRequest,
     JudgesConfig,
 )
+from judges.batch import chunks
+from rubrics import Rubric
 from service.db.engine import make_engine, make_sessionmaker
 from service.stores.judgments import project_batcher
 
@@ -62,21 +74,53 @@ class GraderActor:
     ) -> None:
         factory = make_sessionmaker(make_engine(database_url))
         self.batcher = project_batcher(Grader(config), factory, project, options)
+        self.rubrics = Rubrics()
 
     async def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Grade a batch of requests (JSON rows, each with its own rubric); return, per
-        request, its row index and its pickled outcome without the request (the driver holds
-        the requests)."""
-        requests = [GradeRequest.model_validate_json(r) for r in batch["request"]]
-        row_of = {id(r): int(i) for r, i in zip(requests, batch["index"], strict=True)}
+        """Grade a batch of requests (JSON rows, each with its rubric's JSON); return, per
+        request, its two JSON columns and its pickled outcome, so the driver holds no
+        request."""
+        rows = zip(batch["rubric"], batch["request"], strict=True)
+        requests = [self.rubrics.request(rubric, request) for rubric, request in rows]
+        row_of = {id(r): i for i, r in enumerate(requests)}
         graded: list[Graded] = []
         await self.batcher.run(requests, graded.append)
+        rows = [row_of[id(g.request)] for g in graded]
         return {
-            "index": np.array([row_of[id(g.request)] for g in graded], dtype=np.int64),
+            "rubric": batch["rubric"][rows],
+            "request": batch["request"][rows],
             "outcome": np.array(
                 [pickle.dumps((g.result, g.refused, g.judgments)) for g in graded], dtype=object
             ),
         }
+
+
+class Rubrics:
+    """Requests rebuilt from their rows with one rubric object per rubric: the batch core
+    hashes a rubric once per object and keeps it (`BatchGrader._rubric_hash`), so a copy
+    parsed for every row would be kept for every row."""
+
+    def __init__(self) -> None:
+        self.parsed: dict[str, Rubric] = {}
+
+    def request(self, rubric: str, request: str) -> GradeRequest:
+        found = self.parsed.get(rubric)
+        if found is None:
+            found = self.parsed[rubric] = RUBRIC.validate_json(rubric)
+        return GradeRequest.model_validate({**json.loads(request), "rubric": found})
+
+
+RUBRIC: TypeAdapter[Rubric] = TypeAdapter(Rubric)
+
+
+def take_block(batch: dict[str, np.ndarray], feed) -> dict[str, np.ndarray]:
+    """A placeholder row becomes the next block of requests the driver has read (`_Feeder`):
+    each request's rubric as JSON, and the request without it."""
+    block = feed.get()
+    return {
+        "rubric": np.array([rubric for rubric, _ in block], dtype=object),
+        "request": np.array([request for _, request in block], dtype=object),
+    }
 
 
 def batch_size(answers: int, cluster: RayCluster, concurrency: int) -> int:
@@ -87,7 +131,8 @@ def batch_size(answers: int, cluster: RayCluster, concurrency: int) -> int:
 
 def run_on_ray(
     config: JudgesConfig,
-    requests: list[GradeRequest],
+    requests: Iterable[GradeRequest],
+    count: int,
     options: BatchOptions,
     cluster: RayCluster,
     database_url: str,
@@ -95,35 +140,109 @@ def run_on_ray(
     stats: BatchStats,
     on_graded: Callable[[Graded], None],
 ) -> None:
-    """Grade `requests` in `project` in an actor pool of
-    `cluster.workers` actors at `options.concurrency` calls each; each outcome is counted in
-    `stats` and handed to `on_graded` as it streams back."""
+    """Grade the `count` `requests` in `project` in an actor pool of `cluster.workers`
+    actors at `options.concurrency` calls each; each outcome is counted in `stats` and
+    handed to `on_graded` as it streams back.
+
+    The requests are read as the pool takes them: the dataset's rows are `count / block`
+    placeholders, each turned into the next block the driver has read (`take_block`), which
+    a bounded queue holds (`_Feeder`); so neither the driver nor the object store holds the
+    input, only the blocks queued and in flight."""
     started = connect(cluster)
     import ray
 
     try:
         _check_shared_database(ray, database_url)
-        size = batch_size(len(requests), cluster, options.concurrency)
-        dataset = ray.data.from_items(
-            [{"index": i, "request": r.model_dump_json()} for i, r in enumerate(requests)],
-            override_num_blocks=max(1, math.ceil(len(requests) / (size * BATCHES_PER_BLOCK))),
-        ).map_batches(
-            GraderActor,
-            fn_constructor_args=(config, options, database_url, project),
-            batch_size=size,
-            batch_format="numpy",
-            compute=ray.data.ActorPoolStrategy(size=cluster.workers),
-            num_cpus=1,
-        )
-        for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
-            for index, outcome in zip(batch["index"], batch["outcome"], strict=True):
-                result, refused, judgments = pickle.loads(outcome)
-                graded = Graded(requests[int(index)], result, refused, judgments)
-                stats.add(graded)
-                on_graded(graded)
+        size = batch_size(count, cluster, options.concurrency)
+        block = size * BATCHES_PER_BLOCK
+        blocks = max(1, math.ceil(count / block))
+        with _Feeder(ray, islice(requests, count), block, blocks, cluster.workers) as feed:
+            dataset = (
+                ray.data.from_items(
+                    [{"block": i} for i in range(blocks)], override_num_blocks=blocks
+                )
+                .map_batches(
+                    take_block,
+                    fn_kwargs={"feed": feed.queue},
+                    batch_size=1,
+                    num_cpus=0,  # the actors hold every CPU Ray was started with
+                    compute=ray.data.TaskPoolStrategy(size=1),
+                    # a retried take would take another block, and one would be lost
+                    ray_remote_args_fn=lambda: {"max_retries": 0},
+                )
+                .map_batches(
+                    GraderActor,
+                    fn_constructor_args=(config, options, database_url, project),
+                    batch_size=size,
+                    batch_format="numpy",
+                    compute=ray.data.ActorPoolStrategy(size=cluster.workers),
+                    num_cpus=1,
+                )
+            )
+            rubrics = Rubrics()
+            for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+                for rubric, request, outcome in zip(
+                    batch["rubric"], batch["request"], batch["outcome"], strict=True
+                ):
+                    result, refused, judgments = pickle.loads(outcome)
+                    graded = Graded(rubrics.request(rubric, request), result, refused, judgments)
+                    stats.add(graded)
+                    on_graded(graded)
     finally:
         if started:
             ray.shutdown()
+
+
+# Blocks read ahead per actor: enough that an actor finishing a block finds the next ready.
+QUEUED_PER_ACTOR = 2
+
+
+class _Feeder:
+    """A thread that reads the requests a block at a time into a bounded Ray queue, then
+    pads it with empty blocks to the `blocks` the dataset takes (when the input ran short);
+    an error reading the input is raised when the run ends, as `run_in_workers` does."""
+
+    def __init__(self, ray, requests: Iterable[GradeRequest], block: int, blocks: int, actors: int):
+        from ray.util.queue import Queue
+
+        self.ray = ray
+        self.queue = Queue(maxsize=QUEUED_PER_ACTOR * actors, actor_options={"num_cpus": 0})
+        self.failed: list[BaseException] = []
+        self.thread = threading.Thread(
+            target=self._feed, args=(requests, block, blocks), daemon=True
+        )
+
+    def _feed(self, requests: Iterable[GradeRequest], block: int, blocks: int) -> None:
+        sent, rubrics = 0, {}  # id(rubric) -> (rubric, its JSON): the requests share a few
+        try:
+            for chunk in chunks(requests, block):
+                self.queue.put([_row(r, rubrics) for r in chunk])
+                sent += 1
+        except Exception as exc:  # raised by __exit__ once the pool is done
+            self.failed.append(exc)
+        try:
+            for _ in range(blocks - sent):
+                self.queue.put([])
+        except Exception:  # the queue was ended under a failed run: nothing waits for it
+            return
+
+    def __enter__(self) -> _Feeder:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.ray.kill(self.queue.actor)
+        self.thread.join(timeout=5)
+        if self.failed and exc_info[0] is None:
+            raise self.failed[0]
+
+
+def _row(request: GradeRequest, rubrics: dict[int, tuple[Rubric, str]]) -> tuple[str, str]:
+    """(the rubric's JSON, the request's without it); each rubric object serialised once."""
+    memo = rubrics.get(id(request.rubric))
+    if memo is None or memo[0] is not request.rubric:
+        memo = rubrics[id(request.rubric)] = (request.rubric, request.rubric.model_dump_json())
+    return memo[1], request.model_dump_json(exclude={"rubric"})
 
 
 def connect(cluster: RayCluster) -> bool:

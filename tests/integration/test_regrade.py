@@ -11,12 +11,13 @@ import subprocess
 import sys
 import time
 
+import httpx
 import pytest
 import yaml
 from sqlalchemy import func, select
 
 from rubrics import library_rubric, rubric_hash
-from service.db.engine import make_engine, make_sessionmaker, session_scope
+from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
 from service.db.schema import JudgmentRow
 from service.stores.rubrics import save_rubric
 from tests.conftest import ROOT, judges_config_data
@@ -291,6 +292,45 @@ def test_batch_file_round_trip(setup, llm_server, tmp_path):
         assert session.scalar(select(func.count()).select_from(JudgmentRow)) == 31
 
 
+def test_ingested_batch_results_equal_the_local_engines(setup, llm_server, tmp_path):
+    """The batch file's bodies sent to the LLM test double by hand, their replies written
+    as a results file in reverse order and ingested, give each answer the outcome a live
+    run of the default engine gives it (a parse error included); only the price differs."""
+    run, url, answers, config, _ = setup
+    llm_server.rules({"match": "answer 7 ", "reply": {"content": "I refuse to use JSON"}})
+    batch, replies = tmp_path / "batch.jsonl", tmp_path / "replies.jsonl"
+    assert run("--batch", str(batch)).returncode == 0
+    lines = []
+    for request in reversed([json.loads(x) for x in batch.read_text().splitlines()]):
+        reply = httpx.post(f"{llm_server.api_base}/chat/completions", json=request["body"])
+        response = {"status_code": reply.status_code, "body": reply.json()}
+        lines.append({"custom_id": request["custom_id"], "response": response, "error": None})
+    replies.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
+    ingested = run("--ingest", str(replies), out=tmp_path / "ingested.jsonl")
+    assert ingested.returncode == 1  # the parse error is listed
+    local_url = f"sqlite:///{tmp_path / 'local.db'}"
+    upgrade(local_url)
+    local = qadi("regrade", str(answers), "--rubric", RUBRIC, "--judges", "gpt-judge",
+                 "--config", str(config), "--out", str(tmp_path / "local.jsonl"),
+                 env={"QADI_DATABASE_URL": local_url})  # fmt: skip
+    assert local.returncode == 1
+
+    def outcomes(path):
+        found = [json.loads(x) for x in path.read_text().splitlines()]
+        return sorted(
+            (x["item_id"], x["judge"], x["status"], x["score"], x["cache_key"], x["cached"],
+             x["prompt_tokens"], x["completion_tokens"])
+            for x in found
+        )  # fmt: skip
+
+    ingested_outcomes = outcomes(tmp_path / "ingested.jsonl")
+    assert ingested_outcomes == outcomes(tmp_path / "local.jsonl")
+    assert len(ingested_outcomes) == 30
+    assert [x[:3] for x in ingested_outcomes if x[2] != "ok"] == [
+        ("a7", "gpt-judge", "parse_error")
+    ]
+
+
 def test_judges_check_reports_reachability_and_structured_output(llm_server, tmp_path):
     data = judges_config_data(llm_server, num_retries=0, timeout=3)
     data["model_list"].append(
@@ -327,7 +367,9 @@ def test_regrade_grades_with_a_version_stored_through_the_api(setup, llm_server)
     )
     with session_scope(make_sessionmaker(make_engine(url))) as session:
         save_rubric(session, "default", bundled)  # v2, as the library has it
-        v2, created = save_rubric(session, "default", changed)  # what POST /rubrics does with a change
+        v2, created = save_rubric(
+            session, "default", changed
+        )  # what POST /rubrics does with a change
     assert (v2.version, created) == (3, True)
 
     done = run(rubric=f"{RUBRIC}@3")

@@ -1,17 +1,23 @@
 """Peak memory of `qadi regrade` against the size of its input (issue 39: bounded by its
-concurrency, not its input; ≤ 1 GB at 1M answers).
+concurrency, not its input; ≤ 1 GB at 1M answers), on each path: the local engine, `--ingest`
+of a batch results file, and the driver of `--engine ray`.
 
 Each size runs in a fresh process and a fresh SQLite database against the LLM test double,
-with the CI test's input (tests/integration/test_regrade_memory.py): one answer in ten is new
-text, the other nine repeat one graded earlier and are answered from the store, each with its
-line in --out. Prints the peak resident memory per size and the KB per extra answer.
+with the CI tests' inputs (tests/integration/test_regrade_memory.py): for the live engines one
+answer in ten is new text and the other nine repeat one graded earlier, answered from the
+store, each with its line in --out; for `--ingest` every answer is distinct and has a line
+in the results file (written from the `--batch` file, in reverse order). The ray driver joins
+a local Ray started here (2 CPUs, 2 actors), so its peak is the driver's alone. Prints the
+peak resident memory per size and the KB per extra answer.
 
-Run: .venv/bin/python tests/perf/bench_regrade_memory.py [--sizes 20000 200000]
+Run: .venv/bin/python tests/perf/bench_regrade_memory.py [--path local|ingest|ray]
+     [--sizes 20000 200000]
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import tempfile
 import time
@@ -22,13 +28,40 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tests.conftest import judges_config_data, start_llm_server  # noqa: E402
-from tests.integration.test_regrade_memory import peak_rss_kb  # noqa: E402
+from tests.integration.test_regrade_memory import (  # noqa: E402
+    ingest_peak_rss_kb,
+    peak_rss_kb,
+)
+
+COMMANDS = {
+    "local": "qadi regrade ANSWERS.jsonl --rubric iraqi-linguistic-shaku-maku --judges gpt-judge "
+    "--config judges.yaml --concurrency 32 --out results.jsonl",
+    "ingest": "qadi regrade ANSWERS.jsonl ... --batch batch.jsonl, then the same with "
+    "--ingest replies.jsonl --out results.jsonl (measured)",
+    "ray": "qadi regrade ANSWERS.jsonl ... --out results.jsonl --engine ray --address ADDRESS",
+}
+
+
+def measure(path: str, workdir: Path, size: int, config: Path, address: str | None) -> int:
+    if path == "ingest":
+        return ingest_peak_rss_kb(workdir, size, config)
+    extra = ("--engine", "ray", "--address", address) if path == "ray" else ()
+    return peak_rss_kb(workdir, size, config, *extra)
+
+
+def ray_address() -> str:
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    return ray.get_runtime_context().gcs_address
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--path", choices=sorted(COMMANDS), default="local")
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 200_000])
     args = parser.parse_args()
+    address = ray_address() if args.path == "ray" else None
     process, server = start_llm_server()
     peaks: dict[int, int] = {}
     try:
@@ -37,7 +70,7 @@ def main() -> None:
             config.write_text(yaml.safe_dump(judges_config_data(server)))
             for size in args.sizes:
                 started = time.perf_counter()
-                peaks[size] = peak_rss_kb(Path(tmp) / str(size), size, config)
+                peaks[size] = measure(args.path, Path(tmp) / str(size), size, config, address)
                 seconds = time.perf_counter() - started
                 print(
                     f"{size:>9} answers: peak RSS {peaks[size] / 1024:7.1f} MB  ({seconds:.0f} s)"
@@ -49,13 +82,10 @@ def main() -> None:
         slope = (peaks[large] - peaks[small]) / (large - small)
         print(f"{small} -> {large}: {slope:.3f} KB per extra answer")
     print(
-        "command: .venv/bin/python tests/perf/bench_regrade_memory.py --sizes "
-        + " ".join(map(str, args.sizes))
+        f"command: .venv/bin/python tests/perf/bench_regrade_memory.py --path {args.path} "
+        "--sizes " + " ".join(map(str, args.sizes))
     )
-    print(
-        "each run: qadi regrade ANSWERS.jsonl --rubric iraqi-linguistic-shaku-maku "
-        "--judges gpt-judge --config judges.yaml --concurrency 32 --out results.jsonl"
-    )
+    print(f"each run: {COMMANDS[args.path]}")
 
 
 if __name__ == "__main__":

@@ -147,4 +147,5 @@ def test_batch_results_keep_separators_inside_strings(tmp_path, sep):
     lines = [{"custom_id": "j|1", "response": {"body": {"text": f"a{sep}b"}}},
              {"custom_id": "j|2", "response": {"body": {"text": "c"}}}]
     path.write_text(jsonl(lines), encoding="utf-8")
-    assert list(read_results(path)) == [(1, lines[0]), (2, lines[1])]
+    first = len(jsonl(lines[:1]).encode())
+    assert list(read_results(path)) == [(1, 0, lines[0]), (2, first, lines[1])]
