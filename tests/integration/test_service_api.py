@@ -50,7 +50,12 @@ def rubric_body(**overrides):
 
 
 class Service:
+    """The app in this process. Reports and estimates compute in the request's thread unless
+    a test asks for worker processes (`report_workers=1`): a test client never runs the app's
+    lifespan, so a worker it started would idle until its pool is collected."""
+
     def __init__(self, url, config_path, **settings):
+        settings = {"report_workers": 0, **settings}
         self.settings = Settings(database_url=url, judges_config=config_path, **settings)
         self.app = create_app(self.settings)
         self.client = TestClient(self.app)
