@@ -70,7 +70,7 @@ def test_the_service_answers_at_once_while_a_report_computes(db_url, tmp_path):
     finally:
         service.stop()
     latencies, seconds, cpu = during
-    assert seconds > 2 and len(latencies) > 20, (seconds, len(latencies))
+    assert seconds > 1 and len(latencies) > 20, (seconds, len(latencies))  # a window to watch
     assert cpu < CPU_SHARE_LIMIT * seconds, f"the service computed {cpu:.1f} s of {seconds:.1f} s"
     slowest = 1000 * max(latencies)
     assert slowest < HEALTHZ_LIMIT_MS, f"/healthz took {slowest:.0f} ms during the report"
