@@ -60,7 +60,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         log.warning("no judges configured (QADI_JUDGES_CONFIG); POST /judge will answer 503")
 
     judging = GradingService(settings, sessions, grader)
-    reports = ReportPool(settings.report_workers)  # heavy reads off the request path
+    # heavy reads off the request path, in workers of lower priority
+    reports = ReportPool(settings.report_workers, settings.report_nice)
     recalibrator = Recalibrator(sessions, reports)
 
     @asynccontextmanager

@@ -161,6 +161,14 @@ class Settings(BaseSettings):
         "and the recalibrator's checks and runs, off the process that serves POST /judge (made "
         "at the first such work); 0 computes in the serving process's threads",
     )
+    report_nice: int = Field(
+        default=10,
+        ge=0,
+        le=19,
+        description="niceness each report worker adds to itself (Unix scheduling priority; "
+        "higher is lower): with the cores contended, POST /judge is served first and a report "
+        "or estimate takes the CPU left; 0 competes as an equal",
+    )
     retain_raw_days: int | None = Field(
         default=None,
         ge=1,

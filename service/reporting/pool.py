@@ -6,6 +6,9 @@ while a 12 s `POST /estimates` ran in the same worker's thread pool).
 
 The pool is made at the first heavy request (`spawn`: a clean interpreter, no inherited
 connections or threads) with QADI_REPORT_WORKERS processes, and closed with the service.
+A process does not take the GIL from another, but on a machine with few cores it still takes
+the CPU: each worker lowers its own scheduling priority by QADI_REPORT_NICE, so when the
+cores are contended the serving process runs first and the report takes what is left.
 Each worker opens its own engine on the database (`worker_sessions`). 0 workers computes in the
 caller's thread, as before.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import pickle
 import threading
 from collections.abc import Callable
@@ -33,8 +37,9 @@ class ReportPool:
     """Worker processes for reports, estimates and recalibration runs; callable from the
     event loop (`run`) and from a thread that may wait (`call`)."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, nice: int = 0) -> None:
         self.workers = workers
+        self.nice = nice  # added to each worker's niceness (lower priority), at its start
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()  # the loop and the recalibration thread share the pool
 
@@ -71,7 +76,9 @@ class ReportPool:
         with self._lock:
             if self._pool is None:
                 context = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=context)
+                self._pool = ProcessPoolExecutor(
+                    self.workers, mp_context=context, initializer=os.nice, initargs=(self.nice,)
+                )
             pool = self._pool
         try:
             return pool, pool.submit(_portable, fn, *args)

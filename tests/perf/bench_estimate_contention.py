@@ -1,7 +1,8 @@
 """POST /judge latency while heavy reads compute over a database of N judgments (POST
 /estimates, or with --heavy report POST /calibration/reports), with them in the serving
-process's thread pool (QADI_REPORT_WORKERS=0, as before issue 39) and in a report worker
-process (1, the default), in one run, against an idle baseline.
+process's thread pool (QADI_REPORT_WORKERS=0, as before issue 39), in a report worker
+process at the serving process's priority (QADI_REPORT_NICE=0) and in one at a lower
+priority (the defaults: 1 worker, niceness 10), in one run, each against its idle baseline.
 
 Judges are the stand-ins (no network); auth is off; one service process each time.
 
@@ -89,9 +90,9 @@ def main() -> None:
         populate(url, args.judgments)
         print(f"judgments={args.judgments} (SQLite), {args.seconds:.0f} s per phase, "
               f"POST {HEAVY[args.heavy][0]} {HEAVY[args.heavy][1]}")  # fmt: skip
-        for workers in ("0", "1"):
+        for workers, nice in (("0", "0"), ("1", "0"), ("1", "10")):
             service = Service(url, ROOT / "service/sample/judges.yaml", free_port(), workdir,
-                              {"QADI_REPORT_WORKERS": workers})  # fmt: skip
+                              {"QADI_REPORT_WORKERS": workers, "QADI_REPORT_NICE": nice})  # fmt: skip
             service.start()
             try:
                 base = f"http://127.0.0.1:{service.port}"
@@ -100,7 +101,7 @@ def main() -> None:
                 service.stop()
             idle, busy = found["idle"], found["busy"]
             print(
-                f"QADI_REPORT_WORKERS={workers}: POST /judge p50/p95 idle "
+                f"QADI_REPORT_WORKERS={workers} QADI_REPORT_NICE={nice}: POST /judge p50/p95 idle "
                 f"{p(idle, .5):.1f}/{p(idle, .95):.1f} ms, during {args.heavy} "
                 f"{p(busy, .5):.1f}/{p(busy, .95):.1f} ms (p50 ratio "
                 f"{statistics.median(busy) / statistics.median(idle):.2f}; "

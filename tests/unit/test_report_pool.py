@@ -30,6 +30,15 @@ def test_the_work_runs_in_another_process_and_a_dead_worker_is_busy_then_replace
     assert os.getpid() not in (first, second) and first != second
 
 
+def test_a_worker_runs_at_lower_priority_than_the_serving_process():
+    """On contended cores the scheduler serves POST /judge first (QADI_REPORT_NICE)."""
+    pool = ReportPool(1, nice=7)
+    try:
+        assert pool.call(os.nice, 0) == min(19, os.nice(0) + 7)
+    finally:
+        pool.close()
+
+
 def test_no_workers_computes_in_this_process():
     pool = ReportPool(0)
     assert asyncio.run(pool.run(os.getpid)) == os.getpid()
