@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from judges.payloads import field_of
+from judges.payloads import Alternative, GeneratedToken, field_of
 from rubrics import PenaltyWeightedRubric, RubricError, ScaleRubric, score
 
 DEFAULT_TOP_LOGPROBS = 10  # alternatives per token: the 5 ratings and room for the rest
@@ -136,9 +136,12 @@ def tokens_of(payload: Any) -> list[Token] | None:
         return None
     out: list[Token] = []
     for entry in content:
-        # a dict (the lean transport's replies, batch files) read without `field_of`: a reply
-        # carries ten alternatives per token, and the calls were most of the cost (issue 40)
-        if type(entry) is dict:
+        # the lean transport's structs and dicts (batch files) read without `field_of`: a
+        # reply carries ten alternatives per token, and the calls were most of the cost
+        # (issue 40)
+        if type(entry) is GeneratedToken:
+            token, logprob, top = entry.token, entry.logprob, entry.top_logprobs
+        elif type(entry) is dict:
             token, logprob = entry.get("token"), entry.get("logprob")
             top = entry.get("top_logprobs")
         else:
@@ -148,7 +151,9 @@ def tokens_of(payload: Any) -> list[Token] | None:
             return None
         alternatives = []
         for alt in top or ():
-            if type(alt) is dict:
+            if type(alt) is Alternative:
+                alt_token, alt_logprob = alt.token, alt.logprob
+            elif type(alt) is dict:
                 alt_token, alt_logprob = alt.get("token"), alt.get("logprob")
             else:
                 alt_token, alt_logprob = field_of(alt, "token"), field_of(alt, "logprob")

@@ -19,7 +19,7 @@ from typing import Any
 
 from judges.logprobs import Token, read_probabilities, tokens_of
 from judges.models import CallStatus, GradeRequest, JudgeResult
-from judges.payloads import field_of
+from judges.payloads import field_of, plain
 from judges.templates import PromptTemplate
 from judges.verdicts import ParseFailure, json_object, parse_reply
 
@@ -39,7 +39,7 @@ class Completion:
 
 def _dump(payload: Any) -> str:
     if isinstance(payload, Mapping):
-        return json.dumps(payload, ensure_ascii=False, default=str, separators=(",", ":"))
+        return json.dumps(payload, ensure_ascii=False, default=plain, separators=(",", ":"))
     dump = getattr(payload, "model_dump_json", None)
     return dump() if dump is not None else str(payload)
 

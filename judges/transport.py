@@ -32,6 +32,8 @@ import aiohttp
 import httpx
 import litellm
 
+from judges.payloads import decode_completion
+
 # routes whose servers speak OpenAI's chat API, and the name LiteLLM gives them in errors
 ROUTE_NAMES = {"hosted_vllm/": ("hosted_vllm", "Hosted_vllm"), "openai/": ("openai", "OpenAI")}
 MAX_ERROR_BODY = 2000  # characters of an error reply kept in the exception
@@ -131,7 +133,7 @@ async def complete(
         async with session.post(
             route.url, data=data, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
         ) as response:
-            text = await response.text()
+            body = await response.read()
             status, reply_headers = response.status, response.headers
     except TimeoutError:
         raise litellm.Timeout(
@@ -143,11 +145,12 @@ async def complete(
     except aiohttp.ClientError as exc:  # refused, reset, cut off: a 500, as LiteLLM reports it
         raise _status_error(route, 500, f"{type(exc).__name__}: {exc}", {}) from None
     if status != 200:
-        raise _status_error(route, status, text, reply_headers)
+        raise _status_error(route, status, body.decode(errors="replace"), reply_headers)
     try:
-        return json.loads(text)
+        return decode_completion(body)
     except ValueError:
-        raise _status_error(route, 500, f"not JSON: {text[:200]}", {}) from None
+        shown = body[:200].decode(errors="replace")
+        raise _status_error(route, 500, f"not JSON: {shown}", {}) from None
 
 
 async def close() -> None:

@@ -3,11 +3,13 @@ OpenAI's `logprobs` format; expected numbers are worked out in the comments."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
 from judges.logprobs import read_probabilities, tokens_of
+from judges.payloads import GeneratedToken, decode_completion
 from judges.templates import load_template
 from judges.verdicts import parse_reply
 from rubrics import library_rubric
@@ -177,6 +179,50 @@ def test_a_logprob_that_is_no_log_probability_leaves_no_distribution(where, logp
         f"token '{name}' has logprob {shown}, not a finite number <= 0: the judge's token "
         "probabilities are unusable"
     )
+
+
+@pytest.mark.parametrize("where", ["chosen", "alternative"])
+@pytest.mark.parametrize(
+    "logprob",
+    [-0.2, *(value for value, _ in NOT_LOG_PROBABILITIES)],
+    ids=["-0.2", "1000", "NaN", "Infinity", "-Infinity", "0.5", "10**400", "null", "string",
+         "true"],  # fmt: skip
+)
+def test_the_lean_transport_s_fast_decoding_reads_as_the_standard_library_s(where, logprob):
+    """judges/payloads.py decodes replies into structs (issue 40) and falls back to `json`
+    for what they do not hold (NaN, Infinity): either way the same probabilities, or the
+    same reason there are none."""
+    rubric = library_rubric("kinayat-explanation")
+    body = rating_payload(" 4", {"4": 0.7, "3": 0.3})
+    token = body["choices"][0]["logprobs"]["content"][3]
+    if where == "chosen":
+        token["logprob"] = logprob
+    else:
+        token["top_logprobs"][1]["logprob"] = logprob
+    sent = json.dumps(body).encode()  # NaN and Infinity spelled as Python's json (and vLLM's) do
+    fast = decode_completion(sent)
+    assert read(RATING, rubric, fast) == read(RATING, rubric, json.loads(sent))
+    structs = type(fast["choices"][0]["logprobs"]["content"][0]) is GeneratedToken
+    assert structs == (not isinstance(logprob, float) or math.isfinite(logprob))
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        {"error": {"message": "overloaded", "code": 503}},
+        {"id": "c1", "choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}],
+         "system_fingerprint": "fp", "usage": {"prompt_tokens": 3}},
+        {"choices": []},
+    ],
+    ids=["an error object", "no logprobs", "no choices"],
+)  # fmt: skip
+def test_a_reply_without_tokens_to_read_is_decoded_with_every_field_as_sent(sent):
+    assert decode_completion(json.dumps(sent).encode()) == sent
+
+
+def test_a_body_that_is_not_json_is_a_value_error():
+    with pytest.raises(ValueError):
+        decode_completion(b"<html>502 Bad Gateway</html>")
 
 
 def test_a_criterion_s_broken_logprob_leaves_the_whole_verdict_without_a_distribution():
