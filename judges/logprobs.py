@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from judges.payloads import Alternative, GeneratedToken, field_of
+from judges.payloads import GeneratedToken, field_of
 from rubrics import PenaltyWeightedRubric, RubricError, ScaleRubric, score
 
 DEFAULT_TOP_LOGPROBS = 10  # alternatives per token: the 5 ratings and room for the rest
@@ -136,31 +136,42 @@ def tokens_of(payload: Any) -> list[Token] | None:
         return None
     out: list[Token] = []
     for entry in content:
-        # the lean transport's structs and dicts (batch files) read without `field_of`: a
-        # reply carries ten alternatives per token, and the calls were most of the cost
-        # (issue 40)
+        # the lean transport's structs (typed: one comprehension) and dicts (batch files)
+        # read without `field_of`: a reply carries ten alternatives per token, and reading
+        # them was much of a judged request's CPU (issue 40)
         if type(entry) is GeneratedToken:
-            token, logprob, top = entry.token, entry.logprob, entry.top_logprobs
-        elif type(entry) is dict:
-            token, logprob = entry.get("token"), entry.get("logprob")
-            top = entry.get("top_logprobs")
+            token, logprob = entry.token, entry.logprob
+            alternatives = [
+                (a.token, a.logprob if type(a.logprob) is float else _number(a.logprob))
+                for a in entry.top_logprobs or ()
+                if type(a.token) is str
+            ]
         else:
-            token, logprob = field_of(entry, "token"), field_of(entry, "logprob")
-            top = field_of(entry, "top_logprobs")
+            if type(entry) is dict:
+                token, logprob = entry.get("token"), entry.get("logprob")
+                top = entry.get("top_logprobs")
+            else:
+                token, logprob = field_of(entry, "token"), field_of(entry, "logprob")
+                top = field_of(entry, "top_logprobs")
+            alternatives = _alternatives(top)
         if not isinstance(token, str):
             return None
-        alternatives = []
-        for alt in top or ():
-            if type(alt) is Alternative:
-                alt_token, alt_logprob = alt.token, alt.logprob
-            elif type(alt) is dict:
-                alt_token, alt_logprob = alt.get("token"), alt.get("logprob")
-            else:
-                alt_token, alt_logprob = field_of(alt, "token"), field_of(alt, "logprob")
-            if isinstance(alt_token, str):
-                alternatives.append((alt_token, _number(alt_logprob)))
         out.append((token, _number(logprob), alternatives))
     return out
+
+
+def _alternatives(top: Any) -> list[tuple[str, float]]:
+    """(token, logprob) of each listed alternative (dicts or LiteLLM objects) whose token is
+    text."""
+    alternatives = []
+    for alt in top or ():
+        if type(alt) is dict:
+            token, logprob = alt.get("token"), alt.get("logprob")
+        else:
+            token, logprob = field_of(alt, "token"), field_of(alt, "logprob")
+        if isinstance(token, str):
+            alternatives.append((token, _number(logprob)))
+    return alternatives
 
 
 def _number(value: Any) -> float:
