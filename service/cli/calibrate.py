@@ -451,13 +451,12 @@ def _with_bundled_weights(options, inputs: dict):
     """Without weights given, those of the bundled rubric every judgment used, when they all
     used one (`with_stored_rubric_weights` reads the database's copy)."""
     from rubrics import RubricError, library_rubric
-    from service.stores.calibration import criterion_weights
+    from service.stores.calibration import with_rubric_weights
 
-    refs = inputs.get("rubric_versions") or []
-    if options.criterion_weights or len(refs) != 1:
-        return options
-    try:
-        weights = criterion_weights(library_rubric(refs[0]))
-    except RubricError:
-        return options
-    return options.model_copy(update={"criterion_weights": weights})
+    def bundled(ref: str):
+        try:
+            return library_rubric(ref)
+        except RubricError:
+            return None
+
+    return with_rubric_weights(options, inputs, bundled)

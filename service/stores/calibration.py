@@ -6,7 +6,7 @@ its project's grades and judgments only and is stored in that project."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -426,19 +426,34 @@ class _ScaleFilter:
         return self.known[rubric_ref]
 
 
-def with_stored_rubric_weights(
-    session: Session, project: str, options: CalibrationOptions, inputs: dict[str, Any]
+def with_rubric_weights(
+    options: CalibrationOptions, inputs: dict[str, Any], find: Callable[[str], Any]
 ) -> CalibrationOptions:
     """Without weights given, the criterion weights of the rubric the judgments used, when
-    they all used one rubric version (so per-criterion points at stake are known)."""
+    they all used one rubric version (so per-criterion points at stake are known). `find`
+    gives the rubric of a reference (the database's copy, or the bundled one for a file
+    report), or None when it has none."""
     refs = inputs.get("rubric_versions") or []
     if options.criterion_weights or len(refs) != 1:
         return options
-    try:
-        weights = criterion_weights(get_rubric(session, project, refs[0]))
-    except RubricNotFound:
+    rubric = find(refs[0])
+    if rubric is None:
         return options
-    return options.model_copy(update={"criterion_weights": weights})
+    return options.model_copy(update={"criterion_weights": criterion_weights(rubric)})
+
+
+def with_stored_rubric_weights(
+    session: Session, project: str, options: CalibrationOptions, inputs: dict[str, Any]
+) -> CalibrationOptions:
+    """`with_rubric_weights` from the rubrics stored in `project`."""
+
+    def stored(ref: str) -> Any:
+        try:
+            return get_rubric(session, project, ref)
+        except RubricNotFound:
+            return None
+
+    return with_rubric_weights(options, inputs, stored)
 
 
 def store_report(
