@@ -158,6 +158,17 @@ NOT_LOG_PROBABILITIES = [
 ]
 
 
+def rating_with(where: str, logprob) -> dict:
+    """A " 4" rating whose chosen token (or its " 3" alternative) has `logprob`."""
+    body = rating_payload(" 4", {"4": 0.7, "3": 0.3})
+    token = body["choices"][0]["logprobs"]["content"][3]
+    if where == "chosen":
+        token["logprob"] = logprob
+    else:
+        token["top_logprobs"][1]["logprob"] = logprob
+    return body
+
+
 @pytest.mark.parametrize("where", ["chosen", "alternative"])
 @pytest.mark.parametrize(
     ("logprob", "shown"),
@@ -166,13 +177,7 @@ NOT_LOG_PROBABILITIES = [
 )
 def test_a_logprob_that_is_no_log_probability_leaves_no_distribution(where, logprob, shown):
     rubric = library_rubric("kinayat-explanation")
-    body = rating_payload(" 4", {"4": 0.7, "3": 0.3})
-    token = body["choices"][0]["logprobs"]["content"][3]
-    if where == "chosen":
-        token["logprob"] = logprob
-    else:
-        token["top_logprobs"][1]["logprob"] = logprob
-    found = read(RATING, rubric, body)
+    found = read(RATING, rubric, rating_with(where, logprob))
     assert (found.rating, found.expected, found.confidence) == (None, None, None)
     name = " 4" if where == "chosen" else " 3"
     assert found.unavailable == (
@@ -193,13 +198,7 @@ def test_the_lean_transport_s_fast_decoding_reads_as_the_standard_library_s(wher
     for what they do not hold (NaN, Infinity): either way the same probabilities, or the
     same reason there are none."""
     rubric = library_rubric("kinayat-explanation")
-    body = rating_payload(" 4", {"4": 0.7, "3": 0.3})
-    token = body["choices"][0]["logprobs"]["content"][3]
-    if where == "chosen":
-        token["logprob"] = logprob
-    else:
-        token["top_logprobs"][1]["logprob"] = logprob
-    sent = json.dumps(body).encode()  # NaN and Infinity spelled as Python's json (and vLLM's) do
+    sent = json.dumps(rating_with(where, logprob)).encode()  # NaN and Infinity spelled as Python's json (and vLLM's) do
     fast = decode_completion(sent)
     assert read(RATING, rubric, fast) == read(RATING, rubric, json.loads(sent))
     structs = type(fast["choices"][0]["logprobs"]["content"][0]) is GeneratedToken
