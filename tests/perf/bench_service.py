@@ -71,22 +71,29 @@ def body(i: int) -> dict:
     }
 
 
+def planned_call(grader, i: int):
+    """The judge call (messages, response format) POST /judge plans for `body(i)`."""
+    from judges import GradeRequest
+    from rubrics import library_rubric
+
+    request = GradeRequest(
+        rubric=library_rubric(body(i)["rubric_id"]),
+        **{k: v for k, v in body(i).items() if k not in ("kind", "rubric_id")},
+    )
+    return grader.plan(request).call
+
+
 async def direct(config: dict, n: int, concurrency: int):
     """The judge call POST /judge makes for the same body, sent with litellm.acompletion."""
     import litellm
 
-    from judges import Grader, GradeRequest, parse_config
-    from rubrics import library_rubric
+    from judges import Grader, parse_config
 
     grader = Grader(parse_config(config))
     params = config["model_list"][0]["litellm_params"]
 
     async def call(i: int) -> None:
-        request = GradeRequest(
-            rubric=library_rubric(body(i)["rubric_id"]),
-            **{k: v for k, v in body(i).items() if k not in ("kind", "rubric_id")},
-        )
-        judge_call = grader.plan(request).call
+        judge_call = planned_call(grader, i)
         response = await litellm.acompletion(
             messages=judge_call.messages,
             response_format=judge_call.response_format,
@@ -99,17 +106,22 @@ async def direct(config: dict, n: int, concurrency: int):
     return await timed(n, concurrency, call)
 
 
-async def through_service(base: str, n: int, concurrency: int):
+async def drive(base: str, path: str, payload, n: int, concurrency: int):
+    """`timed` POSTs of `payload(i)` to `path`, after one to warm up, each answered 200."""
     async with httpx.AsyncClient(
         base_url=base, timeout=60, limits=httpx.Limits(max_connections=concurrency)
     ) as client:
 
         async def call(i: int) -> None:
-            response = await client.post("/judge", json=body(i))
+            response = await client.post(path, json=payload(i))
             assert response.status_code == 200, response.text
 
-        await call(-1)  # warm up: the library rubric is stored on first use
+        await call(-1)  # warm up (POST /judge stores the library rubric on first use)
         return await timed(n, concurrency, call)
+
+
+async def through_service(base: str, n: int, concurrency: int):
+    return await drive(base, "/judge", body, n, concurrency)
 
 
 def serve(config: dict, requests: int, concurrency: int, env: dict | None = None):
