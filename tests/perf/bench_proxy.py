@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import importlib.metadata
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ import yaml  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tests.conftest import free_port, wait_for_http  # noqa: E402
-from tests.perf.bench_service import cpu_seconds, drive, planned_call, serve  # noqa: E402
+from tests.perf.bench_service import cpu_seconds, drive, planned_call, print_runs, serve  # noqa: E402
 
 VENV = Path(
     os.environ.get("QADI_BENCH_PROXY_VENV", Path.home() / ".cache/qadi-bench/litellm-proxy")
@@ -192,15 +191,7 @@ def report(runs: dict, args: argparse.Namespace, load: tuple[float, float]) -> N
         f"requests={args.requests} concurrency={args.concurrency} backend: instant_llm.py, "
         f"{MODEL}, no logprobs; load average {load[0]:.1f} -> {load[1]:.1f}"
     )
-    for setup, measured in runs.items():
-        latency = [x for run in measured for x in run[2]]
-        print(
-            f"{setup:14s}: "
-            + ", ".join(f"{rate:6.1f} req/s {cpu:5.2f} ms CPU/req" for rate, cpu, _ in measured)
-            + f"  p50 {1000 * statistics.median(latency):6.1f} ms"
-        )
-    rate = {s: statistics.mean(r[0] for r in measured) for s, measured in runs.items()}
-    cpu = {s: statistics.mean(r[1] for r in measured) for s, measured in runs.items()}
+    rate, cpu = print_runs(runs, "", 14)
     for setup in ("qadi, litellm", "qadi, lean"):
         print(
             f"{setup} / proxy: throughput {rate[setup] / rate['proxy']:.2f}x (target >= 2 on "

@@ -145,6 +145,21 @@ def serve(config: dict, requests: int, concurrency: int, env: dict | None = None
             service.stop()
 
 
+def print_runs(measured: dict[str, list], prefix: str, width: int):
+    """One line per set-up of its runs' (req/s, ms CPU per request, latencies), and the mean
+    req/s and CPU per request of each."""
+    for setup, runs in measured.items():
+        latency = [x for run in runs for x in run[2]]
+        print(
+            f"{prefix}{setup:{width}s}: "
+            + ", ".join(f"{rate:6.1f} req/s {cpu:5.2f} ms CPU/req" for rate, cpu, _ in runs)
+            + f"  p50 {1000 * statistics.median(latency):6.1f} ms"
+        )
+    rate = {s: statistics.mean(r[0] for r in runs) for s, runs in measured.items()}
+    cpu = {s: statistics.mean(r[1] for r in runs) for s, runs in measured.items()}
+    return rate, cpu
+
+
 def lean_against_litellm(requests: int, concurrency: int) -> None:
     """The service with a hosted_vllm/ judge on each transport, against an instant server."""
     from tests.perf.instant_llm import start
@@ -169,15 +184,7 @@ def lean_against_litellm(requests: int, concurrency: int) -> None:
     finally:
         process.terminate()
     print(f"requests={requests} concurrency={concurrency} backend: instant_llm.py, hosted_vllm/")
-    for transport, runs in measured.items():
-        latency = [x for run in runs for x in run[2]]
-        print(
-            f"POST /judge, {transport:17s}: "
-            + ", ".join(f"{rate:6.1f} req/s {cpu:5.2f} ms CPU/req" for rate, cpu, _ in runs)
-            + f"  p50 {1000 * statistics.median(latency):6.1f} ms"
-        )
-    rate = {t: statistics.mean(r[0] for r in runs) for t, runs in measured.items()}
-    cpu = {t: statistics.mean(r[1] for r in runs) for t, runs in measured.items()}
+    rate, cpu = print_runs(measured, "POST /judge, ", 17)
     for lean in ("lean", "lean, no logprobs"):
         print(
             f"{lean} / litellm: throughput {rate[lean] / rate['litellm']:.2f}x (target >= 2.5), "
