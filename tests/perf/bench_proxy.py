@@ -11,11 +11,11 @@ machine drifts); each prints requests/s, the server's CPU per request (the serve
 its children, from /proc) and p50 latency, then qadi's ratios to the proxy.
 
 The proxy needs `litellm[proxy]`, which qadi does not install: the script makes its own virtual
-environment (default ~/.cache/qadi-bench/litellm-proxy, or QADI_BENCH_PROXY_VENV) and installs
+environment (default ~/.cache/qadi-bench/litellm-proxy, or --venv PATH) and installs
 `litellm[proxy]` from the package registry at the very LiteLLM version of the environment
 running this script, once; a later run reuses it (a different version is reinstalled).
 
-Run: .venv/bin/python tests/perf/bench_proxy.py [--requests 1000] [--concurrency 32]
+Run: .venv/bin/python tests/perf/bench_proxy.py [--requests 1000] [--concurrency 32] [--venv PATH]
 """
 
 from __future__ import annotations
@@ -38,23 +38,21 @@ sys.path.insert(0, str(ROOT))
 from tests.conftest import free_port, wait_for_http  # noqa: E402
 from tests.perf.bench_service import cpu_seconds, drive, planned_call, print_runs, serve  # noqa: E402
 
-VENV = Path(
-    os.environ.get("QADI_BENCH_PROXY_VENV", Path.home() / ".cache/qadi-bench/litellm-proxy")
-)
+VENV = Path.home() / ".cache/qadi-bench/litellm-proxy"
 MODEL = "openai/gpt-4.1"
 
 
-def proxy_venv() -> Path:
+def proxy_venv(venv: Path) -> Path:
     """The proxy's `litellm` command, from its own environment at this LiteLLM's version; made
     (or remade) when missing or of another version, since qadi's .venv has no proxy extras."""
     spec = f"litellm[proxy]=={importlib.metadata.version('litellm')}"
-    marker = VENV / "qadi-bench-installed"
+    marker = venv / "qadi-bench-installed"
     if not (marker.exists() and marker.read_text() == spec):
-        print(f"installing {spec} into {VENV} (once) ...", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
-        subprocess.run([VENV / "bin/python", "-m", "pip", "install", "-q", spec], check=True)
+        print(f"installing {spec} into {venv} (once) ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run([venv / "bin/python", "-m", "pip", "install", "-q", spec], check=True)
         marker.write_text(spec)
-    return VENV / "bin/litellm"
+    return venv / "bin/litellm"
 
 
 def tree_cpu_seconds(pid: int) -> float:
@@ -161,8 +159,9 @@ def main() -> None:
     )
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--venv", type=Path, default=VENV, help="the proxy's environment")
     args = parser.parse_args()
-    litellm = proxy_venv()
+    litellm = proxy_venv(args.venv)
     from tests.perf.instant_llm import start
 
     backend, api_base = start()
