@@ -25,8 +25,18 @@ figure's order instead, to compare), one SQLite database and one results file fo
 `--transport lean|litellm` sets the judge's transport (issue 40; lean is the default of its
 `hosted_vllm/` route).
 
+With `--sizes 24,96` (issue 40: the offline runner's crossover), instead: the server is
+stopped and started again (timed: the start a regrade pays when no server is running; use a
+port of your own, QADI_VLLM_PORT), then for each size, on items of its own, (a) offline: the
+wall time of `qadi regrade --batch`, `.ci/vllm.sh batch` and `qadi regrade --ingest`, each
+process timed from outside; (b) `qadi regrade --concurrency C` (the first level) to the
+running server, the process timed from outside; (c) (b) plus the server's start. A line
+through the two sizes gives each path's fixed cost and cost per call, and the size from which
+(a) is faster than (b) and than (c).
+
 Run: eval "$(bash .ci/vllm.sh start)"; .venv/bin/python tests/perf/bench_local_judge.py
      [--items 24] [--concurrency 1,8] [--no-batch] [--template REF] [--transport lean|litellm]
+     [--sizes 24,96]
 """
 
 from __future__ import annotations
@@ -230,6 +240,14 @@ def bare_run(work: Workdir, url: str, rows: list[dict], concurrency: int, prefil
 _LOG_TIME = re.compile(r"(\d\d-\d\d \d\d:\d\d:\d\d) \[run_batch\.py:\d+\] (Reading batch|Writing)")
 
 
+def requests_seconds(results: Path) -> float:
+    """Seconds run_batch spent on the requests, after its engine's start (its log's stamps,
+    whole seconds)."""
+    stamps = {kind: stamp for stamp, kind in _LOG_TIME.findall(Path(f"{results}.log").read_text())}
+    parse = lambda s: datetime.strptime(s, "%m-%d %H:%M:%S")  # noqa: E731
+    return (parse(stamps["Writing"]) - parse(stamps["Reading batch"])).total_seconds()
+
+
 def batch_run(work: Workdir, url: str, rows: list[dict], http_rate: float) -> None:
     """Offline grading of `rows` through vLLM's run_batch, ingested, then a rerun over HTTP."""
     answers = work.answers("offline", rows)
@@ -238,9 +256,7 @@ def batch_run(work: Workdir, url: str, rows: list[dict], http_rate: float) -> No
     started = time.perf_counter()
     local_judge.run_batch(requests, results)
     wall = time.perf_counter() - started
-    stamps = {kind: stamp for stamp, kind in _LOG_TIME.findall(Path(f"{results}.log").read_text())}
-    parse = lambda s: datetime.strptime(s, "%m-%d %H:%M:%S")  # noqa: E731
-    busy = (parse(stamps["Writing"]) - parse(stamps["Reading batch"])).total_seconds()
+    busy = requests_seconds(results)
     lines = [json.loads(line) for line in results.read_text().splitlines() if line]
     ok = sum(line["response"]["status_code"] == 200 for line in lines)
     print(
@@ -284,6 +300,7 @@ def main() -> None:
         "--template", help="grade with this template instead (e.g. kinayat-explanation@2)"
     )
     parser.add_argument("--transport", choices=["lean", "litellm"], help="the judge's transport")
+    parser.add_argument("--sizes", help="the offline runner's crossover at these sizes (24,96)")
     args = parser.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
     url = local_judge.url_from_environment() or local_judge.start()
@@ -308,6 +325,9 @@ def main() -> None:
                        check=True, capture_output=True)  # fmt: skip
         work.regrade(work.answers("warm-up", items(range(23, 24), 1)), "--concurrency", "1")
         sets = (range(1 + k * per_run, 1 + (k + 1) * per_run) for k in range(24))
+        if args.sizes:
+            main_sizes(args, work)
+            return
         rates = [http_run(work, url, items(next(sets), args.items), c) for c in levels]
         print(f"C={levels[-1]} / C={levels[0]} throughput: {rates[-1] / rates[0]:.2f}x")
         if not args.no_bare:
@@ -323,6 +343,82 @@ def main() -> None:
             )
         if not args.no_batch:
             batch_run(work, url, items(next(sets), args.items), rates[-1])
+
+
+def timed_regrade(work: Workdir, answers: Path, *extra: str) -> float:
+    """Wall seconds of one `qadi regrade` process, its start-up included."""
+    started = time.perf_counter()
+    work.regrade(answers, *extra)
+    return time.perf_counter() - started
+
+
+def offline_seconds(work: Workdir, rows: list[dict], name: str) -> tuple[float, float]:
+    """Wall seconds of the offline path for `rows` (write the batch, run it, ingest it), and
+    of run_batch's requests alone."""
+    answers = work.answers(name, rows)
+    requests, results = work.folder / f"{name}-requests.jsonl", work.folder / f"{name}-out.jsonl"
+    seconds = timed_regrade(work, answers, "--batch", str(requests))
+    started = time.perf_counter()
+    local_judge.run_batch(requests, results)
+    seconds += time.perf_counter() - started
+    out = str(work.folder / "results.jsonl")
+    seconds += timed_regrade(work, answers, "--ingest", str(results), "--out", out)
+    return seconds, requests_seconds(results)
+
+
+def crossing(offline: tuple[float, float], other: tuple[float, float]) -> str:
+    """Where the offline line (fixed, per call) is below the other's."""
+    fixed, per_call = offline[0] - other[0], offline[1] - other[1]
+    if per_call == 0:
+        return "always" if fixed < 0 else "never"
+    size = -fixed / per_call
+    if per_call > 0:  # dearer per call: faster only below the crossing
+        return f"up to {size:.0f} items" if size > 0 else "never"
+    return f"from {size:.0f} items on" if size > 0 else "always"
+
+
+def crossover(work: Workdir, sizes: list[int], concurrency: int, start: float) -> None:
+    """Each path's seconds at each size, the line through them, and where the lines cross."""
+    measured: dict[str, list[float]] = {"offline": [], "http": [], "http+start": []}
+    offset = 1  # each run grades items of its own (sample offsets 1-21; the warm-ups 22, 23)
+
+    def fresh(n: int) -> list[dict]:
+        nonlocal offset
+        blocks = -(-n // 24)  # 24 items per offset
+        offset += blocks
+        return items(range(offset - blocks, offset), n)
+
+    for n in sizes:
+        http = timed_regrade(work, work.answers(f"http-{n}", fresh(n)), "--concurrency",
+                             str(concurrency), "--out", str(work.folder / "results.jsonl"))  # fmt: skip
+        offline, engine_busy = offline_seconds(work, fresh(n), f"offline-{n}")
+        measured["http"].append(http)
+        measured["http+start"].append(http + start)
+        measured["offline"].append(offline)
+        print(f"{n} items: (a) offline {offline:.1f} s (run_batch's requests {engine_busy:.0f} s "
+              f"of it), (b) HTTP C={concurrency} {http:.1f} s, (c) HTTP with the server's start "
+              f"{http + start:.1f} s (load average {os.getloadavg()[0]:.1f})")  # fmt: skip
+    lines = {}
+    for path, seconds in measured.items():
+        per_call = (seconds[-1] - seconds[0]) / (sizes[-1] - sizes[0])
+        lines[path] = (seconds[0] - per_call * sizes[0], per_call)
+        print(f"{path:11s}: {lines[path][0]:6.1f} s fixed + {per_call:.3f} s per call "
+              f"({1 / per_call:.2f} calls/s at the margin)")  # fmt: skip
+    for other in ("http", "http+start"):
+        print(f"offline faster than {other}: {crossing(lines['offline'], lines[other])}")
+
+
+def main_sizes(args: argparse.Namespace, work: Workdir) -> None:
+    """--sizes: restart the server (timed), then the crossover."""
+    local_judge.stop()
+    started = time.perf_counter()
+    url = local_judge.start()
+    local_judge.wait_ready(url, 1800)
+    start = time.perf_counter() - started
+    print(f"server start (stopped -> ready): {start:.1f} s")
+    work.regrade(work.answers("warm-up-2", items(range(22, 23), 1)), "--concurrency", "1")
+    sizes = sorted(int(n) for n in args.sizes.split(","))
+    crossover(work, sizes, int(args.concurrency.split(",")[0]), start)
 
 
 if __name__ == "__main__":
