@@ -259,3 +259,27 @@ def test_ray_driver_memory_does_not_grow_with_its_input(ray_address, llm_server,
         small_shared, large_shared, bound=SHARED_KB_PER_ANSWER, what="the object store's pages"
     )
     assert_bounded(small_peak, large_peak, RAY_WARM_UP_MB, PEAK_KB_PER_ANSWER)
+
+
+def test_a_run_in_several_chunks_grades_like_the_default_engine(
+    ray_address, regrade, monkeypatch, tmp_path
+):
+    """Each chunk of CHUNK_ANSWERS answers is a dataset and an actor pool of its own
+    (service/regrading/on_ray.py): the feeder's blocks carry on across them, none lost or
+    taken twice. 30 answers at concurrency 4 are 2 blocks of 16; a chunk of 8 answers is one."""
+    from service.regrading import on_ray
+
+    monkeypatch.setattr(on_ray, "CHUNK_ANSWERS", 8)
+    chunks, pipeline = [], on_ray._pipeline
+    monkeypatch.setattr(on_ray, "_pipeline", lambda *a: chunks.append(a[2]) or pipeline(*a))
+    run, *_ = regrade
+    urls = [f"sqlite:///{tmp_path / name}.db" for name in ("local", "ray")]
+    for url in urls:
+        upgrade(url)
+    local = run(urls[0], tmp_path / "local.jsonl")
+    on_ray_run = run(urls[1], tmp_path / "ray.jsonl", "--engine", "ray", "--ray-workers", "2")
+    assert local.returncode == on_ray_run.returncode == 0, on_ray_run.stderr
+    assert outcomes(tmp_path / "ray.jsonl") == outcomes(tmp_path / "local.jsonl")
+    assert len(outcomes(tmp_path / "ray.jsonl")) == 60  # 30 answers x 2 judges
+    assert summary(on_ray_run.stdout) == summary(local.stdout)
+    assert chunks == [1, 1]  # placeholders (blocks) per dataset
