@@ -53,17 +53,18 @@ def regrade_args(answers: Path, config: Path, *extra: str) -> list[str]:
             str(config), "--concurrency", "32", *extra]  # fmt: skip
 
 
-def run_measured(workdir: Path, args: list[str], url: str) -> int:
-    """The peak resident memory (KB) of `qadi ARGS` in a fresh process, its own (VmHWM, as
+def run_measured(workdir: Path, args: list[str], url: str, script: str = MEASURE) -> list[float]:
+    """The numbers `script` prints last after running `qadi ARGS` in a fresh process, which
+    must succeed: MEASURE's first is the process's own peak resident memory (KB; VmHWM, as
     tests/perf/bench_reports_at_scale.py reads it: a child's ru_maxrss carries this test
-    process's peak); it must succeed."""
-    command = [sys.executable, "-c", MEASURE, *args]
+    process's peak)."""
+    command = [sys.executable, "-c", script, *args]
     env = {**os.environ, "QADI_DATABASE_URL": url, "PYTHONPATH": str(ROOT)}
     with open(workdir / "output.txt", "w") as output, open(workdir / "errors.txt", "w") as errors:
         status = subprocess.run(command, cwd=ROOT, env=env, stdout=output, stderr=errors).returncode
     printed = (workdir / "output.txt").read_text()
     assert status == 0, printed[-1500:] + (workdir / "errors.txt").read_text()[-1500:]
-    return int(printed.strip().splitlines()[-1].split()[0])
+    return [float(number) for number in printed.strip().splitlines()[-1].split()]
 
 
 def fresh_run(workdir: Path, count: int, new_text_every: int = NEW_TEXT_EVERY):
@@ -84,13 +85,19 @@ def check_results(results: Path, count: int) -> None:
     assert len({line["item_id"] for line in lines}) == count
 
 
-def peak_rss_kb(workdir, count: int, config, *extra: str) -> int:
-    """The peak resident memory (KB) of `qadi regrade` over `count` answers, in a fresh
-    process and a fresh SQLite database; checks that every answer got its results line."""
+def measured_regrade(workdir, count: int, config, *extra: str, script: str = MEASURE):
+    """What `script` prints of `qadi regrade` over `count` answers (`run_measured`), in a
+    fresh process and a fresh SQLite database; checks that every answer got its results line."""
     answers, results, url = fresh_run(workdir, count)
-    peak = run_measured(workdir, regrade_args(answers, config, "--out", str(results), *extra), url)
+    args = regrade_args(answers, config, "--out", str(results), *extra)
+    printed = run_measured(workdir, args, url, script)
     check_results(results, count)
-    return peak
+    return printed
+
+
+def peak_rss_kb(workdir, count: int, config, *extra: str) -> int:
+    """The peak resident memory (KB) of `qadi regrade` over `count` answers."""
+    return int(measured_regrade(workdir, count, config, *extra)[0])
 
 
 def write_batch_results(batch: Path, results: Path) -> None:
@@ -120,19 +127,25 @@ def ingest_peak_rss_kb(workdir, count: int, config) -> int:
     run_measured(workdir, regrade_args(answers, config, "--batch", str(batch)), url)
     write_batch_results(batch, replies)
     args = regrade_args(answers, config, "--ingest", str(replies), "--out", str(results))
-    peak = run_measured(workdir, args, url)
+    peak = run_measured(workdir, args, url)[0]
     check_results(results, count)
-    return peak
+    return int(peak)
 
 
-def assert_bounded(small: int, large: int, allowance_mb: float = 0.0) -> None:
-    """Peak RSS (KB) at LARGE answers exceeds that at SMALL by less than the bound per
-    extra answer, beyond `allowance_mb` that does not depend on the input."""
+def assert_bounded(
+    small: int,
+    large: int,
+    allowance_mb: float = 0.0,
+    bound: float = BOUND_KB_PER_ANSWER,
+    what: str = "peak RSS",
+) -> None:
+    """`what` (KB) at LARGE answers exceeds that at SMALL by less than `bound` KB per extra
+    answer, beyond `allowance_mb` that does not depend on the input."""
     per_answer = (large - small - 1024 * allowance_mb) / (LARGE - SMALL)
-    assert per_answer < BOUND_KB_PER_ANSWER, (
-        f"peak RSS {small / 1024:.0f} MB at {SMALL} answers, {large / 1024:.0f} MB at "
-        f"{LARGE}: {per_answer:.2f} KB per extra answer beyond {allowance_mb:.0f} MB "
-        f"(bound {BOUND_KB_PER_ANSWER})"
+    assert per_answer < bound, (
+        f"{what} {small / 1024:.1f} MB at {SMALL} answers, {large / 1024:.1f} MB at "
+        f"{LARGE}: {per_answer:.3f} KB per extra answer beyond {allowance_mb:.0f} MB "
+        f"(bound {bound})"
     )
 
 

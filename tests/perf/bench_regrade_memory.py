@@ -7,8 +7,9 @@ with the CI tests' inputs (tests/integration/test_regrade_memory.py): for the li
 answer in ten is new text and the other nine repeat one graded earlier, answered from the
 store, each with its line in --out; for `--ingest` every answer is distinct and has a line
 in the results file (written from the `--batch` file, in reverse order). The ray driver joins
-a local Ray started here (2 CPUs, 2 actors), so its peak is the driver's alone. Prints the
-peak resident memory per size and the KB per extra answer.
+a local Ray started here (2 CPUs, 2 actors), so its peak is the driver's alone, and the part
+of its resident memory that is pages of the object store is printed too. Prints the peak
+resident memory per size and the KB per extra answer.
 
 Run: .venv/bin/python tests/perf/bench_regrade_memory.py [--path local|ingest|ray]
      [--sizes 20000 200000]
@@ -38,15 +39,21 @@ COMMANDS = {
     "--config judges.yaml --concurrency 32 --out results.jsonl",
     "ingest": "qadi regrade ANSWERS.jsonl ... --batch batch.jsonl, then the same with "
     "--ingest replies.jsonl --out results.jsonl (measured)",
-    "ray": "qadi regrade ANSWERS.jsonl ... --out results.jsonl --engine ray --address ADDRESS",
+    "ray": "qadi regrade ANSWERS.jsonl ... --out results.jsonl --engine ray --address ADDRESS "
+    "(in a process joined to ADDRESS first, so the store's pages it touched stay counted)",
 }
 
 
-def measure(path: str, workdir: Path, size: int, config: Path, address: str | None) -> int:
+def measure(path: str, workdir: Path, size: int, config: Path, address: str | None):
+    """The run's peak resident memory (KB) and, for the ray driver, its share of the object
+    store's pages (KB; tests/integration/test_regrade_ray.py's `driver_memory_kb`)."""
     if path == "ingest":
-        return ingest_peak_rss_kb(workdir, size, config)
-    extra = ("--engine", "ray", "--address", address) if path == "ray" else ()
-    return peak_rss_kb(workdir, size, config, *extra)
+        return ingest_peak_rss_kb(workdir, size, config), None
+    if path == "ray":
+        from tests.integration.test_regrade_ray import driver_memory_kb
+
+        return driver_memory_kb(workdir, size, config, address)
+    return peak_rss_kb(workdir, size, config), None
 
 
 def ray_address() -> str:
@@ -70,10 +77,15 @@ def main() -> None:
             config.write_text(yaml.safe_dump(judges_config_data(server)))
             for size in args.sizes:
                 started = time.perf_counter()
-                peaks[size] = measure(args.path, Path(tmp) / str(size), size, config, address)
+                peaks[size], shared = measure(
+                    args.path, Path(tmp) / str(size), size, config, address
+                )
                 seconds = time.perf_counter() - started
+                store = "" if shared is None else f" (object store pages {shared / 1024:.1f} MB)"
                 print(
-                    f"{size:>9} answers: peak RSS {peaks[size] / 1024:7.1f} MB  ({seconds:.0f} s)"
+                    f"{size:>9} answers: peak RSS {peaks[size] / 1024:7.1f} MB{store}  "
+                    f"({seconds:.0f} s)",
+                    flush=True,
                 )
     finally:
         process.terminate()
