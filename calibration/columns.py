@@ -12,8 +12,8 @@ columns without making a row.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,9 @@ class Columns:
     marks: np.ndarray  # per row: code into mark_sets
     probabilities: list[tuple[int, float]]  # (row, inclusion_prob) of the rows that carry one
     labels: list[str] | None = None  # level nominal: scores are codes into this list
+    # the GradeTable pivoted from these columns, once built (calibration/table.py): a report
+    # reads it for its metrics, then again for its plots and its estimate section
+    pivoted: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def take(self, keep: np.ndarray, scores: np.ndarray) -> Columns:
         """The rows of `keep` (a mask), scored by `scores` (one per row kept)."""
@@ -67,18 +70,26 @@ class _Codes:
             self.values.append(value)
         return found
 
+    def known(self, key: Any) -> bool:
+        return key in self._codes
+
 
 class GradeColumns(Sequence):
-    """Judge rows stored as columns, then any rows appended (human grades: few, kept as they
-    are). Read-only once built, like the rows it stands for."""
+    """Grade rows stored as columns, in the order they came: judge rows added from a
+    judgment's values (`add_judge_row`), any GradeRow appended (the human grades: half a
+    million as pydantic objects held ~0.5 GB at 10M judgments, issue 39). Read-only once
+    built, like the rows it stands for; its columns are made once and shared."""
 
     def __init__(self) -> None:
         self._items, self._raters = _Codes(), _Codes()
         self._attribute_sets, self._mark_sets = _Codes(), _Codes()
+        # what a judge row never has: (rater_kind, inclusion_prob, rationale, project)
+        self._rests = _Codes()
+        self._rests.code(_JUDGE_REST)
         self._item, self._rater = array("i"), array("i")
-        self._attributes, self._marks = array("i"), array("i")
+        self._attributes, self._marks, self._rest = array("i"), array("i"), array("i")
         self._score, self._confidence = array("d"), array("d")
-        self._rows: list[Row] = []
+        self._columns: Columns | None = None
 
     def add_judge_row(
         self, item: str, rater: str, score: float, confidence: float | None,
@@ -87,23 +98,44 @@ class GradeColumns(Sequence):
     ) -> None:  # fmt: skip
         """One judge row; `attributes_key` and `marks_key` name the dicts (e.g. the JSON text
         they were read from) so equal ones are found without hashing a dict."""
+        self._add(item, rater, score, confidence, attributes, attributes_key, marks, marks_key, 0)
+
+    def append(self, row: GradeRow, score: float | None = None) -> None:
+        """Any row (`score`: its score as a number when it is not one, a label's code);
+        equal attribute dicts and criteria marks are kept once, as a judge row's are."""
+        marks_key = None if row.criteria is None else ("row", tuple(row.criteria.items()))
+        rest = (row.rater_kind, row.inclusion_prob, row.rationale, row.project)
+        self._add(
+            row.item_id, row.rater, row.score if score is None else score, row.confidence,
+            row.attributes, ("row", tuple(row.attributes.items())), row.criteria, marks_key,
+            self._rests.code(rest),
+        )  # fmt: skip
+
+    def _add(
+        self, item: str, rater: str, score: float, confidence: float | None,
+        attributes: dict[str, str], attributes_key: Any, marks: dict[str, bool] | None,
+        marks_key: Any, rest: int,
+    ) -> None:  # fmt: skip
+        self._columns = None
         self._item.append(self._items.code(item))
         self._rater.append(self._raters.code(rater))
         self._score.append(score)
         self._confidence.append(np.nan if confidence is None else confidence)
         self._attributes.append(self._attribute_sets.code(attributes, attributes_key))
         self._marks.append(self._mark_sets.code(marks, marks_key))
+        self._rest.append(rest)
 
     @property
     def item_names(self) -> list[str]:
         """The items of the rows coded so far, each once."""
         return self._items.values
 
-    def append(self, row: Row) -> None:
-        self._rows.append(row)
+    def has_item(self, item: str) -> bool:
+        """Whether a row so far grades `item` (without a set of millions of names)."""
+        return self._items.known(item)
 
     def __len__(self) -> int:
-        return len(self._item) + len(self._rows)
+        return len(self._item)
 
     def __getitem__(self, index):  # type: ignore[override]
         if isinstance(index, slice):
@@ -112,52 +144,53 @@ class GradeColumns(Sequence):
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(index)
-        if index >= len(self._item):
-            return self._rows[index - len(self._item)]
         return self._row(index)
 
     def __iter__(self) -> Iterator[Row]:
         for index in range(len(self._item)):
             yield self._row(index)
-        yield from self._rows
 
     def _row(self, index: int) -> GradeRow:
         confidence = self._confidence[index]
-        return stored_row(
-            item_id=self._items.values[self._item[index]],
-            rater=self._raters.values[self._rater[index]],
-            rater_kind="judge",
-            score=self._score[index],
-            criteria=self._mark_sets.values[self._marks[index]],
-            confidence=None if np.isnan(confidence) else confidence,
-            attributes=self._attribute_sets.values[self._attributes[index]],
-        )
-
-    def columns(self, score: Callable[[Row], float] = lambda row: row.score) -> Columns:
-        """The judge rows' columns, then the appended rows' (coded in the same lists, their
-        scores read by `score`)."""
-        n, extra = len(self._item), self._rows
-        items = _join(self._item, (self._items.code(r.item_id) for r in extra))
-        raters = _join(self._rater, (self._raters.code(r.rater) for r in extra))
-        attributes = _join(
-            self._attributes,
-            (self._attribute_sets.code(r.attributes, ("row", id(r.attributes))) for r in extra),
-        )
-        marks = _join(
-            self._marks, (self._mark_sets.code(r.criteria, ("row", id(r.criteria))) for r in extra)
-        )
-        human = np.zeros(n + len(extra), bool)
-        human[n:] = [r.rater_kind == "human" for r in extra]
-        return Columns(
-            item_names=self._items.values, items=items,
-            rater_names=self._raters.values, raters=raters, human=human,
-            scores=_floats(self._score, (score(r) for r in extra)),
-            confidence=_floats(self._confidence, (_number(r.confidence) for r in extra)),
-            attribute_sets=self._attribute_sets.values, attributes=attributes,
-            mark_sets=self._mark_sets.values, marks=marks,
-            probabilities=[(n + k, r.inclusion_prob) for k, r in enumerate(extra)
-                           if r.inclusion_prob is not None],
+        values = {
+            "item_id": self._items.values[self._item[index]],
+            "rater": self._raters.values[self._rater[index]],
+            "score": self._score[index],
+            "criteria": self._mark_sets.values[self._marks[index]],
+            "confidence": None if np.isnan(confidence) else confidence,
+            "attributes": self._attribute_sets.values[self._attributes[index]],
+        }
+        rest = self._rest[index]
+        if rest == 0:
+            return stored_row(rater_kind="judge", **values)
+        kind, probability, rationale, project = self._rests.values[rest]
+        return GradeRow.model_construct(
+            rater_kind=kind, inclusion_prob=probability, rationale=rationale, project=project,
+            **values,
         )  # fmt: skip
+
+    def columns(self) -> Columns:
+        """The rows' columns, made once (a report pivots them for its table, its criteria
+        and its plots)."""
+        if self._columns is None:
+            rests = self._rests.values
+            human = np.array([kind == "human" for kind, *_ in rests])[self._rest]
+            carries = np.array([probability is not None for _, probability, *_ in rests])
+            with_probability = np.flatnonzero(carries[self._rest])
+            self._columns = Columns(
+                item_names=self._items.values, items=_ints(self._item),
+                rater_names=self._raters.values, raters=_ints(self._rater), human=human,
+                scores=np.array(self._score, dtype=float),
+                confidence=np.array(self._confidence, dtype=float),
+                attribute_sets=self._attribute_sets.values, attributes=_ints(self._attributes),
+                mark_sets=self._mark_sets.values, marks=_ints(self._marks),
+                probabilities=[(row, rests[self._rest[row]][1])
+                               for row in with_probability.tolist()],
+            )  # fmt: skip
+        return self._columns
+
+
+_JUDGE_REST = ("judge", None, None, None)
 
 
 def columns_of(rows: Iterable[Row] | Columns) -> Columns:
@@ -169,23 +202,16 @@ def columns_of(rows: Iterable[Row] | Columns) -> Columns:
         return rows.columns()
     store = GradeColumns()
     rows = list(rows)
-    for row in rows:
-        store.append(row)
     if rows and isinstance(rows[0], LabelRow):
         labels = sorted({r.score for r in rows})
         index = {label: k for k, label in enumerate(labels)}
-        return replace(store.columns(lambda r: float(index[r.score])), labels=labels)
+        for row in rows:
+            store.append(row, float(index[row.score]))
+        return replace(store.columns(), labels=labels)
+    for row in rows:
+        store.append(row)
     return store.columns()
 
 
-def _join(head: array, tail: Iterable[int]) -> np.ndarray:
-    """A column's stored part (copied: the store may grow after) and its appended rows'."""
-    return np.concatenate([np.array(head, dtype=np.int32), np.fromiter(tail, np.int32)])
-
-
-def _floats(head: array, tail: Iterable[float]) -> np.ndarray:
-    return np.concatenate([np.array(head, dtype=float), np.fromiter(tail, float)])
-
-
-def _number(value: float | None) -> float:
-    return np.nan if value is None else value
+def _ints(column: array) -> np.ndarray:
+    return np.array(column, dtype=np.int32)

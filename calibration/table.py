@@ -63,9 +63,11 @@ def build_table(rows: Iterable[Row] | Columns) -> GradeTable:
 
     Label rows (level nominal) are coded by their position in the sorted list of labels."""
     columns = columns_of(rows)
-    table = _pivot(columns)
-    table.labels = columns.labels
-    return table
+    if not columns.pivoted:
+        table = _pivot(columns)
+        table.labels = columns.labels
+        columns.pivoted.append(table)
+    return columns.pivoted[0]
 
 
 def criteria_tables(rows: Iterable[Row] | Columns) -> dict[str, GradeTable]:

@@ -115,8 +115,15 @@ def rows_from_db(
     # Core, not the ORM: the rows are plain tuples, and ORM loading cost ~16 s per 1M
     for record in session.connection().execute(latest, execution_options={"yield_per": _BATCH}):
         found.add(*record)
-    grades = select(HumanGradeRow).where(HumanGradeRow.project == project)
-    stored = (grade_from_row(g) for g in session.scalars(grades.order_by(HumanGradeRow.id)))
+    # Core rows, streamed: as ORM objects the half million grades of a 10M-judgment
+    # database were all loaded at once (issue 39)
+    grades = select(*_GRADE_COLUMNS).where(HumanGradeRow.project == project)
+    stored = (
+        grade_from_row(g)
+        for g in session.connection().execute(
+            grades.order_by(HumanGradeRow.id), execution_options={"yield_per": _BATCH}
+        )
+    )
     found.close()
     return with_grades(found, stored, selection, failures, off_scale, "database")
 
@@ -140,13 +147,14 @@ def with_grades(
         or selection.since
         or selection.until
     )
-    items = set(rows.item_names)  # the judged items (read before the grades are appended)
-    off_scale -= items
+    # the judged items, asked of the rows (not a set of millions of names); narrowed, a
+    # grade is kept only for a judged item, so the grades add no item to ask about
+    off_scale = {item for item in off_scale if not rows.has_item(item)}
     imported_judges: set[str] = set()
     kept_apart: set[str] = set()
     made_here = found.raters  # the judges' (and expected scores') names
     for grade in grades:
-        if (narrowed and grade.item_id not in items) or grade.item_id in off_scale:
+        if (narrowed and not rows.has_item(grade.item_id)) or grade.item_id in off_scale:
             continue
         if grade.rater_kind == "judge" and selection.judges and grade.rater not in selection.judges:
             continue
@@ -192,6 +200,19 @@ def with_grades(
 
 
 _BATCH = 5000  # judgments fetched at a time (a server-side cursor on PostgreSQL)
+# what grade_from_row reads of a stored grade
+_GRADE_COLUMNS = (
+    HumanGradeRow.item_id,
+    HumanGradeRow.rater,
+    HumanGradeRow.rater_kind,
+    HumanGradeRow.score,
+    HumanGradeRow.criteria,
+    HumanGradeRow.inclusion_prob,
+    HumanGradeRow.confidence,
+    HumanGradeRow.attributes,
+    HumanGradeRow.rationale,
+    HumanGradeRow.project,
+)
 
 
 def _selected(project: str, selection: Selection) -> list[ColumnElement[bool]]:

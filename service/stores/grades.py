@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Row, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -134,9 +134,10 @@ def _unstorable(number: int, row: GradeRow) -> list[str]:
     return [f"row {number}: {name}: {problem}" for name, problem in found if problem]
 
 
-def grade_from_row(row: HumanGradeRow) -> GradeRow:
-    """A stored grade as it was accepted, not validated again: a rule added since (the
-    inclusion_prob floor, issue 42.9) must not make the rows stored before it unreadable."""
+def grade_from_row(row: HumanGradeRow | Row) -> GradeRow:
+    """A stored grade (an ORM row, or a Core row of its columns) as it was accepted, not
+    validated again: a rule added since (the inclusion_prob floor, issue 42.9) must not make
+    the rows stored before it unreadable."""
     return GradeRow.model_construct(
         item_id=row.item_id,
         rater=row.rater,

@@ -57,7 +57,7 @@ def test_columns_read_back_as_the_rows_they_store():
     assert len(store) == len(rows)
     assert [r.model_dump() for r in store] == [r.model_dump() for r in rows]
     assert store[1].model_dump() == rows[1].model_dump()
-    assert store[-1] is HUMAN_ROWS[-1]
+    assert store[-1].model_dump() == HUMAN_ROWS[-1].model_dump()
     assert [r.item_id for r in store[1:3]] == ["a", "a"]
     with pytest.raises(IndexError):
         store[len(rows)]
