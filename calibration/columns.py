@@ -174,16 +174,16 @@ class GradeColumns(Sequence):
         and its plots)."""
         if self._columns is None:
             rests = self._rests.values
-            human = np.array([kind == "human" for kind, *_ in rests])[self._rest]
+            rest = _view(self._rest)
+            human = np.array([kind == "human" for kind, *_ in rests])[rest]
             carries = np.array([probability is not None for _, probability, *_ in rests])
-            with_probability = np.flatnonzero(carries[self._rest])
+            with_probability = np.flatnonzero(carries[rest])
             self._columns = Columns(
-                item_names=self._items.values, items=_ints(self._item),
-                rater_names=self._raters.values, raters=_ints(self._rater), human=human,
-                scores=np.array(self._score, dtype=float),
-                confidence=np.array(self._confidence, dtype=float),
-                attribute_sets=self._attribute_sets.values, attributes=_ints(self._attributes),
-                mark_sets=self._mark_sets.values, marks=_ints(self._marks),
+                item_names=self._items.values, items=_view(self._item),
+                rater_names=self._raters.values, raters=_view(self._rater), human=human,
+                scores=_view(self._score), confidence=_view(self._confidence),
+                attribute_sets=self._attribute_sets.values, attributes=_view(self._attributes),
+                mark_sets=self._mark_sets.values, marks=_view(self._marks),
                 probabilities=[(row, rests[self._rest[row]][1])
                                for row in with_probability.tolist()],
             )  # fmt: skip
@@ -213,5 +213,8 @@ def columns_of(rows: Iterable[Row] | Columns) -> Columns:
     return store.columns()
 
 
-def _ints(column: array) -> np.ndarray:
-    return np.array(column, dtype=np.int32)
+def _view(column: array) -> np.ndarray:
+    """A column's numbers without a copy (10M judgments: ~0.25 GB saved). The store cannot
+    grow once viewed (the array refuses to resize while a view holds it): rows are added
+    while the store is built, then only read."""
+    return np.frombuffer(column, dtype=np.dtype(column.typecode))  # 'i', 'd': numpy's codes

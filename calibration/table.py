@@ -99,12 +99,13 @@ def _pivot(columns: Columns) -> GradeTable:
     if both:
         raise ValueError(f"rater(s) {sorted(both)} appear both as human and as judge")
     width = len(humans) + len(judges)
-    cells = at * width
+    cells = at.astype(_index_type(len(items) * width), copy=False) * width
     cells[columns.human] += human_at
     cells[~columns.human] += len(humans) + judge_at
     # the last row of each cell (-1: none)
-    last_of = np.full(len(items) * width, -1, np.intp)
-    np.maximum.at(last_of, cells, np.arange(len(cells)))
+    rows = _index_type(len(cells))
+    last_of = np.full(len(items) * width, -1, rows)
+    np.maximum.at(last_of, cells, np.arange(len(cells), dtype=rows))
     filled = np.flatnonzero(last_of >= 0)
     last = last_of[filled]
     del last_of, cells
@@ -130,9 +131,15 @@ def _sorted_codes(names: list[str], codes: np.ndarray) -> tuple[list[str], np.nd
     present = np.zeros(len(names), bool)
     present[codes] = True
     used = sorted(np.flatnonzero(present).tolist(), key=names.__getitem__)
-    position = np.empty(len(names), np.intp)
+    position = np.empty(len(names), _index_type(len(names)))
     position[used] = np.arange(len(used))
     return [names[k] for k in used], position[codes]
+
+
+def _index_type(size: int) -> type:
+    """The narrowest index type for `size` positions: int32 halves the pivot's arrays over
+    millions of rows."""
+    return np.int32 if size < 2**31 else np.int64
 
 
 def _attributes(columns: Columns, at: np.ndarray, n_items: int) -> tuple[list[dict], list[str]]:

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import func, insert, select
 
 from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
 from service.db.schema import HumanGradeRow, ItemRow, JudgmentRow, ResponseRow
@@ -184,3 +184,52 @@ def test_estimate_from_db_narrows_like_calibrate_and_refuses_bad_options(db_url,
         result = run_cli("estimate", *args, "--out", str(out), env=env)
         assert result.returncode == 2, args
         assert message in result.stdout + result.stderr, (args, result.stdout + result.stderr)
+
+
+def test_grades_come_back_whole_beside_the_judgments(db_url):
+    """The grades a report reads are kept as columns too (issue 39): each comes back as the
+    row that was stored, rationale, inclusion probability, criteria and project included;
+    a labelled item nobody judged is in a whole-project report and out of a narrowed one;
+    a grade under a judge's name is kept apart; equal attribute dicts are shared."""
+    populate(db_url, 300, seed=1)
+    extra = [
+        {"project": DEFAULT_PROJECT, "item_id": "only-graded", "rater": "sme-9",
+         "rater_kind": "human", "score": 2.0, "criteria": {"meaning": True},
+         "inclusion_prob": 0.25, "confidence": None,
+         "attributes": {"domain": "food", "lang": "ar"}, "rationale": "the idiom is read literally"},
+        {"project": DEFAULT_PROJECT, "item_id": "item-1", "rater": "judge-good",
+         "rater_kind": "judge", "score": 4.0, "criteria": None, "inclusion_prob": None,
+         "confidence": 0.7, "attributes": {}, "rationale": None},
+    ]  # fmt: skip
+    engine = make_engine(db_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(insert(HumanGradeRow), extra)
+            stored = connection.execute(
+                select(func.count()).select_from(HumanGradeRow)
+                .where(HumanGradeRow.rater_kind == "human")
+            ).scalar_one()  # fmt: skip
+        with session_scope(make_sessionmaker(engine)) as session:
+            rows, _ = rows_from_db(session, DEFAULT_PROJECT, Selection())
+            narrowed, _ = rows_from_db(session, DEFAULT_PROJECT, Selection(judges=["judge-good"]))
+    finally:
+        engine.dispose()
+    found = [r.model_dump() for r in rows]
+    assert found[-2] == {
+        "item_id": "only-graded", "rater": "sme-9", "rater_kind": "human", "score": 2.0,
+        "criteria": {"meaning": True}, "inclusion_prob": 0.25, "confidence": None,
+        "attributes": {"domain": "food", "lang": "ar"},
+        "rationale": "the idiom is read literally", "project": DEFAULT_PROJECT,
+    }  # fmt: skip
+    assert found[-1] == {
+        "item_id": "item-1", "rater": "judge-good~imported", "rater_kind": "judge",
+        "score": 4.0, "criteria": None, "inclusion_prob": None, "confidence": 0.7,
+        "attributes": {}, "rationale": None, "project": DEFAULT_PROJECT,
+    }  # fmt: skip
+    assert sum(r["rater_kind"] == "human" for r in found) == stored
+    assert "only-graded" not in {r.item_id for r in narrowed}
+    humans = [r for r in rows if r.rater_kind == "human" and r.item_id != "only-graded"]
+    assert len({id(r.attributes) for r in humans}) < len(humans)  # shared, not one per grade
+    columns = rows.columns()
+    assert columns.human.sum() == stored
+    assert (len(rows) - 2, 0.25) in columns.probabilities
