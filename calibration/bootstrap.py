@@ -26,9 +26,12 @@ def resample_weights(
     while done < resamples:
         size = min(CHUNK, resamples - done)
         draws = rng.integers(0, n_units, size=(size, n_units))
-        offsets = draws + (np.arange(size) * n_units)[:, None]
-        counts = np.bincount(offsets.ravel(), minlength=size * n_units).reshape(size, n_units)
+        draws += (np.arange(size) * n_units)[:, None]  # in place: a chunk over 165k labelled
+        # items is 0.3 GB an array (issue 39)
+        counts = np.bincount(draws.ravel(), minlength=size * n_units).reshape(size, n_units)
+        del draws
         weights = counts if clusters is None else counts[:, clusters]
+        del counts
         yield weights.astype(np.float64)
         done += size
 
