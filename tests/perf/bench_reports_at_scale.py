@@ -40,6 +40,23 @@ print(int(status.split()[0]), use.ru_utime + use.ru_stime)
 """
 
 
+# `POST /estimates` over the database as its report worker computes it (service/reporting/
+# pool.py): the worker's function in a fresh process, the request's own work (a few ms) left out
+WORKER = """
+import resource, sys
+from calibration.estimate import EstimateOptions
+from service.reporting.estimates import estimate_over_database
+from service.stores.calibration import Selection
+from service.stores.projects import DEFAULT_PROJECT
+estimate_over_database(sys.argv[1], DEFAULT_PROJECT, Selection(rubric=sys.argv[2]),
+                       EstimateOptions(by=["candidate_model"]))
+use = resource.getrusage(resource.RUSAGE_SELF)
+status = open("/proc/self/status").read().split("VmHWM:")[1]
+print(int(status.split()[0]), use.ru_utime + use.ru_stime)
+"""
+POST_ESTIMATES = "POST /estimates by candidate_model (the report worker's work)"
+
+
 def commands(out: str, bootstrap: int) -> dict[str, list[str]]:
     return {
         "calibrate --from-db": ["calibrate", "--from-db", "--rubric", RUBRIC, "--bootstrap",
@@ -55,11 +72,11 @@ def commands(out: str, bootstrap: int) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
-def run(url: str, args: list[str]) -> tuple[float, float, float]:
+def run(url: str, args: list[str], code: str = MEASURE) -> tuple[float, float, float]:
     """(wall seconds, CPU seconds, peak MB) of one command in a fresh process."""
     env = {**os.environ, "QADI_DATABASE_URL": url, "PYTHONPATH": os.getcwd()}
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", MEASURE, *args], env=env,
+    done = subprocess.run([sys.executable, "-c", code, *args], env=env,
                           capture_output=True, text=True)  # fmt: skip
     wall = time.perf_counter() - started
     if done.returncode != 0:
@@ -82,6 +99,9 @@ def main() -> None:
             wall, cpu, peak = run(args.url, line)
             print(f"| `qadi {' '.join(line).replace(out, 'OUT')}` | {wall:.1f} s | "
                   f"{cpu:.1f} s | {peak:.0f} MB |", flush=True)  # fmt: skip
+        if not args.only or args.only in POST_ESTIMATES:
+            wall, cpu, peak = run(args.url, [args.url, RUBRIC], WORKER)
+            print(f"| {POST_ESTIMATES} | {wall:.1f} s | {cpu:.1f} s | {peak:.0f} MB |")
 
 
 if __name__ == "__main__":
