@@ -73,6 +73,12 @@ class _Codes:
     def known(self, key: Any) -> bool:
         return key in self._codes
 
+    def release(self) -> None:
+        """Forget the lookup, keep the values: for 3.3M item names it is ~0.2 GB, and
+        nothing is coded once the columns are made (a store then only reads; coding after
+        fails, rather than give a known value a second code)."""
+        self._codes = None  # type: ignore[assignment]
+
 
 class GradeColumns(Sequence):
     """Grade rows stored as columns, in the order they came: judge rows added from a
@@ -131,7 +137,10 @@ class GradeColumns(Sequence):
         return self._items.values
 
     def has_item(self, item: str) -> bool:
-        """Whether a row so far grades `item` (without a set of millions of names)."""
+        """Whether a row so far grades `item` (without a set of millions of names); asked
+        while the store is built, before its columns are made."""
+        if self._columns is not None:
+            raise RuntimeError("the columns are made: the store no longer looks items up")
         return self._items.known(item)
 
     def __len__(self) -> int:
@@ -187,6 +196,7 @@ class GradeColumns(Sequence):
                 probabilities=[(row, rests[self._rest[row]][1])
                                for row in with_probability.tolist()],
             )  # fmt: skip
+            self._items.release()
         return self._columns
 
 

@@ -40,7 +40,7 @@ class GradeTable:
     def subset(self, mask: np.ndarray) -> GradeTable:
         """The items of `mask`; every item: the table itself (tables are read, never
         written), not a copy of millions of items' arrays and lists (issue 39: the overall
-        block copied the whole table, +1.5 GB at 10M judgments)."""
+        block copied the whole table, ~0.3 GB at 10M judgments)."""
         if mask.all():
             return self
         keep = np.flatnonzero(mask)
