@@ -147,7 +147,9 @@ async def complete(
     if status != 200:
         raise _status_error(route, status, body.decode(errors="replace"), reply_headers)
     try:
-        return decode_completion(body)
+        # the typed decoder pays off only where there are tokens to read; a reply to a call
+        # that asked for none would be decoded by it and then again by json (its fallback)
+        return decode_completion(body) if params.get("logprobs") else json.loads(body)
     except ValueError:
         shown = body[:200].decode(errors="replace")
         raise _status_error(route, 500, f"not JSON: {shown}", {}) from None
