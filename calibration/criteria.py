@@ -30,7 +30,7 @@ def criterion_blocks(
 ) -> dict[str, dict[str, CriterionBlock]]:
     """judge -> criterion id -> block, for criteria that humans and judges both marked."""
     out: dict[str, dict[str, CriterionBlock]] = {}
-    for criterion, table in criteria_tables(rows).items():
+    for criterion, table in criteria_tables(rows, human_marked=True).items():
         if not table.humans:
             continue  # marks from judges only: nothing to agree with
         metrics = block_metrics(table, UNITS, "nominal", MARKS, options, rng)

@@ -75,15 +75,27 @@ def build_table(rows: Iterable[Row] | Columns) -> GradeTable:
     return columns.pivoted[0]
 
 
-def criteria_tables(rows: Iterable[Row] | Columns) -> dict[str, GradeTable]:
-    """One table per criterion id: met = 1, not met = 0, from the rows' `criteria` marks."""
+def criteria_tables(
+    rows: Iterable[Row] | Columns, human_marked: bool = False
+) -> dict[str, GradeTable]:
+    """One table per criterion id: met = 1, not met = 0, from the rows' `criteria` marks.
+
+    `human_marked`: only the items a human marked for the criterion, with every judge that
+    marked it anywhere (a column of its own, empty where it marked none of them). That is all
+    agreement reads (an item no human marked pairs no marks), and pivoting every judged item
+    once per criterion was a report's peak memory at 10M judgments (issue 39)."""
     columns = columns_of(rows)
     names = sorted({c for marks in columns.mark_sets if marks for c in marks})
     tables = {}
     for name in names:
         met = np.array([_mark(marks, name) for marks in columns.mark_sets])[columns.marks]
-        keep = ~np.isnan(met)
-        tables[name] = _pivot(columns.take(keep, met[keep]))
+        keep, judges = ~np.isnan(met), None
+        if human_marked:
+            by_humans = np.zeros(len(columns.item_names), bool)
+            by_humans[columns.items[keep & columns.human]] = True
+            judges = columns.raters[keep & ~columns.human]
+            keep &= by_humans[columns.items]
+        tables[name] = _pivot(columns.take(keep, met[keep]), judges)
     return tables
 
 
@@ -91,15 +103,18 @@ def _mark(marks: dict[str, bool] | None, name: str) -> float:
     return float(marks[name]) if marks and name in marks else np.nan
 
 
-def _pivot(columns: Columns) -> GradeTable:
-    """Columns into matrices (a report over the database pivots millions of rows, issue
-    39): the last row of a repeated (item, rater) found with one unbuffered `maximum.at`,
-    the cells filled in one assignment, no sort of the rows (`np.unique` took 7-20 s over
-    10M codes). Attributes are walked in row order, as conflicts are named in it, and only
-    for rows whose attributes differ from their item's first row's."""
+def _pivot(columns: Columns, listed_judges: np.ndarray | None = None) -> GradeTable:
+    """Columns into matrices, with a column for each judge of `listed_judges` (rater codes)
+    too. A report over the database pivots millions of rows (issue 39): the last row of a
+    repeated (item, rater) found with one unbuffered `maximum.at`, the cells filled in one
+    assignment, no sort of the rows (`np.unique` took 7-20 s over 10M codes). Attributes
+    are walked in row order, as conflicts are named in it, and only for rows whose
+    attributes differ from their item's first row's."""
     items, at = _sorted_codes(columns.item_names, columns.items)
     humans, human_at = _sorted_codes(columns.rater_names, columns.raters[columns.human])
-    judges, judge_at = _sorted_codes(columns.rater_names, columns.raters[~columns.human])
+    judges, judge_at = _sorted_codes(
+        columns.rater_names, columns.raters[~columns.human], listed_judges
+    )
     both = set(humans) & set(judges)
     if both:
         raise ValueError(f"rater(s) {sorted(both)} appear both as human and as judge")
@@ -130,11 +145,15 @@ def _pivot(columns: Columns) -> GradeTable:
     )  # fmt: skip
 
 
-def _sorted_codes(names: list[str], codes: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """The names `codes` use, sorted, and each code's position among them (a mask finds
-    the used codes: no sort of millions of codes)."""
+def _sorted_codes(
+    names: list[str], codes: np.ndarray, listed: np.ndarray | None = None
+) -> tuple[list[str], np.ndarray]:
+    """The names `codes` (and `listed`) use, sorted, and each code's position among them (a
+    mask finds the used codes: no sort of millions of codes)."""
     present = np.zeros(len(names), bool)
     present[codes] = True
+    if listed is not None:
+        present[listed] = True
     used = sorted(np.flatnonzero(present).tolist(), key=names.__getitem__)
     position = np.empty(len(names), _index_type(len(names)))
     position[used] = np.arange(len(used))

@@ -90,6 +90,27 @@ def test_criteria_tables_from_columns_hold_each_criterion_s_marks():
     assert from_columns["c2"].judge_scores[:, 0].tolist() == [1.0, 0.0]
 
 
+def test_criteria_tables_of_human_marked_items_are_the_full_tables_agreement_reads():
+    """A report's criteria read only items a human marked (issue 39: pivoting every judged
+    item per criterion was its peak); the table of those is the full table's rows for them,
+    with every judge that marked the criterion, one that marked only other items included."""
+    marking = [GradeRow(item_id=i, rater="h1", rater_kind="human", score=s, criteria=c)
+               for i, s, c in (("a", 2, {"c1": True}), ("b", 4, {"c1": False, "c2": True}))]
+    rows = [*JUDGE_ROWS, judge("d", "j3", 2, criteria={"c1": True}), *HUMAN_ROWS, *marking]
+    full, marked = criteria_tables(rows), criteria_tables(columns_of(rows), human_marked=True)
+    assert marked["c1"].items == ["a", "b"] and marked["c2"].items == ["b"]
+    assert "d" in full["c1"].items
+    for name, table in marked.items():
+        keep = np.isin(full[name].items, table.items)
+        assert table.judges == full[name].judges == ["j1", "j3"][: len(table.judges)]
+        assert table.humans == full[name].humans == ["h1"]
+        for array in ("human_scores", "judge_scores", "judge_confidence", "inclusion_prob"):
+            assert np.array_equal(getattr(table, array), getattr(full[name], array)[keep],
+                                  equal_nan=True), (name, array)  # fmt: skip
+        assert table.attributes == [a for a, k in zip(full[name].attributes, keep, strict=True) if k]
+    assert np.isnan(marked["c1"].judge_scores[:, 1]).all()  # j3 marked only item d
+
+
 def test_an_item_with_two_inclusion_probabilities_is_refused_from_columns_too():
     store = stored()
     store.append(human("a", "h2", 3, 0.25))
