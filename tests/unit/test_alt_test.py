@@ -21,6 +21,7 @@ from calibration.alt_test import (
 )
 from calibration.calibrate import CalibrationOptions, calibrate
 from calibration.degenerate import (
+    COPY_MARGIN,
     constant_reason,
     copy_test,
     identical_reason,
@@ -283,6 +284,36 @@ def test_copy_test_reads_the_tetrads_of_chance_corrected_agreement():
         assert found[name][1] == pytest.approx(e(raters[0], raters[a]))
         assert found[name][2] == pytest.approx(implied)
     assert found["h0"][0] < 0.01 < min(found["h1"][0], found["h2"][0])
+
+
+def test_copy_test_p_value_is_the_leave_one_out_jackknife_computed_by_loops():
+    """The test's SE is the delete-a-group jackknife (200 items: one item a group) of the
+    excess e_Ja − implied − margin·(e_aa − common), recomputed here item left out by item
+    left out (the code takes each left-out group's sums as the total less the group's)."""
+    rng = np.random.default_rng(9)
+    truth = rng.integers(0, 3, 200)
+    humans = np.column_stack([np.where(rng.random(200) < 0.75, truth, (truth + 1) % 3)
+                              for _ in range(3)]).astype(float)  # fmt: skip
+    judge = np.where(rng.random(200) < 0.3, humans[:, 0], truth).astype(float)
+    raters = np.column_stack([judge, humans])
+
+    def e(x, y):
+        chance = sum(np.mean(x == k) * np.mean(y == k) for k in range(3))
+        return np.mean(x == y) - chance
+
+    def excess(rows, a):
+        r = rows.T
+        pairs = [(b, c) for b in (1, 2, 3) for c in (1, 2, 3) if len({a, b, c}) == 3]
+        implied = np.mean([e(r[0], r[b]) * e(r[a], r[c]) / e(r[b], r[c]) for b, c in pairs])
+        common = np.mean([e(r[a], r[b]) * e(r[a], r[c]) / e(r[b], r[c]) for b, c in pairs])
+        return e(r[0], r[a]) - implied - COPY_MARGIN * (e(r[a], r[a]) - common)
+
+    found = {name: p for name, p, *_ in copy_test(judge, humans, NAMES3, labels=3)}
+    for a, name in enumerate(NAMES3, start=1):
+        left_out = np.array([excess(np.delete(raters, i, axis=0), a) for i in range(200)])
+        se = np.sqrt(199 / 200 * np.sum((left_out - left_out.mean()) ** 2))
+        expected = stats.t.sf(excess(raters, a) / se, 199)
+        assert found[name] == pytest.approx(expected, rel=1e-9), name
 
 
 def test_the_chance_check_is_a_test_even_without_resamples():
