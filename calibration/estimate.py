@@ -121,11 +121,19 @@ def estimate_table(
         scores = table.judge_scores[:, j]
         judged = ~np.isnan(scores)
         weights = design.judge_weights(table, judged, judged & ~np.isnan(ref))
-        fits = {name: _fit(scores, ref, mask, weights, clusters) for name, mask in masks.items()}
-        blocks = {name: _block(fit, clusters, options) for name, fit in fits.items()}
+        # a fit holds arrays over its items (~0.5 GB a judge at 10M judgments, issue 39):
+        # each is dropped once its block is made, unless the comparisons read it after
+        fits, blocks = {}, {}
+        for name, mask in masks.items():
+            fit = _fit(scores, ref, mask, weights, clusters)
+            blocks[name] = _block(fit, clusters, options)
+            if options.compare:
+                fits[name] = fit
+            del fit
         entry: dict[str, Any] = {"overall": blocks.pop("overall"), "strata": blocks}
         if options.compare:
             entry["compare"] = _compare(fits, clusters, options)
+        del fits
         _refuse_non_finite(table, judge, entry)
         report["judges"][judge] = entry
     return report

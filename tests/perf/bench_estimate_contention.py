@@ -6,8 +6,13 @@ priority (the defaults: 1 worker, niceness 10), in one run, each against its idl
 
 Judges are the stand-ins (no network); auth is off; one service process each time.
 
+With --url, over that database instead (e.g. judgment_db.py's 10M on PostgreSQL, whose
+own query processes then compete too), and --setups picks the set-ups to run.
+
 Run: PYTHONPATH=. .venv/bin/python tests/perf/bench_estimate_contention.py --judgments 100000
      PYTHONPATH=. .venv/bin/python tests/perf/bench_estimate_contention.py --heavy report
+     PYTHONPATH=. .venv/bin/python tests/perf/bench_estimate_contention.py \
+         --url postgresql+psycopg://.../tenm --setups 1:10 --seconds 150
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pathlib import Path
 
 import httpx
 
+from service.db.engine import upgrade
 from tests.conftest import ROOT, free_port
 from tests.perf.judgment_db import populate
 from tests.perf.load_judge import Service
@@ -29,6 +35,7 @@ ESTIMATE = {"rubric": "kinayat-explanation", "by": ["candidate_model"], "scale_m
             "scale_max": 5}  # fmt: skip
 REPORT = {"rubric": "kinayat-explanation", "by": ["candidate_model"], "bootstrap": 500}
 HEAVY = {"estimates": ("/estimates", ESTIMATE), "report": ("/calibration/reports", REPORT)}
+SETUPS = ["0:0", "1:0", "1:10"]  # in the serving process's threads; a worker; a niced worker
 
 
 def body(number: int) -> dict:
@@ -83,14 +90,20 @@ def main() -> None:
     parser.add_argument("--judgments", type=int, default=100_000)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--heavy", choices=sorted(HEAVY), default="estimates")
+    parser.add_argument("--url", help="a database of judgments to use (else SQLite, made here)")
+    parser.add_argument("--setups", nargs="+", default=SETUPS,
+                        help="QADI_REPORT_WORKERS:QADI_REPORT_NICE pairs")  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        url = f"sqlite:///{workdir / 'bench.db'}"
-        populate(url, args.judgments)
-        print(f"judgments={args.judgments} (SQLite), {args.seconds:.0f} s per phase, "
-              f"POST {HEAVY[args.heavy][0]} {HEAVY[args.heavy][1]}")  # fmt: skip
-        for workers, nice in (("0", "0"), ("1", "0"), ("1", "10")):
+        url = args.url or f"sqlite:///{workdir / 'bench.db'}"
+        if args.url:
+            upgrade(url)
+        else:
+            populate(url, args.judgments)
+        print(f"judgments={args.url or f'{args.judgments} (SQLite)'}, {args.seconds:.0f} s per "
+              f"phase, POST {HEAVY[args.heavy][0]} {HEAVY[args.heavy][1]}")  # fmt: skip
+        for workers, nice in (setup.split(":") for setup in args.setups):
             service = Service(url, ROOT / "service/sample/judges.yaml", free_port(), workdir,
                               {"QADI_REPORT_WORKERS": workers, "QADI_REPORT_NICE": nice})  # fmt: skip
             service.start()
