@@ -5,7 +5,8 @@ per judgment here (366 MB at 20k, 2.07 GB at 200k); after, 1.6 KB (229 and 517 M
 the calibration's own per-item work; with judgments kept as columns (calibration/columns.py)
 and the alt-test on labelled items only, 136 bytes (226 and 239 MB at 10k and 100k); with the
 grades as columns too and the pivot without a sort or a copy of the whole table, 97 bytes
-(225 and 233 MB). Each
+(225 and 233 MB); with criterion tables of the human-marked items only and resamples chunked
+by the items, 66 bytes (215 and 221 MB). Each
 peak is the child's own (VmHWM, tests/perf/bench_reports_at_scale.py): its ru_maxrss carried
 the test process's, which `populate` grows (1.1 GB for both sizes in a full CI run)."""
 
