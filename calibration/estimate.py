@@ -133,7 +133,6 @@ def estimate_table(
         entry: dict[str, Any] = {"overall": blocks.pop("overall"), "strata": blocks}
         if options.compare:
             entry["compare"] = _compare(fits, clusters, options)
-        del fits
         _refuse_non_finite(table, judge, entry)
         report["judges"][judge] = entry
     return report
