@@ -32,7 +32,7 @@ def resample_weights(
     """Yield (chunk, n_items) draw counts; with `clusters` (a cluster code per item) whole
     clusters are drawn with replacement and each item inherits its cluster's count."""
     n_units = n_items if clusters is None else int(clusters.max()) + 1
-    rows = chunk_rows(max(n_items, n_units))
+    rows = chunk_rows(n_items)  # a chunk is (rows, n_items) weights, clustered or not
     done = 0
     while done < resamples:
         size = min(rows, resamples - done)
