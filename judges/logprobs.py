@@ -34,22 +34,22 @@ distribution.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
+import operator
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from judges.payloads import GeneratedToken, field_of
-from rubrics import PenaltyWeightedRubric, RubricError, ScaleRubric, score
+from judges.payloads import LOGPROB_SLACK, GeneratedToken, field_of
+from rubrics import PenaltyWeightedRubric, ScaleRubric
+from rubrics.scoring import possible_points, scaled
 
 DEFAULT_TOP_LOGPROBS = 10  # alternatives per token: the 5 ratings and room for the rest
-# How far above 0 a logprob may be and still be read (as 0): a server's float32 log-softmax
-# can round a certain token's log P a few units of float32's last place (1.2e-7) past 0.
-# Anything larger is no log-probability (exp(1000) overflows; exp(0.5) is a probability of 1.6).
-LOGPROB_SLACK = 1e-5
 MAX_EXACT_CRITERIA = 12  # 2**12 verdict combinations for the expected rubric score
 _RATING = re.compile(r'"rating"\s*:\s*(-?\d+)')
 _MET = re.compile(r'"met"\s*:\s*(true|false)')
@@ -120,44 +120,50 @@ def request_params(top_logprobs: int | None) -> dict[str, Any]:
     return {"logprobs": True, "top_logprobs": top_logprobs}
 
 
-Token = tuple[str, float, list[tuple[str, float]]]
+# (token, logprob, its alternatives): each alternative a (token, logprob) pair, or an
+# `Alternative` struct, which unpacks as one
+Token = tuple[str, float, Sequence[Any]]
+_TEXT, _ALTERNATIVES = operator.itemgetter(0), operator.itemgetter(2)
 
 
-def tokens_of(payload: Any) -> list[Token] | None:
+@dataclass(frozen=True)
+class Tokens:
+    """A reply's generated tokens, and why their logprobs cannot be read as probabilities
+    (None when every one is usable)."""
+
+    items: list[Token]
+    unusable: str | None
+
+
+def tokens_of(payload: Any) -> Tokens | None:
     """(token, logprob, [(alternative, logprob), ...]) for each generated token, from a
-    LiteLLM response or a batch-file dict; None when the reply carries no logprobs. A
-    logprob is kept as sent (1000, NaN and Infinity too) for `read_probabilities` to judge;
-    one that is not a number at all is read as NaN."""
+    LiteLLM response, the lean transport's reply or a batch-file dict; None when the reply
+    carries no logprobs. A logprob is kept as sent (1000, NaN and Infinity too) and judged
+    here (`unusable`); one that is not a number at all is read as NaN."""
     choices = field_of(payload, "choices")
     if not choices:
         return None
     content = field_of(field_of(choices[0], "logprobs"), "content")
     if not content:
         return None
+    if type(content[0]) is GeneratedToken:
+        # the lean transport's structs, which hold only text tokens and usable logprobs
+        # (judges/payloads.py): nothing to check, and the alternatives are read only where a
+        # value is (reading every token's ten was much of a judged request's CPU, issue 40)
+        items = [(e.token, e.logprob, e.top_logprobs or ()) for e in content]
+        return Tokens(items, None)
     out: list[Token] = []
     for entry in content:
-        # the lean transport's structs (typed: one comprehension) and dicts (batch files)
-        # read without `field_of`: a reply carries ten alternatives per token, and reading
-        # them was much of a judged request's CPU (issue 40)
-        if type(entry) is GeneratedToken:
-            token, logprob = entry.token, entry.logprob
-            alternatives = [
-                (a.token, a.logprob if type(a.logprob) is float else _number(a.logprob))
-                for a in entry.top_logprobs or ()
-                if type(a.token) is str
-            ]
+        if type(entry) is dict:  # batch files: read without `field_of`'s ABC check
+            token, logprob = entry.get("token"), entry.get("logprob")
+            top = entry.get("top_logprobs")
         else:
-            if type(entry) is dict:
-                token, logprob = entry.get("token"), entry.get("logprob")
-                top = entry.get("top_logprobs")
-            else:
-                token, logprob = field_of(entry, "token"), field_of(entry, "logprob")
-                top = field_of(entry, "top_logprobs")
-            alternatives = _alternatives(top)
+            token, logprob = field_of(entry, "token"), field_of(entry, "logprob")
+            top = field_of(entry, "top_logprobs")
         if not isinstance(token, str):
             return None
-        out.append((token, _number(logprob), alternatives))
-    return out
+        out.append((token, _number(logprob), _alternatives(top)))
+    return Tokens(out, _unusable(out))
 
 
 def _alternatives(top: Any) -> list[tuple[str, float]]:
@@ -202,18 +208,17 @@ def _unusable(tokens: list[Token]) -> str | None:
 
 
 def read_probabilities(
-    tokens: list[Token] | None, text: str, rubric: Any, output: str, verdict: Any
+    tokens: Tokens | None, text: str, rubric: Any, output: str, verdict: Any
 ) -> TokenProbabilities | None:
     """The distribution of a parsed verdict (`tokens` from `tokens_of`, `text` the reply
     that parsed, `output` the template's kind, `verdict` its `judges.verdicts.Verdict`), or
     None when the judge sent no logprobs."""
     if tokens is None:
         return None
-    top_k = max((len(top) for _, _, top in tokens), default=0)
-    broken = _unusable(tokens)
-    if broken is not None:
-        return TokenProbabilities(method="none", top_logprobs=top_k, unavailable=broken)
-    spans = _TokenSpans(tokens, text)
+    top_k = max(map(len, map(_ALTERNATIVES, tokens.items)), default=0)
+    if tokens.unusable is not None:
+        return TokenProbabilities(method="none", top_logprobs=top_k, unavailable=tokens.unusable)
+    spans = _TokenSpans(tokens.items, text)
     if output == "rating_json" and isinstance(rubric, ScaleRubric):
         return _rating(spans, rubric, top_k, verdict.dimensions)
     if output == "scores_json" and isinstance(rubric, ScaleRubric):
@@ -233,10 +238,11 @@ class _TokenSpans:
     def __init__(self, tokens: list[Token], text: str) -> None:
         self.tokens = tokens
         self.text = text
-        joined = "".join(t for t, _, _ in tokens)
+        texts = list(map(_TEXT, tokens))  # map and itemgetter: ~140 tokens a reply (issue 40)
+        joined = "".join(texts)
         # the reply may be the tokens' text with surrounding whitespace trimmed
         self.offset = joined.find(text) if text else -1
-        self.starts = list(itertools.accumulate((len(t) for t, _, _ in tokens), initial=0))
+        self.starts = list(itertools.accumulate(map(len, texts), initial=0))
 
     @property
     def aligned(self) -> bool:
@@ -245,11 +251,11 @@ class _TokenSpans:
     def at(self, start: int, value: str) -> Token | None:
         """The token that spells exactly `value` (whitespace aside) at text position `start`."""
         position = start + self.offset
-        for index, token_start in enumerate(self.starts[:-1]):
-            token = self.tokens[index]
-            if token_start <= position < self.starts[index + 1]:
-                return token if token[0].strip() == value else None
-        return None
+        index = bisect.bisect_right(self.starts, position) - 1  # the token holding it
+        if not 0 <= index < len(self.tokens) or position >= self.starts[index + 1]:
+            return None
+        token = self.tokens[index]
+        return token if token[0].strip() == value else None
 
 
 def _distribution(token: Token, allowed: Sequence[str]) -> Distribution | None:
@@ -409,19 +415,25 @@ def _expected_rubric_score(
     rubric: PenaltyWeightedRubric, criteria: Mapping[str, Distribution]
 ) -> float | None:
     """E[score] over all 2^n verdict combinations, each criterion met with its renormalised
-    P(true), independently; None past MAX_EXACT_CRITERIA criteria."""
-    ids = [c.id for c in rubric.criteria if c.id in criteria]
-    if len(ids) != len(rubric.criteria) or len(ids) > MAX_EXACT_CRITERIA:
+    P(true), independently; None past MAX_EXACT_CRITERIA criteria. The score depends on a
+    combination only through its net points (met positive weights less triggered negative
+    ones), so the net points' distribution is built one criterion at a time and each value
+    scored once (`rubrics.scoring.scaled`, as `score` does): the same sum, at most 2^n
+    terms, without a `score` call per combination (32 a verdict for five criteria, issue 40)."""
+    if len(rubric.criteria) > MAX_EXACT_CRITERIA or any(
+        c.id not in criteria for c in rubric.criteria
+    ):
         return None
-    p_met = {cid: criteria[cid].probs["true"] / criteria[cid].mass for cid in ids}
-    total = 0.0
-    for marks in itertools.product((True, False), repeat=len(ids)):
-        weight = math.prod(
-            p_met[cid] if met else 1.0 - p_met[cid] for cid, met in zip(ids, marks, strict=True)
-        )
-        if weight:
-            try:
-                total += weight * score(rubric, dict(zip(ids, marks, strict=True))).score
-            except RubricError:
-                return None
-    return round(total, 6)
+    net: dict[float, float] = {0.0: 1.0}  # net points -> probability
+    for criterion in rubric.criteria:
+        dist = criteria[criterion.id]
+        p_met = dist.probs["true"] / dist.mass
+        step = criterion.weight if criterion.kind == "positive" else -criterion.weight
+        after: dict[float, float] = {}
+        for points, p in net.items():
+            for value, q in ((points + step, p_met), (points, 1.0 - p_met)):
+                if q:
+                    after[value] = after.get(value, 0.0) + p * q
+        net = after
+    possible = possible_points(rubric)
+    return round(sum(p * scaled(rubric, points, possible)[0] for points, p in net.items()), 6)

@@ -4,8 +4,9 @@ batch-file dicts alike."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any
 
 import msgspec
 
@@ -27,21 +28,35 @@ def field_of(obj: Any, name: str) -> Any:
 # bytes (~130 KB for a rating with ten alternatives); the standard library's decoder spent
 # over a third of a judged request's CPU building a dict per alternative (issue 40). msgspec
 # decodes into these structs about five times faster and skips the bytes it is not asked for.
-# Values stay `Any`: a logprob is kept as sent, for `judges.logprobs` to judge.
+# The structs hold only usable logprobs: a token that is not text or a logprob that is not a
+# finite number <= LOGPROB_SLACK fails the shape, and the reply is decoded by the standard
+# library, every value as sent, for `judges.logprobs` to judge (and refuse, issue 42.4). So a
+# reply in structs needs no check of its ten alternatives per token (issue 40).
+
+# How far above 0 a logprob may be and still be read (as 0): a server's float32 log-softmax
+# can round a certain token's log P a few units of float32's last place (1.2e-7) past 0.
+# Anything larger is no log-probability (exp(1000) overflows; exp(0.5) is a probability of 1.6).
+LOGPROB_SLACK = 1e-5
+UsableLogprob = Annotated[float, msgspec.Meta(ge=-sys.float_info.max, le=LOGPROB_SLACK)]
 
 
 class Alternative(msgspec.Struct, gc=False):
-    """One of a token's `top_logprobs`."""
+    """One of a token's `top_logprobs`; unpacks as `(token, logprob)`, as the dict path's
+    tuples do."""
 
-    token: Any = None
-    logprob: Any = None
+    token: str
+    logprob: UsableLogprob
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self.token
+        yield self.logprob
 
 
 class GeneratedToken(msgspec.Struct, gc=False):
     """One generated token of `choices[].logprobs.content`."""
 
-    token: Any = None
-    logprob: Any = None
+    token: str
+    logprob: UsableLogprob
     top_logprobs: list[Alternative] | None = None
 
 
@@ -73,7 +88,7 @@ _DECODER = msgspec.json.Decoder(_Completion)
 def decode_completion(body: bytes) -> dict[str, Any]:
     """A chat-completion reply as the dict `json.loads` makes of it, its generated tokens as
     `GeneratedToken`s. Anything the fast shape does not hold exactly (no logprobs, no
-    choices, an error object, NaN or a number no float holds, a field of another type) is
+    choices, an error object, a logprob that is not usable, a field of another type) is
     decoded by the standard library instead, with every field as sent. Raises ValueError
     when the body is not JSON."""
     try:

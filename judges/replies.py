@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from judges.logprobs import Token, read_probabilities, tokens_of
+from judges.logprobs import Tokens, read_probabilities, tokens_of
 from judges.models import CallStatus, GradeRequest, JudgeResult
 from judges.payloads import field_of, plain
 from judges.templates import PromptTemplate
@@ -34,7 +34,7 @@ class Completion:
     raw: str
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
-    tokens: list[Token] | None = None  # token logprobs, when the judge sent them
+    tokens: Tokens | None = None  # token logprobs, when the judge sent them
 
 
 def _dump(payload: Any) -> str:

@@ -9,13 +9,14 @@ applies to them, so the SME's score is on the judge's scale."""
 from __future__ import annotations
 
 from rubrics.models import PenaltyWeightedRubric, Rubric
+from rubrics.scoring import possible_points
 
 
 def sme_guide(rubric: Rubric) -> str:
     """The rubric's id@version, title, and what a score means under it, one line each."""
     head = [f"{rubric.id}@{rubric.version}" + (f": {rubric.title}" if rubric.title else "")]
     if isinstance(rubric, PenaltyWeightedRubric):
-        possible = sum(c.weight for c in rubric.criteria if c.kind == "positive")
+        possible = possible_points(rubric)
         clip = ", clipped to 0-100" if rubric.clip else ""
         lines = [f"score = 100 * (points earned - points lost) / {possible:g}{clip}"]
         lines += [

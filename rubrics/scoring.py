@@ -41,11 +41,10 @@ def score(rubric: PenaltyWeightedRubric, marks: Mapping[str, bool]) -> RubricSco
         problems.append(f"missing verdicts for {missing}")
     if problems:
         raise RubricError("criteria: " + "; ".join(problems))
-    possible = sum(c.weight for c in rubric.criteria if c.kind == "positive")
+    possible = possible_points(rubric)
     earned = sum(c.weight for c in rubric.criteria if c.kind == "positive" and marks[c.id])
     penalty = sum(c.weight for c in rubric.criteria if c.kind == "negative" and marks[c.id])
-    raw = 100.0 * (earned - penalty) / possible
-    final = min(max(raw, 0.0), 100.0) if rubric.clip else raw
+    final, raw = scaled(rubric, earned - penalty, possible)
     return RubricScore(
         score=final,
         raw_score=raw,
@@ -55,3 +54,15 @@ def score(rubric: PenaltyWeightedRubric, marks: Mapping[str, bool]) -> RubricSco
         penalty=penalty,
         possible=possible,
     )
+
+
+def possible_points(rubric: PenaltyWeightedRubric) -> float:
+    """Σ positive weights: the points of an answer that meets every requirement."""
+    return sum(c.weight for c in rubric.criteria if c.kind == "positive")
+
+
+def scaled(rubric: PenaltyWeightedRubric, net: float, possible: float) -> tuple[float, float]:
+    """(score, raw score) of `net` points (met positive weights less triggered negative
+    ones) out of `possible`: on the 0–100 scale, clipped to it when the rubric clips."""
+    raw = 100.0 * net / possible
+    return (min(max(raw, 0.0), 100.0) if rubric.clip else raw), raw

@@ -10,6 +10,7 @@ import pytest
 
 from judges import JudgeConfigError, parse_config
 from judges.client import CallOutcome, JudgeClient
+from judges.logprobs import Tokens
 from judges.replies import read_completion
 from tests.conftest import free_port
 from tests.perf.bench_client_overhead import FORMAT as SCHEMA
@@ -77,7 +78,14 @@ def test_the_lean_reply_reads_as_litellms(llm_server):
     assert lean_outcome.cost_usd == pytest.approx(litellm_outcome.cost_usd)
     lean, litellm_read = (read_completion(o.payload) for o in (lean_outcome, litellm_outcome))
     assert (lean.prompt_tokens, lean.completion_tokens) == (100, 20)
-    assert lean.tokens == litellm_read.tokens and lean.tokens
+    assert pairs(lean.tokens) == pairs(litellm_read.tokens) and lean.tokens.items
+    assert lean.tokens.unusable is litellm_read.tokens.unusable is None
+
+
+def pairs(tokens: Tokens) -> list:
+    """Each token with its alternatives as (token, logprob) pairs, whichever way they were
+    decoded (the lean transport's structs unpack as pairs)."""
+    return [(token, logprob, [tuple(a) for a in top]) for token, logprob, top in tokens.items]
 
 
 async def _abandon(client: JudgeClient, llm_server) -> None:

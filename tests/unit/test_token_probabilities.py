@@ -3,16 +3,18 @@ OpenAI's `logprobs` format; expected numbers are worked out in the comments."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import random
 
 import pytest
 
-from judges.logprobs import read_probabilities, tokens_of
+from judges.logprobs import _expected_rubric_score, distribution, read_probabilities, tokens_of
 from judges.payloads import GeneratedToken, decode_completion
 from judges.templates import load_template
 from judges.verdicts import parse_reply
-from rubrics import library_rubric
+from rubrics import PenaltyWeightedRubric, library_rubric, score
 
 RATING = load_template("kinayat-explanation@2")
 CRITERIA = load_template("rubric-criteria@1")
@@ -136,6 +138,41 @@ def test_criteria_distributions_and_the_expected_rubric_score():
     assert found.expected == pytest.approx(0.9 * 100 + 0.1 * 100 * (1 - w1 / positive))
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_the_expected_rubric_score_is_the_average_over_every_combination_of_marks(seed):
+    """judges.logprobs sums the score over net points (issue 40); here over each of the 2^n
+    combinations of marks, scored by rubrics.scoring.score: the definition, with random
+    weights (ties among sums included), kinds, clipping and probabilities."""
+    rng = random.Random(seed)
+    n = rng.randint(1, 7)
+    criteria = [
+        {
+            "id": f"c{i}",
+            "text": f"criterion {i}",
+            "kind": "positive" if i == 0 or rng.random() < 0.6 else "negative",
+            "weight": rng.choice([1, 2, 3, 0.5, rng.uniform(0.1, 5)]),
+        }
+        for i in range(n)
+    ]
+    rubric = PenaltyWeightedRubric(id="r", criteria=criteria, clip=rng.random() < 0.7)
+    p_true = {c.id: rng.choice([0.0, 1.0, rng.random()]) for c in rubric.criteria}
+    dists = {
+        cid: distribution(
+            {"true": 0.9 * p, "false": 0.9 * (1 - p)}, "true" if p >= 0.5 else "false"
+        )
+        for cid, p in p_true.items()  # mass 0.9: the rest on tokens the schema forbids
+    }
+    ids = list(p_true)
+    by_definition = 0.0
+    for marks in itertools.product((True, False), repeat=n):
+        weight = math.prod(
+            dists[c].probs["true" if m else "false"] / dists[c].mass
+            for c, m in zip(ids, marks, strict=True)
+        )
+        by_definition += weight * score(rubric, dict(zip(ids, marks, strict=True))).score
+    assert _expected_rubric_score(rubric, dists) == pytest.approx(by_definition, abs=2e-6)
+
+
 def test_a_scale_whose_values_share_prefixes_has_no_distribution():
     base = library_rubric("kinayat-explanation")
     ten = base.model_copy(update={"scale": base.scale.model_copy(update={"max": 10})})
@@ -190,19 +227,20 @@ def test_a_logprob_that_is_no_log_probability_leaves_no_distribution(where, logp
 @pytest.mark.parametrize(
     "logprob",
     [-0.2, *(value for value, _ in NOT_LOG_PROBABILITIES)],
-    ids=["-0.2", "1000", "NaN", "Infinity", "-Infinity", "0.5", "10**400", "null", "string",
-         "true"],  # fmt: skip
+    ids="-0.2 1000 NaN Infinity -Infinity 0.5 10**400 null string true".split(),
 )
 def test_the_lean_transport_s_fast_decoding_reads_as_the_standard_library_s(where, logprob):
     """judges/payloads.py decodes replies into structs (issue 40) and falls back to `json`
-    for what they do not hold (NaN, Infinity): either way the same probabilities, or the
-    same reason there are none."""
+    for what they do not hold (any logprob that is not usable: NaN, Infinity, 1000, null):
+    either way the same probabilities, or the same reason there are none."""
     rubric = library_rubric("kinayat-explanation")
-    sent = json.dumps(rating_with(where, logprob)).encode()  # NaN and Infinity spelled as Python's json (and vLLM's) do
+    # NaN and Infinity spelled as Python's json (and vLLM's) do
+    sent = json.dumps(rating_with(where, logprob)).encode()
     fast = decode_completion(sent)
     assert read(RATING, rubric, fast) == read(RATING, rubric, json.loads(sent))
     structs = type(fast["choices"][0]["logprobs"]["content"][0]) is GeneratedToken
-    assert structs == (not isinstance(logprob, float) or math.isfinite(logprob))
+    usable = type(logprob) is float and math.isfinite(logprob) and logprob <= 0
+    assert structs == usable
 
 
 @pytest.mark.parametrize(
