@@ -14,6 +14,8 @@ from typing import Any
 def first_non_finite(value: Any, where: str) -> tuple[str, float] | None:
     """(path, number) of a NaN or infinity in `value` (a number, or dicts and lists of
     them), the shallowest first; paths start at `where` ('judges.J.overall.ci[0]')."""
+    if not _holds_non_finite(value):
+        return None  # the usual case, found without naming every path (issue 40)
     waiting: deque[tuple[str, Any]] = deque([(where, value)])
     while waiting:
         path, item = waiting.popleft()
@@ -24,3 +26,19 @@ def first_non_finite(value: Any, where: str) -> tuple[str, float] | None:
         elif isinstance(item, list | tuple):
             waiting.extend((f"{path}[{i}]", inner) for i, inner in enumerate(item))
     return None
+
+
+def _holds_non_finite(value: Any) -> bool:
+    """Whether `value` holds a NaN or an infinity anywhere: every stored judgment is checked,
+    and building each element's path, as the search above does, was most of the check."""
+    waiting = [value]
+    while waiting:
+        item = waiting.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            waiting.extend(item.values())
+        elif isinstance(item, list | tuple):
+            waiting.extend(item)
+    return False
