@@ -31,6 +31,7 @@ from typing import Any
 import aiohttp
 import httpx
 import litellm
+import msgspec
 
 from judges.payloads import decode_completion
 
@@ -126,7 +127,7 @@ async def complete(
     extra = body.pop("extra_body", None)  # sent as top-level fields, as the SDK sends them
     if extra:
         body.update(extra)
-    data = json.dumps(body, ensure_ascii=False).encode()
+    data = msgspec.json.encode(body)  # UTF-8 JSON, a tenth of json.dumps's CPU (issue 40)
     headers = {**route.headers, "X-Request-Id": uuid.uuid4().hex}
     session = await _session(route.url)
     try:

@@ -96,6 +96,32 @@ def test_grading_waits_for_saving_instead_of_piling_results_up(judges_config, ll
     assert store.worst_backlog <= 2 * 2 + 2 + 4
 
 
+class CountingStore(InMemoryJudgmentStore):
+    """Counts its saves (one transaction each in the database's store)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saves = 0
+
+    async def save(self, graded) -> None:
+        self.saves += 1
+        await super().save(graded)
+
+
+def test_a_save_waits_for_more_graded_requests_to_join_it(judges_config, llm_server):
+    # the test double answers in milliseconds: without the wait a save holds a few graded
+    # requests (a transaction each in the database, issue 40); with it, what arrives within
+    # half a second, all of them saved either way
+    saves = {}
+    for linger in (0.0, 0.5):
+        store = CountingStore()
+        core = regrade_core(judges_config, store, concurrency=8, write_linger=linger)
+        stats = asyncio.run(core.run(answers(80)))
+        assert (stats.calls["ok"], len(store.saved)) == (80, 80)
+        saves[linger] = store.saves
+    assert saves[0.5] <= 10 < saves[0.0]
+
+
 def test_a_rerun_makes_no_call_and_saves_nothing_again(judges_config, llm_server):
     store = InMemoryJudgmentStore()
     first = asyncio.run(regrade_core(judges_config, store).run(answers(5)))
