@@ -25,7 +25,12 @@ from tests.llm_test_server import Reply, chat_logprobs, completion_body, default
 
 
 async def chat(request: web.Request) -> web.Response:
-    body = await request.json()
+    completion = reply_to(await request.json())
+    return web.Response(text=json.dumps(completion), content_type="application/json")
+
+
+def reply_to(body: dict) -> dict:
+    """The completion this server sends for a request `body`."""
     content = default_content(body)
     completion = completion_body(body, content)
     logprobs = chat_logprobs(body, content, Reply())
@@ -37,7 +42,7 @@ async def chat(request: web.Request) -> web.Response:
                 for i in range(wanted - len(entry["top_logprobs"]))
             ]
         completion["choices"][0]["logprobs"] = logprobs
-    return web.Response(text=json.dumps(completion), content_type="application/json")
+    return completion
 
 
 async def health(_: web.Request) -> web.Response:
