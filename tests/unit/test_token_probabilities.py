@@ -227,7 +227,8 @@ def test_a_logprob_that_is_no_log_probability_leaves_no_distribution(where, logp
 @pytest.mark.parametrize(
     "logprob",
     [-0.2, *(value for value, _ in NOT_LOG_PROBABILITIES)],
-    ids="-0.2 1000 NaN Infinity -Infinity 0.5 10**400 null string true".split(),
+    ids=["-0.2", "1000", "NaN", "Infinity", "-Infinity", "0.5", "10**400", "null", "string",
+         "true"],  # fmt: skip
 )
 def test_the_lean_transport_s_fast_decoding_reads_as_the_standard_library_s(where, logprob):
     """judges/payloads.py decodes replies into structs (issue 40) and falls back to `json`
