@@ -244,6 +244,33 @@ def test_the_lean_transport_s_fast_decoding_reads_as_the_standard_library_s(wher
     assert structs == usable
 
 
+def _drop(entry: dict, key: str) -> None:
+    del entry[key]
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda token: token["top_logprobs"][1].update(token=3),
+        lambda token: _drop(token["top_logprobs"][1], "logprob"),
+        lambda token: _drop(token, "logprob"),
+        lambda token: token.update(token=None),
+        lambda token: token.update(top_logprobs=None),
+    ],
+    ids=["an alternative's token a number", "an alternative without logprob",
+         "a token without logprob", "a token that is not text", "top_logprobs null"],
+)  # fmt: skip
+def test_a_reply_of_another_shape_reads_the_same_decoded_either_way(spoil):
+    """What the structs do not hold falls back to `json` and reads as it always did: an
+    alternative that is not text is left out, a missing logprob is not a number (no
+    distribution), a token that is not text leaves no tokens at all."""
+    rubric = library_rubric("kinayat-explanation")
+    body = rating_payload(" 4", {"4": 0.7, "3": 0.3})
+    spoil(body["choices"][0]["logprobs"]["content"][3])
+    sent = json.dumps(body).encode()
+    assert read(RATING, rubric, decode_completion(sent)) == read(RATING, rubric, json.loads(sent))
+
+
 @pytest.mark.parametrize(
     "sent",
     [
