@@ -10,6 +10,7 @@ key: a rerun finds every stored key (`find_done`) and makes only the missing cal
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -258,6 +259,7 @@ class _Writer:
         self.store = store
         self.batch = batch
         self.linger = linger
+        self.closing = asyncio.Event()  # set by close: a save waiting for company stops waiting
         self.limit = 2 * batch  # graded requests waiting to be saved before graders wait
         self.queue: asyncio.Queue = asyncio.Queue()
         self.draining: asyncio.Task | None = None
@@ -281,6 +283,7 @@ class _Writer:
 
     async def close(self) -> None:
         """Save what is queued and stop; raises what a save raised."""
+        self.closing.set()
         await self.queue.put(None)
         await asyncio.shield(self.draining)
 
@@ -289,7 +292,8 @@ class _Writer:
         while not closing:
             items = [await self.queue.get()]
             if items[0] is not None and self.linger and self.queue.qsize() < self.batch:
-                await asyncio.sleep(self.linger)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.closing.wait(), self.linger)
             while not self.queue.empty() and len(items) < self.batch:
                 items.append(self.queue.get_nowait())
             if items[-1] is None:

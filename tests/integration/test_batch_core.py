@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -120,6 +121,15 @@ def test_a_save_waits_for_more_graded_requests_to_join_it(judges_config, llm_ser
         assert (stats.calls["ok"], len(store.saved)) == (80, 80)
         saves[linger] = store.saves
     assert saves[0.5] <= 10 < saves[0.0]
+
+
+def test_the_end_of_a_run_does_not_wait_out_a_save_s_wait(judges_config, llm_server):
+    store = CountingStore()
+    core = regrade_core(judges_config, store, write_linger=60.0)
+    started = time.monotonic()
+    stats = asyncio.run(core.run(answers(5)))
+    assert (stats.calls["ok"], len(store.saved), store.saves) == (5, 5, 1)
+    assert time.monotonic() - started < 30  # not the minute the save would have waited
 
 
 def test_a_rerun_makes_no_call_and_saves_nothing_again(judges_config, llm_server):
