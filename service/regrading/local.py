@@ -95,23 +95,25 @@ def not_yet_stored(graded: list[Graded], stored: dict[str, Any]) -> list[Graded]
     return fresh
 
 
-def result_records(graded: Graded) -> list[dict[str, Any]]:
-    """One line of the results file per judge that answered a graded answer (a reused
-    stored result included, marked `cached`), with the answer's item id and candidate."""
+def result_lines(graded: Graded) -> list[str]:
+    """One JSON line of the results file per judge that answered a graded answer (a reused
+    stored result included, marked `cached`): the answer's item id and candidate, then the
+    result's fields as pydantic's serialiser writes them (6 µs a line with token
+    probabilities, against 22 µs for `model_dump` then `json.dumps`: issue 40)."""
     results = graded.result.results if graded.result is not None else graded.judgments
-    return [
+    answer = json.dumps(
         {
             "item_id": graded.request.metadata.get("item_id"),
             "candidate_model": graded.request.candidate_model,
-            **result.model_dump(mode="json"),
-        }
-        for result in results
-    ]
+        },
+        ensure_ascii=False,
+    )
+    return [f"{answer[:-1]}, {result.model_dump_json()[1:]}\n" for result in results]
 
 
 @contextmanager
 def results_file(out: Path | None) -> Iterator[Callable[[Graded], None]]:
-    """A writer of each graded answer's lines (`result_records`) as it comes, so no result
+    """A writer of each graded answer's lines (`result_lines`) as it comes, so no result
     waits in memory. They go to a temporary file that replaces `out` when the run ends;
     an interrupted or failed run leaves the previous file whole. No `out`: nothing written."""
     if out is None:
@@ -120,9 +122,7 @@ def results_file(out: Path | None) -> Iterator[Callable[[Graded], None]]:
     temporary = out.with_suffix(out.suffix + ".tmp")
     try:
         with temporary.open("w", encoding="utf-8") as handle:
-            yield lambda graded: handle.writelines(
-                json.dumps(record, ensure_ascii=False) + "\n" for record in result_records(graded)
-            )
+            yield lambda graded: handle.writelines(result_lines(graded))
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
