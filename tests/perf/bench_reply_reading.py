@@ -11,7 +11,10 @@ uncertain (P(true) = 0.7), as a real judge's are. Each is read two ways:
 
 Both must give the same verdict and probabilities. Then the expected rubric score alone: by
 its definition (a `score` call for each of the 2^n combinations of marks, the code before
-this change) and over net points (`judges.logprobs._expected_rubric_score`).
+this change) and over net points (`judges.logprobs._expected_rubric_score`). Last, the two
+encodings around a call: its request body (`json.dumps` against msgspec, which the lean
+transport uses) and its line of `qadi regrade --out` (`model_dump` then `json.dumps`, as
+before, against `service.regrading.local.result_lines`).
 
 Run: .venv/bin/python tests/perf/bench_reply_reading.py [--repeat 2000]
 """
@@ -27,14 +30,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from judges import Grader, GradeRequest, parse_config  # noqa: E402
 from judges.logprobs import _expected_rubric_score  # noqa: E402
-from judges.models import JudgeResult  # noqa: E402
+from judges.models import Graded, JudgeResult  # noqa: E402
 from judges.payloads import decode_completion  # noqa: E402
 from judges.replies import judge_result, read_completion  # noqa: E402
 from rubrics import library_rubric, score  # noqa: E402
+from service.regrading.local import result_lines  # noqa: E402
 from tests.perf.instant_llm import reply_to  # noqa: E402
 
 RUBRIC = library_rubric("iraqi-linguistic-shaku-maku")
@@ -135,6 +141,28 @@ def main() -> None:
     print(
         f"expected rubric score, marks uncertain: by definition {1e6 * slow:6.1f} µs, "
         f"over net points {1e6 * fast:6.1f} µs ({fast / slow:.2f})"
+    )
+    body = {"model": "m", "messages": plan.call.messages, "logprobs": True, "top_logprobs": 10}
+    body["response_format"] = plan.call.response_format
+    assert json.loads(msgspec.json.encode(body)) == body
+    slow = cpu_per_call(lambda: json.dumps(body, ensure_ascii=False).encode(), args.repeat)
+    fast = cpu_per_call(lambda: msgspec.json.encode(body), args.repeat)
+    print(
+        f"request body: json.dumps {1e6 * slow:6.1f} µs, msgspec {1e6 * fast:6.1f} µs "
+        f"({fast / slow:.2f})"
+    )
+    graded = Graded(plan.request, judgments=[read(decode_completion(bodies["uncertain"]))])
+    answer = {"item_id": None, "candidate_model": plan.request.candidate_model}
+
+    def as_before() -> str:
+        return json.dumps({**answer, **graded.judgments[0].model_dump(mode="json")})
+
+    assert json.loads(as_before()) == json.loads(result_lines(graded)[0])
+    slow = cpu_per_call(as_before, args.repeat)
+    fast = cpu_per_call(lambda: result_lines(graded), args.repeat)
+    print(
+        f"results-file line: model_dump + json.dumps {1e6 * slow:6.1f} µs, "
+        f"result_lines {1e6 * fast:6.1f} µs ({fast / slow:.2f})"
     )
 
 
