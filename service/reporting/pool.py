@@ -10,7 +10,8 @@ A process does not take the GIL from another, but on a machine with few cores it
 the CPU: each worker lowers its own scheduling priority by QADI_REPORT_NICE, so when the
 cores are contended the serving process runs first and the report takes what is left.
 Each worker opens its own engine on the database (`worker_sessions`). 0 workers computes in the
-caller's thread, as before.
+caller's thread, as before. A worker ends when the process that made it dies, however it died
+(`_exit_with_parent`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import multiprocessing
 import os
 import pickle
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -77,7 +79,10 @@ class ReportPool:
             if self._pool is None:
                 context = multiprocessing.get_context("spawn")
                 self._pool = ProcessPoolExecutor(
-                    self.workers, mp_context=context, initializer=os.nice, initargs=(self.nice,)
+                    self.workers,
+                    mp_context=context,
+                    initializer=_start_worker,
+                    initargs=(os.getpid(), self.nice),
                 )
             pool = self._pool
         try:
@@ -92,6 +97,25 @@ class ReportPool:
                 self._pool = None
         pool.shutdown(wait=False, cancel_futures=True)
         return Busy("the report worker stopped before answering; retry")
+
+
+def _start_worker(parent: int, nice: int) -> None:
+    """A worker's start: a lower scheduling priority, and a watch on the process that made it."""
+    os.nice(nice)
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+
+
+PARENT_CHECK_SECONDS = 1.0
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker once `parent` is gone. A serving process killed outright (SIGKILL,
+    out of memory) shuts no pool down, and its workers' task queue stays open in each of
+    them, so they would wait on it forever, ~200 MB each (CI found seven after its chaos
+    tests killed services)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(0)
 
 
 def _portable(fn: Callable[..., T], *args: Any) -> T:

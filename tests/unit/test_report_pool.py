@@ -7,12 +7,16 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from calibration.checks import CalibrationInputError
 from service.errors import Busy
 from service.reporting.pool import ReportPool
+from tests.conftest import ROOT
 
 
 def test_the_work_runs_in_another_process_and_a_dead_worker_is_busy_then_replaced():
@@ -61,3 +65,38 @@ def test_an_error_whose_constructor_takes_more_than_a_message_crosses_back_whole
         assert pool.call(os.getpid) != os.getpid()  # the worker still answers
     finally:
         pool.close()
+
+
+def test_a_worker_ends_when_the_process_that_made_it_is_killed(tmp_path):
+    """A service killed outright (SIGKILL, out of memory) closes no pool: its report workers
+    must still end, not wait on their queue forever."""
+    script = (
+        "import os, sys, time\n"
+        "from service.reporting.pool import ReportPool\n"
+        "pool = ReportPool(2)\n"
+        "print(pool.call(os.getpid), pool.call(os.getpid), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        workers = {int(pid) for pid in owner.stdout.readline().split()}
+        assert workers and all(alive(pid) for pid in workers)
+        owner.kill()
+        owner.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(alive(pid) for pid in workers), f"workers {workers} outlived their owner"
+    finally:
+        owner.kill()
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, ended and not yet reaped by init, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
