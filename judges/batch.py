@@ -259,7 +259,7 @@ class _Writer:
         self.store = store
         self.batch = batch
         self.linger = linger
-        self.closing = asyncio.Event()  # set by close: a save waiting for company stops waiting
+        self.stopping = asyncio.Event()  # set by close: a save waiting for company stops waiting
         self.limit = 2 * batch  # graded requests waiting to be saved before graders wait
         self.queue: asyncio.Queue = asyncio.Queue()
         self.draining: asyncio.Task | None = None
@@ -283,7 +283,7 @@ class _Writer:
 
     async def close(self) -> None:
         """Save what is queued and stop; raises what a save raised."""
-        self.closing.set()
+        self.stopping.set()
         await self.queue.put(None)
         await asyncio.shield(self.draining)
 
@@ -293,7 +293,7 @@ class _Writer:
             items = [await self.queue.get()]
             if items[0] is not None and self.linger and self.queue.qsize() < self.batch:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.closing.wait(), self.linger)
+                    await asyncio.wait_for(self.stopping.wait(), self.linger)
             while not self.queue.empty() and len(items) < self.batch:
                 items.append(self.queue.get_nowait())
             if items[-1] is None:
