@@ -4,7 +4,9 @@ before every stored judgment and every estimate."""
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
+import numpy as np
 import pytest
 
 from calibration.finite import first_non_finite
@@ -26,3 +28,21 @@ def test_the_shallowest_non_finite_number_is_named_by_its_path(bad):
 def test_a_bare_number_is_checked_too():
     assert first_non_finite(math.inf, "score") == ("score", math.inf)
     assert first_non_finite(3.0, "score") is None
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda bad: {"x": np.float64(bad)},  # a subclass of float
+        lambda bad: OrderedDict(x=[bad]),  # of dict
+        lambda bad: {"x": _Row([1.0, bad])},  # of list
+    ],
+)
+def test_subclasses_of_json_s_types_are_searched_too(wrap):
+    found = first_non_finite(wrap(math.nan), "row")
+    assert found is not None and math.isnan(found[1])
+    assert first_non_finite(wrap(1.0), "row") is None
+
+
+class _Row(list):
+    """A list of another type, as a library may hand one over."""
