@@ -59,8 +59,11 @@ lint: $(FULL)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
+# The suite in TEST_PROCESSES processes (pytest-xdist; CI has two cores); tests that share one
+# thing of the machine stay in one process (tests/conftest.py, SHARED_GROUPS).
+TEST_PROCESSES ?= 2
 test: $(FULL) lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadgroup
 
 # The documentation site (mkdocs.yml, docs/): built strictly into site/, or served with live
 # reload on DOCS_ADDR (not 8000, where `qadi serve` listens). NO_MKDOCS_2_WARNING silences

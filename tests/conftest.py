@@ -213,8 +213,51 @@ def judges_config(llm_server: LLMServer):
 # Database tests run on SQLite always and on PostgreSQL when QADI_TEST_POSTGRES_URL is set
 # (.ci/run sets it). Asked for PostgreSQL and unable to reach it, the run fails, never skips.
 
-POSTGRES_URL = os.environ.get("QADI_TEST_POSTGRES_URL")
+
+def worker_database(url: str | None) -> str | None:
+    """CI's PostgreSQL database for this test process: under pytest-xdist (`make test` runs
+    the suite in two processes) each worker has a database of its own on the same server,
+    made on first use, since a test empties the whole schema it runs on (`reset_postgres`)
+    and would pull it from under the other worker's test."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not url or not worker:
+        return url
+    from sqlalchemy import create_engine, make_url, text
+
+    base = make_url(url)
+    name = f"{base.database}_{worker}"
+    engine = create_engine(base, isolation_level="AUTOCOMMIT")  # CREATE DATABASE needs it
+    try:
+        with engine.connect() as connection:
+            exists = connection.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}
+            ).first()
+            if not exists:
+                connection.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        engine.dispose()
+    return base.set(database=name).render_as_string(hide_password=False)
+
+
+POSTGRES_URL = worker_database(os.environ.get("QADI_TEST_POSTGRES_URL"))
 BACKENDS = ["sqlite", "postgresql"] if POSTGRES_URL else ["sqlite"]
+
+
+# `make test` runs the suite in two processes (pytest-xdist, --dist loadgroup). Each file's
+# tests run in one of them, so a module's fixtures are made once (a local Ray, a service);
+# files that share one thing of the machine run in the same process, one after the other:
+# the real judge is one vLLM server on the CPU, and its tests' timeouts assume they have it
+# to themselves.
+SHARED_GROUPS = {ROOT / "tests" / "realjudge": "real-judge"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = next(
+            (name for folder, name in SHARED_GROUPS.items() if item.path.is_relative_to(folder)),
+            str(item.path.relative_to(ROOT)),
+        )
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_generate_tests(metafunc):

@@ -206,11 +206,11 @@ def test_the_issues_fault_mix_at_concurrency_32_grades_95_percent(database, tmp_
     assert injected.get("429", 0) > 0 and injected.get("500", 0) > 0, injected  # the mix ran
 
 
-def _exhaust_connections(seconds: float):
+def _exhaust_connections(url: str, seconds: float):
     """An event that takes every connection slot of the PostgreSQL server for `seconds`
     (more clients than max_connections), after cutting the service's own connections, so
     the service must open new ones while none is left; then lets them all go."""
-    dsn = make_url(POSTGRES_URL).set(drivername="postgresql").render_as_string(False)
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(False)
 
     def fill(held: list) -> None:
         while True:
@@ -231,12 +231,16 @@ def _exhaust_connections(seconds: float):
         fill(held)
         slots = int(held[0].execute("SHOW max_connections").fetchone()[0])
         for _ in range(200):
-            cut = held[0].execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> "
-                "pg_backend_pid() AND backend_type = 'client backend' "
-                "AND application_name <> %s",
-                (HOG,),
-            ).fetchall()
+            cut = (
+                held[0]
+                .execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> "
+                    "pg_backend_pid() AND backend_type = 'client backend' "
+                    "AND application_name <> %s",
+                    (HOG,),
+                )
+                .fetchall()
+            )
             if not cut and len(held) == slots:  # the service can open none
                 return held
             time.sleep(0.05)  # a terminated backend frees its slot a moment later
@@ -264,9 +268,10 @@ def _exhaust_connections(seconds: float):
 HOG = "qadi-chaos-hog"
 
 
-def _connection_exhaustion_answers_503_and_recovers_without_restart(tmp_path):
-    chaos = Chaos(tmp_path, POSTGRES_URL, faults={"latency_min": 0.05, "latency_max": 0.2})
-    exhaust = _exhaust_connections(seconds=4)
+def _connection_exhaustion_answers_503_and_recovers_without_restart(tmp_path, own_postgres):
+    """On a server of the test's own: the suite's other process uses CI's."""
+    chaos = Chaos(tmp_path, own_postgres.url, faults={"latency_min": 0.05, "latency_max": 0.2})
+    exhaust = _exhaust_connections(own_postgres.url, seconds=4)
     exhaust.base, exhaust.headers = chaos.base, chaos.headers
 
     async def scenario():

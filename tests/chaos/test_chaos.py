@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import subprocess
 
 import httpx
 import pytest
-from sqlalchemy.engine import make_url
 
+from tests.chaos.conftest import OwnPostgres
 from tests.chaos.harness import PROVIDER_FAULTS, Chaos
-from tests.conftest import POSTGRES_URL, ROOT
+from tests.conftest import POSTGRES_URL
 
 
 def run(chaos: Chaos, scenario) -> None:
@@ -106,37 +104,24 @@ def test_kill_then_ten_concurrent_retries_per_key_take_over_exactly_once(databas
     assert figures["calls_without_judgment"] <= 20
 
 
-def _postgres_outage(seconds: float):
+def _postgres_outage(server: OwnPostgres, seconds: float):
     """An event that stops the PostgreSQL server for `seconds`, then starts it again."""
 
-    # the server behind QADI_TEST_POSTGRES_URL, whatever .ci/postgres.sh's defaults are
-    port = str(make_url(POSTGRES_URL).port)
-    server = {
-        **os.environ,
-        "QADI_PG_PORT": port,
-        "QADI_PG_DATA": os.environ.get("QADI_PG_DATA", f"/tmp/qadi-pg-{port}"),
-    }
-
-    def down() -> None:
-        subprocess.run(["bash", ".ci/postgres.sh", "halt"], cwd=ROOT, check=True, env=server)
-
-    def up() -> None:
-        subprocess.run(["bash", ".ci/postgres.sh", "resume"], cwd=ROOT, check=True, env=server)
-
     async def event() -> None:
-        await asyncio.to_thread(down)
+        await asyncio.to_thread(server.ctl, "halt")
         try:
             await asyncio.sleep(seconds)
         finally:
-            await asyncio.to_thread(up)
+            await asyncio.to_thread(server.ctl, "resume")
 
     return event
 
 
-def _postgres_outage_answers_503_json_and_recovers_without_restart(tmp_path):
-    """The PostgreSQL server stopped mid-load (CI's server, restarted by .ci/postgres.sh)."""
-    chaos = Chaos(tmp_path, POSTGRES_URL, faults={"latency_min": 0.05, "latency_max": 0.2})
-    outage = _postgres_outage(seconds=6)
+def _postgres_outage_answers_503_json_and_recovers_without_restart(tmp_path, own_postgres):
+    """The PostgreSQL server stopped mid-load (a server of the test's own, restarted by
+    .ci/postgres.sh)."""
+    chaos = Chaos(tmp_path, own_postgres.url, faults={"latency_min": 0.05, "latency_max": 0.2})
+    outage = _postgres_outage(own_postgres, seconds=6)
 
     async def scenario():
         await chaos.load(clients=6, seconds=16, events=[(4.0, outage)])

@@ -39,7 +39,9 @@ def hostile_template_body(number: int) -> dict:
 def test_freezing_templates_under_load_are_refused_at_once_and_the_workers_keep_serving(
     sqlite_database, tmp_path
 ):
-    chaos = Chaos(tmp_path, sqlite_database, faults={"latency_min": 0.02, "latency_max": 0.1}, workers=2)
+    chaos = Chaos(
+        tmp_path, sqlite_database, faults={"latency_min": 0.02, "latency_max": 0.1}, workers=2
+    )
     hostile: list[tuple[int, float, str]] = []
     health: list[float] = []
 
@@ -146,7 +148,9 @@ def test_probe_runs_past_the_services_bounds_are_refused_at_once_beside_load(
     issue 42 a run of 1,000 planned 156,000 and called them all, holding the event loop 13.7
     s to plan them): refused at QADI_PROBE_MAX_CALLS, run or dry run, with no call, while
     grading goes on on two workers and /healthz keeps answering."""
-    chaos = Chaos(tmp_path, sqlite_database, faults={"latency_min": 0.02, "latency_max": 0.1}, workers=2)
+    chaos = Chaos(
+        tmp_path, sqlite_database, faults={"latency_min": 0.02, "latency_max": 0.1}, workers=2
+    )
     hostile: list[tuple[int, float, dict]] = []
     health: list[float] = []
     body = {"rubric": "kinayat-explanation", "items": short_answers(5000), "max_calls": None}

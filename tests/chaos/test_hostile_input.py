@@ -189,7 +189,11 @@ def test_nul_in_a_cursor_is_a_422(service, path):
     response = service.client.get(path, params={"cursor": cursor}, headers=service.headers(scope))
     assert response.status_code == 422
     assert response.json()["detail"] == [
-        {"loc": ["query", "cursor"], "msg": "not a cursor returned by this API", "type": "value_error"}
+        {
+            "loc": ["query", "cursor"],
+            "msg": "not a cursor returned by this API",
+            "type": "value_error",
+        }
     ]
 
 
@@ -351,8 +355,13 @@ def test_the_schema_refuses_an_ok_judgment_without_a_score(tmp_path):
         connection.execute(insert(ItemRow).values(id=1, content_hash="i", prompt="p"))
         connection.execute(
             insert(ResponseRow).values(
-                id=1, project="default", content_hash="r", item_id=1, item_key="i",
-                candidate_model="c", text="t",
+                id=1,
+                project="default",
+                content_hash="r",
+                item_id=1,
+                item_key="i",
+                candidate_model="c",
+                text="t",
             )  # fmt: skip
         )
         connection.execute(insert(JudgmentRow).values(id="a", score=3.0, **judgment))
@@ -426,8 +435,11 @@ def test_duplicate_pairs_in_one_upload_are_reported_with_their_rows(service):
     }
     stored = service.get("/grades", scope="grades", params={"item_id": "i1"}).json()["items"]
     assert [g["score"] for g in stored] == [4.0]  # the last row of the pair, as documented
-    again = service.post("/grades", scope="grades", json=[{"item_id": "i1", "rater": "r",
-                                                           "rater_kind": "human", "score": 2}])
+    again = service.post(
+        "/grades",
+        scope="grades",
+        json=[{"item_id": "i1", "rater": "r", "rater_kind": "human", "score": 2}],
+    )
     assert again.json() == {"inserted": 0, "updated": 1}  # no duplicates key when none
 
 
@@ -632,7 +644,10 @@ def test_scores_whose_arithmetic_overflows_are_a_422_naming_the_estimate(service
     )
     inline = service.post("/estimates", scope="grades", json={"grades": rows})
     assert first_error(inline) == {"loc": ["body", "grades"], "msg": message, "type": "value_error"}
-    assert service.post("/grades", scope="grades", json=rows).json() == {"inserted": 15, "updated": 0}
+    assert service.post("/grades", scope="grades", json=rows).json() == {
+        "inserted": 15,
+        "updated": 0,
+    }
     from_database = service.post("/estimates", scope="grades", json={})
     assert first_error(from_database)["msg"] == message
     stored = service.get("/grades", scope="grades", params={"limit": 100}).json()["items"]
@@ -669,7 +684,9 @@ def test_a_compared_stratum_in_one_cluster_has_no_interval_and_says_why(service,
     a = labelled_grades(lambda i: 1 + i % 3, lambda i: 1 + 2 * i % 5, n=8, labelled=4)
     b = labelled_grades(lambda i: 1 + i % 2, lambda i: 2 + i % 3, n=4, labelled=2)
     rows = [{**r, "candidate_model": "A", "prompt": f"p{r['item_id'][1:]}"} for r in a]
-    rows += [{**r, "item_id": "b" + r["item_id"], "candidate_model": "B", "prompt": "one"} for r in b]
+    rows += [
+        {**r, "item_id": "b" + r["item_id"], "candidate_model": "B", "prompt": "one"} for r in b
+    ]
     options = {"by": ["candidate_model"], "compare": ["A", "B"], "cluster": "prompt"}
     answer = service.post("/estimates", scope="grades", json={"grades": rows, **options})
     assert answer.status_code == 200, answer.text

@@ -53,14 +53,22 @@ def judges_file(folder: Path, api_base: str) -> Path:
         yaml.safe_dump(
             {
                 "model_list": [
-                    {"model_name": "gpt-judge",
-                     "litellm_params": {"model": "openai/gpt-4.1", **params}},
-                    {"model_name": "claude-judge",
-                     "litellm_params": {"model": "openai/claude-3-5-sonnet", **params},
-                     "provider": "anthropic"},
-                    {"model_name": "qwen-target",
-                     "litellm_params": {"model": "hosted_vllm/Qwen/Qwen2.5-7B-Instruct",
-                                        **params}},
+                    {
+                        "model_name": "gpt-judge",
+                        "litellm_params": {"model": "openai/gpt-4.1", **params},
+                    },
+                    {
+                        "model_name": "claude-judge",
+                        "litellm_params": {"model": "openai/claude-3-5-sonnet", **params},
+                        "provider": "anthropic",
+                    },
+                    {
+                        "model_name": "qwen-target",
+                        "litellm_params": {
+                            "model": "hosted_vllm/Qwen/Qwen2.5-7B-Instruct",
+                            **params,
+                        },
+                    },
                 ],
                 "qadi": {"num_retries": RETRIES, "timeout": JUDGE_TIMEOUT, "cooldown_time": 0},
             }
@@ -156,8 +164,11 @@ def test_regrade_killed_under_provider_faults_resumes_without_loss_or_duplicates
     assert killed_at < ANSWERS * len(JUDGES)
     assert len(verdicts) == ANSWERS * len(JUDGES)  # nothing lost: every call has its verdict
     assert set(verdicts.values()) == {1}  # nothing judged twice
-    assert not [r.id for r in rows if r.status == "ok" and (r.score is None or FAULT_MARK in
-                                                            (r.raw_reply or ""))]
+    assert not [
+        r.id
+        for r in rows
+        if r.status == "ok" and (r.score is None or FAULT_MARK in (r.raw_reply or ""))
+    ]
     assert not [r.id for r in rows if SECRET in f"{r.raw_reply}{r.error}"]
     # the runs after the kill record every call they make in a stored judgment's attempts;
     # the killed run's calls are recorded but for those not yet saved when it died (in
@@ -170,9 +181,7 @@ def test_regrade_killed_under_provider_faults_resumes_without_loss_or_duplicates
 
 
 @SLOW_MACHINE
-def test_bench_run_killed_under_provider_faults_resumes_from_its_stored_answers(
-    database, tmp_path
-):
+def test_bench_run_killed_under_provider_faults_resumes_from_its_stored_answers(database, tmp_path):
     """`qadi bench run` stores answers as they come (a few at a time), so a run killed
     mid-task keeps them and the next run answers them from the cache: the calls of each run
     are those the runs before it had no usable answer for, and each run answers every item
