@@ -23,6 +23,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # one Router, so only the tests need the higher cap.
 os.environ.setdefault("LITELLM_MAX_CALLBACKS", "100000")
 ROOT = Path(__file__).resolve().parent.parent
+# pytest-xdist sets COLUMNS in its worker processes (80, its own terminal's width); the suite
+# reads qadi's tables as a run without a terminal prints them, at 160 columns
+# (service/cli/app.py), whichever process it runs in.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
 
 
 def settled(read: Callable[[], Any], pause: float, unchanged: int) -> Any:
