@@ -50,8 +50,9 @@ class OwnPostgres:
 @pytest.fixture
 def own_postgres() -> Iterator[OwnPostgres]:
     """A server started for the test (.ci/postgres.sh, on a free port, a few seconds), for
-    the chaos tests that stop a server or take every connection it has: CI's server is
-    shared with the suite's other process (pytest-xdist), whose tests would fail with it."""
+    the chaos tests that stop a server or take every connection it has: CI's server may be
+    shared with the suite's other process (`make test TEST_PROCESSES=2`), whose tests would
+    fail with it, and no later test meets a server an outage test restarted."""
     port = free_port()
     data = f"/tmp/qadi-pg-{port}"
     env = {**os.environ, "QADI_PG_PORT": str(port), "QADI_PG_DATA": data}
