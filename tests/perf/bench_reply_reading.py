@@ -14,7 +14,10 @@ its definition (a `score` call for each of the 2^n combinations of marks, the co
 this change) and over net points (`judges.logprobs._expected_rubric_score`). Last, the two
 encodings around a call: its request body (`json.dumps` against msgspec, which the lean
 transport uses) and its line of `qadi regrade --out` (`model_dump` then `json.dumps`, as
-before, against `service.regrading.local.result_lines`).
+before, against `service.regrading.local.result_lines`). Then its judgments row with the
+check that no number in it is NaN or infinite (`service.stores.judgments.row_values`):
+field by field with an `isinstance` walk, as before, against one `model_dump` and the walk
+by exact types.
 
 Run: .venv/bin/python tests/perf/bench_reply_reading.py [--repeat 2000]
 """
@@ -40,7 +43,9 @@ from judges.models import Graded, JudgeResult  # noqa: E402
 from judges.payloads import decode_completion  # noqa: E402
 from judges.replies import judge_result, read_completion  # noqa: E402
 from rubrics import library_rubric, score  # noqa: E402
+from service.db.values import utcnow  # noqa: E402
 from service.regrading.local import result_lines  # noqa: E402
+from service.stores.judgments import _RESULT_COLUMNS, row_values  # noqa: E402
 from tests.perf.instant_llm import reply_to  # noqa: E402
 
 RUBRIC = library_rubric("iraqi-linguistic-shaku-maku")
@@ -105,6 +110,37 @@ def by_definition(criteria) -> float:
     return round(total, 6)
 
 
+def row_as_before(result: JudgeResult) -> dict:
+    """The judgments row as row_values built and checked it before (issue 40's last round)."""
+    values = {column: getattr(result, name) for name, column in _RESULT_COLUMNS.items()}
+    values.update(
+        project="p",
+        request_id=None,
+        response_id=1,
+        criteria=[c.model_dump() for c in result.criteria],
+        probabilities=result.probabilities.model_dump(mode="json"),
+        samples=None,
+        created_at=utcnow(),
+    )
+    assert not _isinstance_walk(values)
+    return values
+
+
+def _isinstance_walk(value: object) -> bool:
+    """calibration.finite._holds_non_finite as it was: `isinstance` for every element."""
+    waiting = [value]
+    while waiting:
+        item = waiting.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            waiting.extend(item.values())
+        elif isinstance(item, list | tuple):
+            waiting.extend(item)
+    return False
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2000)
@@ -163,6 +199,15 @@ def main() -> None:
     print(
         f"results-file line: model_dump + json.dumps {1e6 * slow:6.1f} µs, "
         f"result_lines {1e6 * fast:6.1f} µs ({fast / slow:.2f})"
+    )
+    judgment = graded.judgments[0]
+    new, old = row_values("p", judgment, None, 1), row_as_before(judgment)
+    assert {**new, "created_at": None} == {**old, "created_at": None}
+    slow = cpu_per_call(lambda: row_as_before(judgment), args.repeat)
+    fast = cpu_per_call(lambda: row_values("p", judgment, None, 1), args.repeat)
+    print(
+        f"judgments row, checked: field by field {1e6 * slow:6.1f} µs, "
+        f"one dump {1e6 * fast:6.1f} µs ({fast / slow:.2f})"
     )
 
 
