@@ -53,9 +53,9 @@ _RESULT_COLUMNS = {
 }
 
 
-# what a judgments row takes from a result as pydantic dumps it (one dump of the model, a
-# third of the CPU of reading each field and dumping each criterion apart: issue 40); the
-# token probabilities and samples are dumped as JSON
+# what a judgments row takes from a result as pydantic dumps it: one dump of the model
+# (issue 40; for a judgment without token probabilities a third of the CPU of reading each
+# field and dumping each criterion apart); the token probabilities and samples as JSON
 _DUMPED = frozenset(_RESULT_COLUMNS) | {"criteria"}
 _RENAMED = {name: column for name, column in _RESULT_COLUMNS.items() if name != column}
 

@@ -6,7 +6,6 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
@@ -29,44 +28,39 @@ def sqlite_database(tmp_path) -> str:
     return f"sqlite:///{tmp_path / 'qadi.db'}"
 
 
-@dataclass(frozen=True)
 class OwnPostgres:
-    """A PostgreSQL server of one test's own: its URL, and the environment that makes
-    .ci/postgres.sh act on it (halt, resume)."""
+    """A PostgreSQL server of one test's own, started on a free port (a few seconds):
+    .ci/postgres.sh acts on it (start, halt, resume, stop) through the environment that
+    names its port and data directory."""
 
-    url: str
-    env: dict[str, str]
+    def __init__(self) -> None:
+        port = free_port()
+        self.data = f"/tmp/qadi-pg-{port}"
+        self.env = {**os.environ, "QADI_PG_PORT": str(port), "QADI_PG_DATA": self.data}
+        self.url = re.search(r"QADI_TEST_POSTGRES_URL=(\S+)", self.ctl("start"))[1]
 
-    def ctl(self, action: str) -> None:
-        subprocess.run(
+    def ctl(self, action: str, check: bool = True) -> str:
+        """`.ci/postgres.sh ACTION` on this server; what it printed."""
+        done = subprocess.run(
             ["bash", ".ci/postgres.sh", action],
             cwd=ROOT,
             env=self.env,
-            check=True,
+            check=check,
             capture_output=True,
+            text=True,
         )
+        return done.stdout
 
 
 @pytest.fixture
 def own_postgres() -> Iterator[OwnPostgres]:
-    """A server started for the test (.ci/postgres.sh, on a free port, a few seconds), for
-    the chaos tests that stop a server or take every connection it has: CI's server may be
-    shared with the suite's other process (`make test TEST_PROCESSES=2`), whose tests would
-    fail with it, and no later test meets a server an outage test restarted."""
-    port = free_port()
-    data = f"/tmp/qadi-pg-{port}"
-    env = {**os.environ, "QADI_PG_PORT": str(port), "QADI_PG_DATA": data}
-    started = subprocess.run(
-        ["bash", ".ci/postgres.sh", "start"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    server = OwnPostgres(re.search(r"QADI_TEST_POSTGRES_URL=(\S+)", started.stdout)[1], env)
+    """A server for the chaos tests that stop a server or take every connection it has:
+    CI's server may be shared with the suite's other process (`make test
+    TEST_PROCESSES=2`), whose tests would fail with it, and no later test meets a server an
+    outage test restarted."""
+    server = OwnPostgres()
     try:
         yield server
     finally:
-        subprocess.run(["bash", ".ci/postgres.sh", "stop"], cwd=ROOT, env=env, capture_output=True)
-        shutil.rmtree(data, ignore_errors=True)
+        server.ctl("stop", check=False)
+        shutil.rmtree(server.data, ignore_errors=True)
