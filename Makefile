@@ -59,10 +59,10 @@ lint: $(FULL)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
-# TEST_PROCESSES=2 runs the suite in two processes (pytest-xdist; tests that share one thing
-# of the machine stay in one, tests/conftest.py SHARED_GROUPS); 0, the default, in this one
-# (docs/how-to/run-the-tests.md says why).
-TEST_PROCESSES ?= 0
+# The suite runs in two processes (pytest-xdist; tests that share one thing of the machine
+# stay in one, tests/conftest.py SHARED_GROUPS): on CI's two cores it takes about half the
+# time of one. TEST_PROCESSES=0 runs it in this one (docs/how-to/run-the-tests.md).
+TEST_PROCESSES ?= 2
 test: $(FULL) lint
 	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadgroup
 

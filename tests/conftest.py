@@ -220,8 +220,8 @@ def judges_config(llm_server: LLMServer):
 
 
 def worker_database(url: str | None) -> str | None:
-    """CI's PostgreSQL database for this test process: under pytest-xdist (`make test
-    TEST_PROCESSES=2`) each worker has a database of its own on the same server,
+    """CI's PostgreSQL database for this test process: under pytest-xdist (`make test`
+    runs two processes) each worker has a database of its own on the same server,
     made on first use, since a test empties the whole schema it runs on (`reset_postgres`)
     and would pull it from under the other worker's test."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
@@ -248,8 +248,9 @@ POSTGRES_URL = worker_database(os.environ.get("QADI_TEST_POSTGRES_URL"))
 BACKENDS = ["sqlite", "postgresql"] if POSTGRES_URL else ["sqlite"]
 
 
-# `make test TEST_PROCESSES=2` runs the suite in two processes (pytest-xdist, --dist
-# loadgroup). Each file's tests run in one of them, so a module's fixtures are made once (a local Ray, a service);
+# `make test` runs the suite in two processes (pytest-xdist, --dist loadgroup). Each
+# file's tests run in one of them, so a module's fixtures are made once (a local Ray, a
+# service);
 # files that share one thing of the machine run in the same process, one after the other:
 # the real judge is one vLLM server on the CPU, and its tests' timeouts assume they have it
 # to themselves.

@@ -55,9 +55,8 @@ class OwnPostgres:
 @pytest.fixture
 def own_postgres() -> Iterator[OwnPostgres]:
     """A server for the chaos tests that stop a server or take every connection it has:
-    CI's server may be shared with the suite's other process (`make test
-    TEST_PROCESSES=2`), whose tests would fail with it, and no later test meets a server an
-    outage test restarted."""
+    CI's server is shared with the suite's other process (`make test` runs two), whose
+    tests would fail with it, and no later test meets a server an outage test restarted."""
     server = OwnPostgres()
     try:
         yield server
