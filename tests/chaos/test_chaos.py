@@ -57,7 +57,15 @@ async def judges_thinking(chaos: Chaos, calls: int, within: float = 120) -> None
 
 @pytest.mark.timeout(900)  # two service starts and a stale claim's minute, on a busy machine
 def test_kill_then_ten_concurrent_retries_per_key_take_over_exactly_once(database, tmp_path):
-    chaos = Chaos(tmp_path, database, faults={"latency_min": 3.0, "latency_max": 3.0})
+    # a retry takes over once the killed claim is older than the request deadline (limits.py
+    # request_deadline): 61 s with the default 10 s wait for a 429's Retry-After, 43 s with
+    # 1 s, and no call here is a 429
+    chaos = Chaos(
+        tmp_path,
+        database,
+        faults={"latency_min": 3.0, "latency_max": 3.0},
+        qadi={"max_retry_wait": 1.0},
+    )
 
     async def first_attempts():
         """One request per key, left in flight by the kill (the client sees the socket die)."""
