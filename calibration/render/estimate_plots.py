@@ -37,5 +37,6 @@ def three_intervals(stratum: str, rows: list[tuple[str, dict[str, Any]]], confid
     ax.set_xticks(range(len(rows)), [judge for judge, _ in rows], rotation=20, ha="right")
     ax.set_ylabel("mean score")
     ax.set_title(f"{stratum}: {confidence} intervals")
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:  # a stratum where no judge has an estimate has none
+        ax.legend(fontsize=7)
     return _png(fig)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+import warnings
 
 import pytest
 from scipy import stats
@@ -190,7 +191,10 @@ def test_drift_is_welch_per_cell_with_benjamini_hochberg_over_the_night():
     change = found["changes"][1]
     assert change["previous_se_source"] == "interval" and change["se"] == 0.05
     assert (change["value"], change["ci"], change["previous"], change["previous_ci"]) == (
-        0.9, [0.8, 1.0], 0.5, [0.3, 0.7]
+        0.9,
+        [0.8, 1.0],
+        0.5,
+        [0.3, 0.7],
     )
 
 
@@ -242,9 +246,16 @@ def test_queued_labels_weight_the_means_and_the_reports_warn_about_the_rest():
         rows.append(grade(f"i{i}", "J", "judge", judged, s=stratum,
                           inclusion_stratum=f"s={stratum}"))  # fmt: skip
         if labelled:
-            rows.append(GradeRow(item_id=f"i{i}", rater="sme", rater_kind="human", score=truth,
-                                 inclusion_prob=share,
-                                 attributes={"s": stratum, "inclusion_stratum": f"s={stratum}"}))
+            rows.append(
+                GradeRow(
+                    item_id=f"i{i}",
+                    rater="sme",
+                    rater_kind="human",
+                    score=truth,
+                    inclusion_prob=share,
+                    attributes={"s": stratum, "inclusion_stratum": f"s={stratum}"},
+                )
+            )
     report = calibrate(rows, CalibrationOptions(scale_min=1, scale_max=5, bootstrap=50))
     block = report["judges"]["J"]["overall"]
     assert block["signed_error"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.0)  # unweighted: 0.8
@@ -290,3 +301,17 @@ def test_the_label_multiplier_travels_from_the_estimate_to_the_history_and_the_d
     summary = dashboard_summary(report, None)
     assert [r["label_multiplier"] for r in summary["trust_rows"]] == [3.0, None]
     assert summary["estimate"]["judges"]["j"]["candidate_model=m"]["label_multiplier"] == 1.5
+
+
+def test_an_estimate_figure_without_estimates_draws_no_empty_legend():
+    """A stratum where no judge has an estimate (imported scorer grades left out of a rubric
+    report) renders without matplotlib's empty-legend warning, as one with estimates does."""
+    from calibration.render.estimate_plots import three_intervals
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        empty = three_intervals("overall", [("judge-a", {})], "95%")
+        drawn = three_intervals(
+            "overall", [("judge-a", {"estimate": 3.1, "ci": [2.9, 3.3]})], "95%"
+        )
+    assert empty.startswith(b"\x89PNG") and drawn.startswith(b"\x89PNG")
