@@ -250,8 +250,8 @@ BACKENDS = ["sqlite", "postgresql"] if POSTGRES_URL else ["sqlite"]
 
 # `make test` runs the suite in two processes (pytest-xdist, --dist loadgroup). Each
 # file's tests run in one of them, so a module's fixtures are made once (a local Ray, a
-# service);
-# files that share one thing of the machine run in the same process, one after the other:
+# service); files that share one thing of the machine run in the same process, one after
+# the other:
 # the real judge is one vLLM server on the CPU, and its tests' timeouts assume they have it
 # to themselves.
 SHARED_GROUPS = {ROOT / "tests" / "realjudge": "real-judge"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibration.render.plots import _png, plt
+from calibration.render.plots import _png, legend_if_labelled, plt
 
 PARTS = (
     ("judge_only", "judge only", "C1"),
@@ -37,6 +37,5 @@ def three_intervals(stratum: str, rows: list[tuple[str, dict[str, Any]]], confid
     ax.set_xticks(range(len(rows)), [judge for judge, _ in rows], rotation=20, ha="right")
     ax.set_ylabel("mean score")
     ax.set_title(f"{stratum}: {confidence} intervals")
-    if ax.get_legend_handles_labels()[0]:  # a stratum where no judge has an estimate has none
-        ax.legend(fontsize=7)
+    legend_if_labelled(ax, fontsize=7)  # a stratum where no judge has an estimate has none
     return _png(fig)

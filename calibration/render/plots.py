@@ -19,6 +19,13 @@ def _png(fig) -> bytes:
     return buffer.getvalue()
 
 
+def legend_if_labelled(ax, **options: Any) -> None:
+    """The axes' legend, when something on them is labelled: a figure with nothing to plot
+    (no estimate, no change) would otherwise get matplotlib's empty-legend warning."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**options)
+
+
 def _interval(block: dict[str, Any], metric: str) -> tuple[float, float, float] | None:
     value, ci = block.get(metric), (block.get("ci") or {}).get(metric)
     if value is None:

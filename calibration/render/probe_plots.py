@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibration.render.plots import _png, plt
+from calibration.render.plots import _png, legend_if_labelled, plt
 
 
 def effects(report: dict[str, Any]) -> bytes:
@@ -40,8 +40,7 @@ def figure(report: dict[str, Any]) -> plt.Figure:
     ax.set_xlabel("mean change of the grade (treated − baseline), points")
     q = report["options"]["q"]
     ax.set_title(f"probe effects (filled: moved, q ≤ {q:g})", fontsize=10)
-    if ax.get_legend_handles_labels()[0]:  # a judge whose every cell lacks a change has none
-        ax.legend(fontsize=7, loc="best")
+    legend_if_labelled(ax, fontsize=7, loc="best")  # none when no cell has a change
     return fig
 
 
