@@ -27,6 +27,7 @@ from service.api import (
 )
 from service.api.gauges import CalibrationGauges
 from service.api.middleware import BodySizeLimit, HttpMetrics
+from service.collector import start_up_frozen
 from service.db.engine import open_database, session_scope, storage_guard
 from service.errors import StorageUnavailable
 from service.judging.grading import GradingService
@@ -71,7 +72,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             interval = settings.recalibration_interval_seconds
             tasks.append(asyncio.create_task(recalibrator.run_forever(interval)))
         try:
-            yield
+            with start_up_frozen():  # what start-up made lives as long as the service
+                yield
         finally:
             for task in tasks:
                 task.cancel()

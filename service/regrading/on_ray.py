@@ -58,6 +58,7 @@ from judges import (
 )
 from judges.batch import chunks
 from rubrics import Rubric
+from service.collector import start_up_frozen
 from service.db.engine import make_engine, make_sessionmaker
 from service.stores.judgments import project_batcher
 
@@ -110,7 +111,8 @@ class GraderActor:
         requests = [self.rubrics.request(rubric, request) for rubric, request in rows]
         row_of = {id(r): i for i, r in enumerate(requests)}
         graded: list[Graded] = []
-        await self.batcher.run(requests, graded.append)
+        with start_up_frozen():
+            await self.batcher.run(requests, graded.append)
         rows = [row_of[id(g.request)] for g in graded]
         return {
             "rubric": batch["rubric"][rows],

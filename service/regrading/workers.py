@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterable
 
 from judges import BatchOptions, BatchStats, Graded, Grader, GradeRequest, JudgesConfig
+from service.collector import start_up_frozen
 from service.db.engine import make_engine, make_sessionmaker
 from service.stores.judgments import project_batcher
 
@@ -33,7 +34,8 @@ def _child(
     try:
         # a Graded pickles whole: request, result, and what was stored
         requests = iter(tasks.get, None)
-        asyncio.run(batch.run(requests, lambda graded: messages.put(("graded", graded))))
+        with start_up_frozen():
+            asyncio.run(batch.run(requests, lambda graded: messages.put(("graded", graded))))
     finally:
         messages.put(("done",))
 
