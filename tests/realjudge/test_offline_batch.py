@@ -1,14 +1,16 @@
 """Offline grading with the real judge: `qadi regrade --batch` writes the requests, vLLM's
 run_batch grades them in its own engine (`.ci/vllm.sh batch`, the server's model and
 settings, no HTTP), `qadi regrade --ingest` stores them in the same database and results file
-as live grading, and the same regrade over HTTP then calls nothing: vLLM's own request counter
-(its /metrics) does not move. Six items, so the engine's start (~50 s) is most of the cost."""
+as live grading, and the same regrade over HTTP then calls nothing. That rerun's judge points
+at the test double, which counts what reaches it: the address is transport, not part of a
+call's key, so a call the store failed to answer would land there. (vLLM's own /metrics
+counter cannot witness it: the suite's other workers call the same server meanwhile.) Six
+items, so the engine's start (~50 s) is most of the cost."""
 
 from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 import yaml
 
@@ -20,18 +22,8 @@ ITEMS = [json.loads(line) for line in (SAMPLE / "explanations.jsonl").read_text(
 pytestmark = pytest.mark.timeout(1800)
 
 
-def served_requests(url: str) -> float:
-    """vLLM's count of finished requests, every reason summed."""
-    text = httpx.get(url.removesuffix("/v1") + "/metrics", timeout=10).text
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("vllm:request_success_total{")
-    )
-
-
 def test_offline_batch_results_share_the_store_and_results_file_with_http(
-    local_judge_url, tmp_path
+    local_judge_url, llm_server, tmp_path
 ):
     from service import local_judge
 
@@ -68,10 +60,14 @@ def test_offline_batch_results_share_the_store_and_results_file_with_http(
         check_rating_probabilities(line, 3)  # the engine's logprobs, read as a live call's
     assert sum(line["status"] == "ok" for line in graded) >= 5
 
-    before = served_requests(local_judge_url)
+    counted = tmp_path / "counted.yaml"  # the same judge, its address the counting double's
+    moved = local_judge.judge_entry(llm_server.api_base, name="smol-batch", logprobs=3)
+    counted.write_text(yaml.safe_dump({**local_judge.judges_config(llm_server.api_base),
+                                       "model_list": [moved]}))  # fmt: skip
+    env = {**env, "QADI_JUDGES_CONFIG": str(counted)}
     again = run_cli(*regrade, "--concurrency", "8", "--out", str(out), env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "already stored (not called)" in again.stdout
     assert "│ 6" in again.stdout.split("already stored (not called)")[1][:40]
-    assert served_requests(local_judge_url) == before  # no call reached the server
+    assert llm_server.calls() == 0  # no call was made
     assert len(out.read_text().splitlines()) == 6  # nothing new appended
