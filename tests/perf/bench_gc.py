@@ -36,9 +36,8 @@ from service.collector import start_up_frozen  # noqa: E402
 from service.db.engine import make_engine, make_sessionmaker, upgrade  # noqa: E402
 from service.regrading.local import options  # noqa: E402
 from service.stores.judgments import project_batcher  # noqa: E402
+from tests.perf.bench_regrade import RUBRIC, bench_answer, hosted_vllm_entry  # noqa: E402
 from tests.perf.instant_llm import start  # noqa: E402
-
-RUBRIC = "iraqi-linguistic-shaku-maku"
 
 
 class CollectorClock:
@@ -66,35 +65,13 @@ def regrade(workdir: Path, api_base: str, count: int, frozen: bool) -> float:
     """CPU seconds of this process to regrade `count` answers, as `qadi regrade` does."""
     url = f"sqlite:///{workdir / f'{time.monotonic_ns()}.db'}"
     upgrade(url)
-    config = JudgesConfig.model_validate(
-        {
-            "model_list": [
-                {
-                    "model_name": "bench-judge",
-                    "litellm_params": {
-                        "model": "hosted_vllm/meta-llama/Llama-3.1-8B",
-                        "api_base": api_base,
-                    },
-                    "transport": "lean",
-                    "logprobs": False,
-                }
-            ]
-        }
-    )
+    entry = hosted_vllm_entry(api_base, transport="lean", logprobs=False)
+    config = JudgesConfig.model_validate({"model_list": [entry]})
     rubric = library_rubric(RUBRIC)
     factory = make_sessionmaker(make_engine(url))
     batcher = project_batcher(Grader(config), factory, "default", options(64, False, False))
     requests = (
-        GradeRequest.from_answer(
-            rubric,
-            AnswerRecord(
-                item_id=f"a{i}",
-                prompt="شنو معنى شكو؟",
-                response=f"answer {i}",
-                candidate_model="qwen-2.5",
-            ),
-            ["bench-judge"],
-        )
+        GradeRequest.from_answer(rubric, AnswerRecord(**bench_answer(i)), ["bench-judge"])
         for i in range(count)
     )
     started = time.process_time()

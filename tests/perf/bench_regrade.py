@@ -38,6 +38,27 @@ sys.path.insert(0, str(ROOT))
 from tests.conftest import start_llm_server  # noqa: E402
 
 LATENCY = 0.1
+RUBRIC = "iraqi-linguistic-shaku-maku"
+
+
+def bench_answer(i: int) -> dict:
+    """The i-th answer every regrade benchmark grades (tests/perf/bench_gc.py too)."""
+    return {
+        "item_id": f"a{i}",
+        "prompt": "شنو معنى شكو؟",
+        "response": f"answer {i}",
+        "candidate_model": "qwen-2.5",
+    }
+
+
+def hosted_vllm_entry(api_base: str, **how) -> dict:
+    """`bench-judge` as a `hosted_vllm/` judge at `api_base`, set up as `how` (transport,
+    logprobs)."""
+    return {
+        "model_name": "bench-judge",
+        "litellm_params": {"model": "hosted_vllm/meta-llama/Llama-3.1-8B", "api_base": api_base},
+        **how,
+    }
 
 
 async def bare_litellm(api_base: str, bodies: list[dict], concurrency: int) -> float:
@@ -68,7 +89,7 @@ def regrade(workdir: Path, answers: Path, config: Path, concurrency: int, *extra
             "regrade",
             str(answers),
             "--rubric",
-            "iraqi-linguistic-shaku-maku",
+            RUBRIC,
             "--judges",
             "bench-judge",
             "--config",
@@ -99,20 +120,7 @@ def write_inputs(
     """`count` answers and a judges file with one judge, `bench-judge`, at `api_base`
     (`entry`: its model_list entry instead of the default's)."""
     answers = workdir / "answers.jsonl"
-    answers.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "item_id": f"a{i}",
-                    "prompt": "شنو معنى شكو؟",
-                    "response": f"answer {i}",
-                    "candidate_model": "qwen-2.5",
-                }
-            )
-            + "\n"
-            for i in range(count)
-        )
-    )
+    answers.write_text("".join(json.dumps(bench_answer(i)) + "\n" for i in range(count)))
     config = workdir / "judges.yaml"
     entry = entry or {
         "model_name": "bench-judge",
@@ -152,12 +160,7 @@ def regrade_cpu(workdir: Path, count: int, api_base: str, how: dict, concurrency
     """(process CPU seconds, qadi's wall seconds) of regrading `count` answers into a fresh
     SQLite database with a hosted_vllm/ judge set up as `how` (transport, logprobs)."""
     fresh_database(workdir)
-    entry = {
-        "model_name": "bench-judge",
-        "litellm_params": {"model": "hosted_vllm/meta-llama/Llama-3.1-8B", "api_base": api_base},
-        **how,
-    }
-    answers, config = write_inputs(workdir, count, api_base, entry)
+    answers, config = write_inputs(workdir, count, api_base, hosted_vllm_entry(api_base, **how))
     before = children_cpu()
     wall, _ = regrade(workdir, answers, config, concurrency)
     return children_cpu() - before, wall
