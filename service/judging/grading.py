@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
@@ -78,6 +79,7 @@ from service.stores.sme_queue import QueuePolicy, enqueue, room_left
 from service.stores.trust import find_calibrations, stored_attribute
 
 log = logging.getLogger("qadi")
+T = TypeVar("T")
 FINISH_PATIENCE_SECONDS = 120.0  # how long a finished grade waits for the database to return
 
 
@@ -428,13 +430,21 @@ class GradingService:
         ends = [(claimed, *answer) for _, _, job in jobs for claimed, _, answer in job]
         ended = iter(requests.finish_many(session, ends))
         landed = [[next(ended) for _ in job] for _, _, job in jobs]
-        for (project, api_key_id, job), landed_here in zip(jobs, landed, strict=True):
-            kept = [
+        kept_by_job = [
+            (project, api_key_id, [
                 (claimed, graded, payload)
                 for (claimed, graded, (_, payload)), k in zip(job, landed_here, strict=True)
                 if k
-            ]
-            write_judgments(session, project, [graded for _, graded, _ in kept])
+            ])
+            for (project, api_key_id, job), landed_here in zip(jobs, landed, strict=True)
+        ]  # fmt: skip
+        # once per project, not per request: the round's answers and judgments are rows of
+        # the same few statements (a round of four requests ran twelve of them, issue 40)
+        judged = _by_project((p, [g for _, g, _ in kept]) for p, _, kept in kept_by_job)
+        for project, graded in judged.items():
+            write_judgments(session, project, graded)
+        tallies: list[tuple[str, list[tuple[str, TrustOutcome]]]] = []
+        for project, api_key_id, kept in kept_by_job:
             trusted = [
                 (claimed.id, graded.request, TrustOutcome.model_validate(payload["trust"]))
                 for claimed, graded, payload in kept
@@ -447,7 +457,9 @@ class GradingService:
                 api_key_id,
                 self.queue_policy,
             )
-            count_outcomes(session, project, [(r.rubric.id, o) for _, r, o in trusted])
+            tallies.append((project, [(r.rubric.id, o) for _, r, o in trusted]))
+        for project, tally in _by_project(tallies).items():
+            count_outcomes(session, project, tally)
         if self.shared is not None:  # kept or not, these calls are over
             called = {
                 r.cache_key
@@ -546,6 +558,15 @@ def _audit_draw(request_id: str) -> float:
     """A uniform draw in [0, 1) for the audit of a trusted verdict, fixed by the request id
     (random, and the same if the request's finish is retried)."""
     return int(hashlib.sha256(request_id.encode()).hexdigest()[:13], 16) / 16**13
+
+
+def _by_project(pairs: Iterable[tuple[str, list[T]]]) -> dict[str, list[T]]:
+    """Each project's lists joined, projects in sorted order (concurrent rounds then write
+    the projects they share in the same order)."""
+    joined: dict[str, list[T]] = {}
+    for project, values in sorted(pairs, key=lambda pair: pair[0]):
+        joined.setdefault(project, []).extend(values)
+    return joined
 
 
 def _body_hash(item: _Item) -> str:
