@@ -55,6 +55,13 @@ class Settings(BaseSettings):
     judge_concurrency: int = Field(
         default=256, gt=0, description="judge calls in flight per process; beyond it 503"
     )
+    commit_linger_ms: float = Field(
+        default=10.0,
+        ge=0,
+        le=1000,
+        description="how long a POST /judge transaction about to start small waits for more "
+        "requests to join it, when at least 5 others are in flight (group commit); 0 = never",
+    )
     rate_limit_per_minute: int = Field(
         default=0,
         ge=0,

@@ -144,8 +144,15 @@ class GradingService:
             per_key_per_day=settings.sme_queue_per_key_per_day,
         )
         self._finishing: set[asyncio.Task] = set()
-        self._preparing = GroupCommit(factory, self._prepare_all)
-        self._closing = GroupCommit(factory, self._finish_all)
+        self._in_flight = 0  # judge_many calls under way: each submits to both commits
+        linger = settings.commit_linger_ms / 1000
+        self._preparing = GroupCommit(factory, self._prepare_all, linger=linger,
+                                      in_flight=self._jobs_in_flight)  # fmt: skip
+        self._closing = GroupCommit(factory, self._finish_all, linger=linger,
+                                    in_flight=self._jobs_in_flight)  # fmt: skip
+
+    def _jobs_in_flight(self) -> int:
+        return self._in_flight
 
     def batch_for(self, project: str) -> BatchGrader:
         """The batch core of `project` (its cache keys and judgments are its own)."""
@@ -182,10 +189,12 @@ class GradingService:
                 outcomes[index] = exc
                 continue
             items.append(_Item(index, body, key))
+        self._in_flight += 1
         try:
             if items:
                 await self._judge_checked(items, api_key_id, project, outcomes)
         finally:
+            self._in_flight -= 1
             self.admission.release(sum(item.slots for item in items))
         return outcomes  # type: ignore[return-value]
 

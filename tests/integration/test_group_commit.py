@@ -1,0 +1,74 @@
+"""Group commit's linger (service/stores/group.py): under load a round about to start small
+waits for the jobs others in flight will bring, so they share one transaction; with nobody
+else under way the first job runs at once. Real database, real threads."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from sqlalchemy import text
+
+from service.db.engine import make_engine, make_sessionmaker
+from service.stores.group import GroupCommit
+
+LINGER = 0.3  # long against the test's own pauses (a few ms), so rounds are deterministic
+
+
+def recorder(rounds: list[list[str]]):
+    """A round's work: touch the database, note the round's jobs, answer each job."""
+
+    def work(session, jobs):
+        session.execute(text("SELECT 1"))
+        rounds.append(list(jobs))
+        return [f"done {job}" for job in jobs]
+
+    return work
+
+
+async def submit_spread(commit: GroupCommit, jobs: list[str]) -> list[tuple[str, float]]:
+    """Each job submitted 5 ms after the one before; (result, seconds to it) per job."""
+    started = time.perf_counter()
+
+    async def one(delay: float, job: str) -> tuple[str, float]:
+        await asyncio.sleep(delay)
+        result = await commit.submit(job)
+        return result, time.perf_counter() - started
+
+    return await asyncio.gather(*(one(0.005 * i, job) for i, job in enumerate(jobs)))
+
+
+def test_a_round_waits_for_the_jobs_others_in_flight_bring(migrated_db):
+    rounds: list[list[str]] = []
+    commit = GroupCommit(
+        make_sessionmaker(make_engine(migrated_db)), recorder(rounds),
+        linger=LINGER, in_flight=lambda: 32,
+    )  # fmt: skip
+    answered = asyncio.run(submit_spread(commit, ["a", "b", "c"]))
+    assert rounds == [["a", "b", "c"]]  # one transaction, not three
+    assert [result for result, _ in answered] == ["done a", "done b", "done c"]
+
+
+def test_alone_a_job_runs_at_once(migrated_db):
+    rounds: list[list[str]] = []
+    in_flight = {"jobs": 0}
+    commit = GroupCommit(
+        make_sessionmaker(make_engine(migrated_db)), recorder(rounds),
+        linger=LINGER, in_flight=lambda: in_flight["jobs"],
+    )  # fmt: skip
+    in_flight["jobs"] = 1  # itself only
+    [(result, seconds)] = asyncio.run(submit_spread(commit, ["alone"]))
+    assert result == "done alone" and rounds == [["alone"]]
+    assert seconds < LINGER  # no wait
+    in_flight["jobs"] = 5  # four others: fewer than the five siblings a wait needs
+    asyncio.run(submit_spread(commit, ["x", "y"]))
+    assert rounds[1] == ["x"]  # the first of them ran at once
+
+
+def test_no_linger_means_no_wait(migrated_db):
+    rounds: list[list[str]] = []
+    commit = GroupCommit(
+        make_sessionmaker(make_engine(migrated_db)), recorder(rounds), in_flight=lambda: 32
+    )
+    [(_, seconds), _] = asyncio.run(submit_spread(commit, ["p", "q"]))
+    assert rounds[0] == ["p"] and seconds < LINGER
