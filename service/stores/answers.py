@@ -89,9 +89,12 @@ def ensure_responses(session: Session, project: str, requests: list[GradeRequest
 
 def _ensure(session: Session, table, rows: dict[str, dict], look_first: bool) -> dict[str, int]:
     """Ids by content hash of `rows`, inserting those not stored yet; with `look_first` the
-    stored ones are looked up before inserting, else after."""
+    stored ones are looked up before inserting, else after. Rows are inserted in hash
+    order: on PostgreSQL an insert waits for a concurrent transaction's uncommitted row of
+    the same hash, and two transactions (two replicas' rounds) inserting shared answers in
+    opposite orders would deadlock."""
     found = _existing(session, table, list(rows)) if look_first else {}
-    missing = [h for h in rows if h not in found]
+    missing = sorted(h for h in rows if h not in found)
     if missing:
         found.update(insert_missing(session, table, [rows[h] for h in missing]))
         found.update(_existing(session, table, [h for h in missing if h not in found]))

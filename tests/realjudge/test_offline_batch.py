@@ -4,7 +4,8 @@ settings, no HTTP), `qadi regrade --ingest` stores them in the same database and
 as live grading, and the same regrade over HTTP then calls nothing. That rerun's judge points
 at the test double, which counts what reaches it: the address is transport, not part of a
 call's key, so a call the store failed to answer would land there. (vLLM's own /metrics
-counter cannot witness it: the suite's other workers call the same server meanwhile.) Six
+counter cannot witness it: it counts every caller's requests, a request may end after the
+test that sent it, and CI once saw it move by one that this test never made.) Six
 items, so the engine's start (~50 s) is most of the cost."""
 
 from __future__ import annotations
