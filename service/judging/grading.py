@@ -18,6 +18,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 from sqlalchemy.exc import DBAPIError
@@ -145,14 +146,10 @@ class GradingService:
         )
         self._finishing: set[asyncio.Task] = set()
         self._in_flight = 0  # judge_many calls under way: each submits to both commits
-        linger = settings.commit_linger_ms / 1000
-        self._preparing = GroupCommit(factory, self._prepare_all, linger=linger,
-                                      in_flight=self._jobs_in_flight)  # fmt: skip
-        self._closing = GroupCommit(factory, self._finish_all, linger=linger,
-                                    in_flight=self._jobs_in_flight)  # fmt: skip
-
-    def _jobs_in_flight(self) -> int:
-        return self._in_flight
+        commit = partial(GroupCommit, factory, linger=settings.commit_linger_ms / 1000,
+                         in_flight=lambda: self._in_flight)  # fmt: skip
+        self._preparing = commit(self._prepare_all)
+        self._closing = commit(self._finish_all)
 
     def batch_for(self, project: str) -> BatchGrader:
         """The batch core of `project` (its cache keys and judgments are its own)."""
