@@ -81,6 +81,7 @@ class Grader:
         self.flights = Flights()
         self.templates = config.templates
         self._fits: dict[tuple[str, str], PromptTemplate] = {}  # checked, by (spec, rubric)
+        self._panels: dict[tuple, PanelChoice] = {}  # by (judges, candidate, provider)
 
     def template_for(
         self, rubric: Rubric, override: str | dict | None = None, rhash: str | None = None
@@ -103,9 +104,7 @@ class Grader:
         `scope` is the namespace of its cache keys (`judges.cache.cache_key`)."""
         rhash = rhash or rubric_hash(request.rubric)
         template = self.template_for(request.rubric, request.template, rhash)
-        panel = choose_panel(
-            self.config, request.judges, request.candidate_model, request.candidate_provider
-        )
+        panel = self.panel_for(request)
         call = build_call(template, request)
         plan = PlannedGrade(request, template, call, rhash, panel)
         for name in self._may_answer(panel.judges):
@@ -119,6 +118,21 @@ class Grader:
                 scope,
             )
         return plan
+
+    def panel_for(self, request: GradeRequest) -> PanelChoice:
+        """The guard's panel for the request's judges and candidate, chosen once per
+        combination: a regrade asks the same question for every answer (plans read a panel,
+        never change it)."""
+        judges = tuple(request.judges) if request.judges else None
+        key = (judges, request.candidate_model, request.candidate_provider)
+        panel = self._panels.get(key)
+        if panel is None:
+            if len(self._panels) > 10_000:  # as many candidates as that: choosing is cheap
+                self._panels.clear()
+            panel = self._panels[key] = choose_panel(
+                self.config, request.judges, request.candidate_model, request.candidate_provider
+            )
+        return panel
 
     def _may_answer(self, panel: list[str]) -> list[str]:
         """The panel and every judge on its substitute chains."""

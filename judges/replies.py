@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judges.logprobs import Tokens, read_probabilities, tokens_of
-from judges.models import CallStatus, GradeRequest, JudgeResult
+from judges.models import CallStatus, CriterionVerdict, GradeRequest, JudgeResult
 from judges.payloads import field_of, plain
 from judges.templates import PromptTemplate
 from judges.verdicts import ParseFailure, json_object, parse_reply
@@ -82,6 +82,15 @@ def read_completion(payload: Any, allow_truncated: bool = False) -> Completion:
     return Completion(content, "ok", None, content, **counts, tokens=tokens_of(payload))
 
 
+def _redacted(criterion: CriterionVerdict, redact: Callable[[str], str]) -> CriterionVerdict:
+    """`criterion` with its evidence redacted; itself when there was nothing to redact (a
+    copy per criterion was a tenth of reading a reply: issue 40)."""
+    evidence = redact(criterion.evidence)
+    if evidence == criterion.evidence:
+        return criterion
+    return criterion.model_copy(update={"evidence": evidence})
+
+
 # Why a reply that stopped for these reasons is not a verdict, even when its text parses: it
 # was cut off, or the provider's filter stopped or altered it (issue 31.3).
 _UNFINISHED = {
@@ -119,12 +128,10 @@ def judge_result(
         verdict = parse_reply(template, request.rubric, text)
     except ParseFailure as exc:
         return base.model_copy(update={**update, "status": "parse_error", "error": str(exc)})
-    verdict_fields = dict(verdict)
+    verdict_fields = dict(verdict.__dict__)  # the fields as they are, not copied again
     if verdict.rationale:
         verdict_fields["rationale"] = redact(verdict.rationale)
-    verdict_fields["criteria"] = [
-        c.model_copy(update={"evidence": redact(c.evidence)}) for c in verdict.criteria
-    ]
+    verdict_fields["criteria"] = [_redacted(c, redact) for c in verdict.criteria]
     probabilities = read_probabilities(
         completion.tokens, completion.text, request.rubric, template.output, verdict
     )

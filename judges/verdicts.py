@@ -74,6 +74,7 @@ def _criteria(rubric: PenaltyWeightedRubric, data: dict[str, Any]) -> Verdict:
     if not isinstance(items, list):
         raise ParseFailure("reply has no 'criteria' list")
     verdicts: list[CriterionVerdict] = []
+    marks: dict[str, bool] = {}
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             raise ParseFailure(f"criteria[{i}] is not an object")
@@ -82,13 +83,14 @@ def _criteria(rubric: PenaltyWeightedRubric, data: dict[str, Any]) -> Verdict:
             raise ParseFailure(f"criteria[{i}].id is missing or not a string")
         if not isinstance(met, bool):
             raise ParseFailure(f"criteria[{i}].met for '{cid}' is not true/false")
-        if any(v.id == cid for v in verdicts):
+        if cid in marks:
             raise ParseFailure(f"criterion '{cid}' is judged twice")
+        marks[cid] = met
         evidence = item.get("evidence", "")
         evidence = evidence if isinstance(evidence, str) else ""
         verdicts.append(CriterionVerdict(id=cid, met=met, evidence=evidence))
     try:
-        result = score(rubric, {v.id: v.met for v in verdicts})
+        result = score(rubric, marks)
     except RubricError as exc:
         raise ParseFailure(str(exc)) from None
     rationale = data.get("rationale")

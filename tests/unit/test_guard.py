@@ -134,3 +134,35 @@ def test_unknown_judge_name_is_an_error():
 
     with pytest.raises(JudgeConfigError, match="unknown judge 'nope'"):
         choose_panel(config(), ["nope"], "gpt-4o")
+
+
+def test_one_grader_chooses_each_request_s_panel_by_its_own_candidate():
+    """A grader remembers panels by (judges, candidate, provider): requests for different
+    candidates, or with a provider given, never share one."""
+    from judges import GradeRequest, Grader
+    from rubrics import library_rubric
+
+    grader = Grader(config())
+    rubric = library_rubric("iraqi-linguistic-shaku-maku")
+
+    def panel(candidate, provider=None, judges=("gpt", "claude")):
+        request = GradeRequest(
+            rubric=rubric,
+            prompt="p",
+            response="r",
+            candidate_model=candidate,
+            candidate_provider=provider,
+            judges=list(judges),
+        )
+        return grader.plan(request).panel
+
+    assert panel("gpt-4o").judges == ["claude"]
+    assert panel("Qwen/Qwen2.5-7B-Instruct").judges == ["gpt", "claude"]
+    assert panel("gpt-4o").judges == ["claude"]
+    assert panel("gpt-4o", provider="acme").judges == ["gpt", "claude"]
+    assert panel("gpt-4o", judges=["claude"]).judges == ["claude"]
+    assert panel("gpt-4o", judges=["claude"]).skipped == []
+    with pytest.raises(GuardError, match="maker is unknown"):
+        panel("house-model-7")  # not remembered as a panel: refused every time
+    with pytest.raises(GuardError, match="maker is unknown"):
+        panel("house-model-7")
