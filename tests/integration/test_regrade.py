@@ -132,7 +132,10 @@ def test_parse_errors_are_counted_listed_and_not_scored(setup, llm_server):
     assert llm_server.calls() == calls + 1
 
 
-def test_a_killed_run_resumes_with_exactly_the_missing_calls(setup, llm_server, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["killed", "ctrl-c"])
+def test_a_stopped_run_resumes_with_exactly_the_missing_calls(setup, llm_server, tmp_path, stop):
+    """Killed, or interrupted with Ctrl-C (which the event loop, uvloop by default, turns
+    into the command's own exit: 130, what finished is stored)."""
     _, url, answers, config, env = setup
     llm_server.faults(latency_min=0.15, latency_max=0.15)
     command = [
@@ -156,16 +159,21 @@ def test_a_killed_run_resumes_with_exactly_the_missing_calls(setup, llm_server, 
         command,
         cwd=ROOT,
         env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 180
     while len(stored(url)) < 8 and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    at_signal = len(stored(url))
+    process.send_signal(stop)
+    _, err = process.communicate(timeout=60)
     done_before = len(stored(url))
-    assert 8 <= done_before < 30
+    assert 8 <= at_signal <= done_before < 30
+    if stop == signal.SIGINT:
+        assert process.returncode == 130, err
+        assert "interrupted" in err and "Traceback" not in err, err  # messages go to stderr
     before = llm_server.settled_calls()
     assert before >= done_before  # every stored call was made (some may have been in flight)
     llm_server.faults()

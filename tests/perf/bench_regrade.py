@@ -9,9 +9,11 @@ Then a second `qadi regrade` over the same input, which must make zero backend c
 With --lean (issue 40): against a server that answers at once (tests/perf/instant_llm.py),
 a `hosted_vllm/` judge regraded on LiteLLM and on the lean transport, results stored in
 SQLite: each one's process CPU per call (a run of N answers less a run of --small, so the
-start-up is left out) and calls/s (target: lean <= 0.6 ms CPU per call).
+start-up is left out) and calls/s (target: lean <= 0.6 ms CPU per call); the lean judge
+without logprobs also on asyncio's own loop, uvloop's baseline (service/event_loop.py).
 
 Run: .venv/bin/python tests/perf/bench_regrade.py [--answers 5000] [--concurrency 64] [--lean]
+     [--small 200] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -77,9 +80,12 @@ async def bare_litellm(api_base: str, bodies: list[dict], concurrency: int) -> f
     return time.perf_counter() - started
 
 
-def regrade(workdir: Path, answers: Path, config: Path, concurrency: int, *extra: str):
-    """(seconds of the run as qadi reports it, seconds of the whole process)."""
-    env = {**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}"}
+def regrade(
+    workdir: Path, answers: Path, config: Path, concurrency: int, *extra: str, env=None
+):
+    """(seconds of the run as qadi reports it, seconds of the whole process); `env`: more
+    environment variables for it."""
+    env = {**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}", **(env or {})}
     started = time.perf_counter()
     done = subprocess.run(
         [
@@ -136,6 +142,7 @@ def arguments(answers: int) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--lean", action="store_true", help="lean vs LiteLLM, hosted_vllm/")
     parser.add_argument("--small", type=int, default=200, help="--lean: the start-up run")
+    parser.add_argument("--rounds", type=int, default=1, help="--lean: rounds, alternated")
     return parser.parse_args()
 
 
@@ -156,46 +163,68 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def regrade_cpu(workdir: Path, count: int, api_base: str, how: dict, concurrency: int):
+def regrade_cpu(
+    workdir: Path, count: int, api_base: str, how: dict, concurrency: int, env=None
+):
     """(process CPU seconds, qadi's wall seconds) of regrading `count` answers into a fresh
-    SQLite database with a hosted_vllm/ judge set up as `how` (transport, logprobs)."""
+    SQLite database with a hosted_vllm/ judge set up as `how` (transport, logprobs), the
+    process given `env` besides this one's environment."""
     fresh_database(workdir)
     answers, config = write_inputs(workdir, count, api_base, hosted_vllm_entry(api_base, **how))
     before = children_cpu()
-    wall, _ = regrade(workdir, answers, config, concurrency)
+    wall, _ = regrade(workdir, answers, config, concurrency, env=env)
     return children_cpu() - before, wall
 
 
 def lean_against_litellm(args: argparse.Namespace) -> None:
+    """Each set-up of RUNS once a round, the order reversed every other round (the
+    machine's speed drifts); per set-up the median over rounds and every round's figure."""
     from tests.perf.instant_llm import start
 
     process, api_base = start()
-    figures = {}
+    figures: dict[str, list[tuple[float, float]]] = {label: [] for label in RUNS}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
-            for label, how in RUNS.items():
-                small, _ = regrade_cpu(workdir, args.small, api_base, how, args.concurrency)
-                big, wall = regrade_cpu(workdir, args.answers, api_base, how, args.concurrency)
-                figures[label] = ((big - small) / (args.answers - args.small), wall)
+            for round_ in range(args.rounds):
+                order = list(RUNS.items())
+                for label, (how, env) in order if round_ % 2 == 0 else reversed(order):
+                    small, _ = regrade_cpu(
+                        workdir, args.small, api_base, how, args.concurrency, env
+                    )
+                    big, wall = regrade_cpu(
+                        workdir, args.answers, api_base, how, args.concurrency, env
+                    )
+                    figures[label].append(((big - small) / (args.answers - args.small), wall))
     finally:
         process.terminate()
-    print(f"answers={args.answers} concurrency={args.concurrency} backend: instant_llm.py")
-    for label, (cpu, wall) in figures.items():
+    print(f"answers={args.answers} concurrency={args.concurrency} rounds={args.rounds} "
+          "backend: instant_llm.py")  # fmt: skip
+    cpu = {label: statistics.median(c for c, _ in runs) for label, runs in figures.items()}
+    for label, runs in figures.items():
+        each = ", ".join(f"{1000 * c:.2f}" for c, _ in runs)
+        calls = statistics.median(args.answers / wall for _, wall in runs)
         print(
-            f"qadi regrade, {label:28s}: CPU per call {1000 * cpu:6.2f} ms "
-            f"({cpu / figures['litellm'][0]:.2f} of litellm's), "
-            f"{args.answers / wall:6.0f} calls/s (qadi's wall time)"
+            f"qadi regrade, {label:32s}: CPU per call {1000 * cpu[label]:6.2f} ms "
+            f"({cpu[label] / cpu['litellm']:.2f} of litellm's; rounds {each}), "
+            f"{calls:6.0f} calls/s (qadi's wall time)"
         )
+    uvloop, own = cpu["lean, logprobs: false"], cpu["lean, logprobs: false, asyncio"]
+    print(f"uvloop / asyncio's loop, lean without logprobs: {uvloop / own:.2f}")
     print("target: lean <= 0.6 ms CPU per call")
 
 
-# the judge's set-ups compared: LiteLLM and lean with token logprobs (hosted_vllm/'s default,
-# 10 alternatives per token), and lean without them
+# the judge's set-ups compared, (judge entry, environment): LiteLLM and lean with token
+# logprobs (hosted_vllm/'s default, 10 alternatives per token), and lean without them, on
+# uvloop (the default) and on asyncio's own loop
 RUNS = {
-    "litellm": {"transport": "litellm"},
-    "lean": {"transport": "lean"},
-    "lean, logprobs: false": {"transport": "lean", "logprobs": False},
+    "litellm": ({"transport": "litellm"}, {}),
+    "lean": ({"transport": "lean"}, {}),
+    "lean, logprobs: false": ({"transport": "lean", "logprobs": False}, {}),
+    "lean, logprobs: false, asyncio": (
+        {"transport": "lean", "logprobs": False},
+        {"QADI_EVENT_LOOP": "asyncio"},
+    ),
 }
 
 
