@@ -203,9 +203,11 @@ def finish_many(session: Session, finished: list[tuple[Claim, str, dict[str, Any
                 finished_at=now,
             )
         )
+        # in id order, as answers are inserted in hash order: two rounds that share a request
+        # (a take-over) lock its row in the same order and cannot deadlock on PostgreSQL
         rows = [
             {"b_id": c.id, "b_attempt": c.attempt, "b_outcome": o, "b_result": r}
-            for c, o, r in batched
+            for c, o, r in sorted(batched, key=lambda item: item[0].id)
         ]
         savepoint = session.begin_nested()
         if session.execute(statement, rows).rowcount == len(rows):

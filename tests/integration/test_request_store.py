@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.db.schema import GradeRequestRow, utcnow
@@ -165,6 +165,36 @@ def test_finishing_a_round_together_lands_each_request_as_its_own_finish_would(s
     assert rows[old.id].status == "pending" and rows[old.id].attempt == 2  # the retry's now
     assert rows[kept.id].status == "done" and rows[kept.id].result == {"by": "kept"}
     assert rows[down.id].status == "done" and rows[down.id].idempotency_key is None
+
+
+def test_a_round_finishes_its_requests_in_id_order(migrated_db):
+    """The round's UPDATE reaches the database in request-id order, whatever order the
+    round came in (two rounds sharing a request lock it in one order on PostgreSQL); each
+    caller still gets its own answer, in the order given."""
+    engine = make_engine(migrated_db)
+    sessions = make_sessionmaker(engine)
+    claims = sorted((claim(sessions, key=f"k{i}") for i in range(6)), key=lambda c: c.id)
+    updated: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany) -> None:
+        if statement.startswith("UPDATE grade_requests") and executemany:
+            for row in parameters:  # a dict per row (psycopg) or a tuple (sqlite3)
+                values = row.values() if isinstance(row, dict) else row
+                updated.append(next(v for v in values if v in ids))
+
+    ids = {c.id for c in claims}
+    event.listen(engine, "before_cursor_execute", record)
+    given = claims[::-1]
+    with session_scope(sessions) as session:
+        landed = requests.finish_many(
+            session, [(c, requests.GRADED, {"id": c.id}) for c in given]
+        )
+    engine.dispose()
+    assert landed == [True] * 6
+    assert updated == [c.id for c in claims]
+    with session_scope(make_sessionmaker(make_engine(migrated_db))) as session:
+        rows = {r.id: r.result for r in session.scalars(select(GradeRequestRow))}
+    assert all(rows[c.id] == {"id": c.id} for c in claims)
 
 
 def test_a_round_is_claimed_in_order_whatever_its_keys_did_before(sessions):
