@@ -62,11 +62,6 @@ class Settings(BaseSettings):
         description="how long a POST /judge transaction about to start small waits for more "
         "requests to join it, when at least 5 others are in flight (group commit); 0 = never",
     )
-    event_loop: Literal["uvloop", "asyncio"] = Field(
-        default="uvloop",
-        description="the event loop of the commands' grading (regrade): uvloop where it is "
-        "installed, else asyncio's own",
-    )
     rate_limit_per_minute: int = Field(
         default=0,
         ge=0,

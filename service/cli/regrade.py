@@ -72,7 +72,6 @@ def regrade(
     made again. Exit code 1 when any call failed (listed at the end).
     """
     from judges import BatchStats
-    from service import event_loop
     from service.collector import start_up_frozen
     from service.regrading import local as core
     from service.regrading.answers import AnswerError
@@ -151,7 +150,7 @@ def regrade(
                 )
             else:
                 with start_up_frozen():
-                    event_loop.run(batcher.run(requests, advance, stats))
+                    asyncio.run(batcher.run(requests, advance, stats))
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished calls are stored; rerun to resume")
         raise typer.Exit(130) from None

@@ -7,13 +7,13 @@ results file."""
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing as mp
 import queue as queue_module
 import threading
 from collections.abc import Callable, Iterable
 
 from judges import BatchOptions, BatchStats, Graded, Grader, GradeRequest, JudgesConfig
-from service import event_loop
 from service.collector import start_up_frozen
 from service.db.engine import make_engine, make_sessionmaker
 from service.stores.judgments import project_batcher
@@ -35,7 +35,7 @@ def _child(
         # a Graded pickles whole: request, result, and what was stored
         requests = iter(tasks.get, None)
         with start_up_frozen():
-            event_loop.run(batch.run(requests, lambda graded: messages.put(("graded", graded))))
+            asyncio.run(batch.run(requests, lambda graded: messages.put(("graded", graded))))
     finally:
         messages.put(("done",))
 

@@ -134,8 +134,8 @@ def test_parse_errors_are_counted_listed_and_not_scored(setup, llm_server):
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["killed", "ctrl-c"])
 def test_a_stopped_run_resumes_with_exactly_the_missing_calls(setup, llm_server, tmp_path, stop):
-    """Killed, or interrupted with Ctrl-C (which the event loop, uvloop by default, turns
-    into the command's own exit: 130, what finished is stored)."""
+    """Killed, or interrupted with Ctrl-C (which `asyncio.run` turns into the command's own
+    exit: 130, what finished is stored)."""
     _, url, answers, config, env = setup
     llm_server.faults(latency_min=0.15, latency_max=0.15)
     command = [

@@ -9,8 +9,7 @@ Then a second `qadi regrade` over the same input, which must make zero backend c
 With --lean (issue 40): against a server that answers at once (tests/perf/instant_llm.py),
 a `hosted_vllm/` judge regraded on LiteLLM and on the lean transport, results stored in
 SQLite: each one's process CPU per call (a run of N answers less a run of --small, so the
-start-up is left out) and calls/s (target: lean <= 0.6 ms CPU per call); the lean judge
-without logprobs also on asyncio's own loop, uvloop's baseline (service/event_loop.py).
+start-up is left out) and calls/s (target: lean <= 0.6 ms CPU per call).
 
 Run: .venv/bin/python tests/perf/bench_regrade.py [--answers 5000] [--concurrency 64] [--lean]
      [--small 200] [--rounds 1]
@@ -80,12 +79,9 @@ async def bare_litellm(api_base: str, bodies: list[dict], concurrency: int) -> f
     return time.perf_counter() - started
 
 
-def regrade(
-    workdir: Path, answers: Path, config: Path, concurrency: int, *extra: str, env=None
-):
-    """(seconds of the run as qadi reports it, seconds of the whole process); `env`: more
-    environment variables for it."""
-    env = {**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}", **(env or {})}
+def regrade(workdir: Path, answers: Path, config: Path, concurrency: int, *extra: str):
+    """(seconds of the run as qadi reports it, seconds of the whole process)."""
+    env = {**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}"}
     started = time.perf_counter()
     done = subprocess.run(
         [
@@ -163,16 +159,13 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def regrade_cpu(
-    workdir: Path, count: int, api_base: str, how: dict, concurrency: int, env=None
-):
+def regrade_cpu(workdir: Path, count: int, api_base: str, how: dict, concurrency: int):
     """(process CPU seconds, qadi's wall seconds) of regrading `count` answers into a fresh
-    SQLite database with a hosted_vllm/ judge set up as `how` (transport, logprobs), the
-    process given `env` besides this one's environment."""
+    SQLite database with a hosted_vllm/ judge set up as `how` (transport, logprobs)."""
     fresh_database(workdir)
     answers, config = write_inputs(workdir, count, api_base, hosted_vllm_entry(api_base, **how))
     before = children_cpu()
-    wall, _ = regrade(workdir, answers, config, concurrency, env=env)
+    wall, _ = regrade(workdir, answers, config, concurrency)
     return children_cpu() - before, wall
 
 
@@ -188,13 +181,9 @@ def lean_against_litellm(args: argparse.Namespace) -> None:
             workdir = Path(tmp)
             for round_ in range(args.rounds):
                 order = list(RUNS.items())
-                for label, (how, env) in order if round_ % 2 == 0 else reversed(order):
-                    small, _ = regrade_cpu(
-                        workdir, args.small, api_base, how, args.concurrency, env
-                    )
-                    big, wall = regrade_cpu(
-                        workdir, args.answers, api_base, how, args.concurrency, env
-                    )
+                for label, how in order if round_ % 2 == 0 else reversed(order):
+                    small, _ = regrade_cpu(workdir, args.small, api_base, how, args.concurrency)
+                    big, wall = regrade_cpu(workdir, args.answers, api_base, how, args.concurrency)
                     figures[label].append(((big - small) / (args.answers - args.small), wall))
     finally:
         process.terminate()
@@ -209,22 +198,15 @@ def lean_against_litellm(args: argparse.Namespace) -> None:
             f"({cpu[label] / cpu['litellm']:.2f} of litellm's; rounds {each}), "
             f"{calls:6.0f} calls/s (qadi's wall time)"
         )
-    uvloop, own = cpu["lean, logprobs: false"], cpu["lean, logprobs: false, asyncio"]
-    print(f"uvloop / asyncio's loop, lean without logprobs: {uvloop / own:.2f}")
     print("target: lean <= 0.6 ms CPU per call")
 
 
-# the judge's set-ups compared, (judge entry, environment): LiteLLM and lean with token
-# logprobs (hosted_vllm/'s default, 10 alternatives per token), and lean without them, on
-# uvloop (the default) and on asyncio's own loop
+# the judge's set-ups compared: LiteLLM and lean with token logprobs (hosted_vllm/'s default,
+# 10 alternatives per token), and lean without them
 RUNS = {
-    "litellm": ({"transport": "litellm"}, {}),
-    "lean": ({"transport": "lean"}, {}),
-    "lean, logprobs: false": ({"transport": "lean", "logprobs": False}, {}),
-    "lean, logprobs: false, asyncio": (
-        {"transport": "lean", "logprobs": False},
-        {"QADI_EVENT_LOOP": "asyncio"},
-    ),
+    "litellm": {"transport": "litellm"},
+    "lean": {"transport": "lean"},
+    "lean, logprobs: false": {"transport": "lean", "logprobs": False},
 }
 
 

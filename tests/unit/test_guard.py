@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from judges import GuardError, choose_panel, parse_config
+from judges import Grader, GradeRequest, GuardError, choose_panel, parse_config
 from judges.makers import maker_from_table, model_name
+from rubrics import library_rubric
 
 
 def config(guard="provider", **extra):
@@ -139,9 +140,6 @@ def test_unknown_judge_name_is_an_error():
 def test_one_grader_chooses_each_request_s_panel_by_its_own_candidate():
     """A grader remembers panels by (judges, candidate, provider): requests for different
     candidates, or with a provider given, never share one."""
-    from judges import GradeRequest, Grader
-    from rubrics import library_rubric
-
     grader = Grader(config())
     rubric = library_rubric("iraqi-linguistic-shaku-maku")
 
