@@ -12,7 +12,6 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from calibration.formatting import judge_label
-from calibration.render.report_view import selective_view
 from service.cli.app import app, console, fail, open_project, out, project_option, split_names
 from service.cli.selection import (
     ADDRESS,
@@ -186,6 +185,10 @@ def print_trust_map(report: dict, target=out) -> None:
 def print_thresholds(report: dict, target=out) -> None:
     """Selective judging: per judge or cascade and stratum, the threshold and what it buys
     (the rows of the HTML and Markdown reports)."""
+    # here, not at the top: the report's views import SciPy, most of a second that every
+    # other command's start-up would pay (tests/perf/bench_start_up.py)
+    from calibration.render.report_view import selective_view
+
     section = selective_view(report.get("selective"))
     if section is None:
         return

@@ -16,7 +16,6 @@ import uvicorn
 from service.cli import ports
 from service.cli.app import app, chosen_project, console, fail
 from service.db.engine import make_engine, open_database, require_migrated
-from service.metrics import MULTIPROC_ENV
 from service.settings import get_settings
 
 
@@ -90,6 +89,10 @@ def shared_metrics(workers: int) -> Iterator[None]:
     worker's counters instead of showing whichever worker answers (issue 31.5). The
     directory (PROMETHEUS_MULTIPROC_DIR, or a fresh one) is set before the workers import
     prometheus_client; its old files are wiped, as prometheus_client requires."""
+    # here, not at the top: the metrics import the trust layer and SciPy, which every other
+    # command's start-up would pay (tests/perf/bench_start_up.py)
+    from service.metrics import MULTIPROC_ENV
+
     given = os.environ.get(MULTIPROC_ENV)
     if workers == 1 and not given:
         yield

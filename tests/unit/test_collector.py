@@ -1,15 +1,19 @@
 """`service.collector.start_up_frozen`: what exists when the block starts is out of the
 collector's walks inside it, and handed back when it ends (so nothing is kept for good),
-also when the block raises or sits inside another."""
+also when the block raises or sits inside another. The `qadi` entry point starts up with
+fewer collections."""
 
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import weakref
 
 import pytest
 
-from service.collector import start_up_frozen
+from service.collector import YOUNG_THRESHOLD, start_up_frozen
+from tests.conftest import ROOT
 
 
 class Node:
@@ -57,3 +61,36 @@ def test_a_block_that_raises_still_unfreezes():
     with pytest.raises(RuntimeError), start_up_frozen():
         raise RuntimeError("the run failed")
     assert gc.get_freeze_count() == 0
+
+
+# `qadi --help` started one way or the other, the full collections of its start-up counted
+STARTED = """
+import atexit, gc, sys
+full = []
+gc.callbacks.append(lambda phase, info: phase == "stop" and info["generation"] == 2
+                    and full.append(1))
+atexit.register(lambda: print(len(full), gc.get_threshold()[0]))
+sys.argv = ["qadi", "--help"]
+{start}
+"""
+
+
+def started(start: str) -> tuple[int, int]:
+    """(full collections, young threshold) of a `qadi --help` process started by `start`."""
+    done = subprocess.run(
+        [sys.executable, "-c", STARTED.format(start=start)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    full, threshold = done.stdout.split()[-2:]
+    return int(full), int(threshold)
+
+
+def test_the_qadi_command_starts_up_without_a_full_collection():
+    """Importing the CLI at CPython's default threshold walks the start-up's objects in full
+    collections (three, here); the entry point raises the threshold before it imports."""
+    assert started("from service.__main__ import main; main()") == (0, YOUNG_THRESHOLD)
+    full, threshold = started("from service.cli import app; app()")
+    assert full >= 1 and threshold == 700
