@@ -301,7 +301,6 @@ class JudgesConfig(BaseModel):
     environment_variables: dict[str, Any] = Field(default_factory=dict)
     qadi: QadiOptions = Field(default_factory=QadiOptions)
     _templates: TemplateRegistry | None = PrivateAttr(default=None)
-    _makers: dict[str, str | None] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -424,14 +423,7 @@ class JudgesConfig(BaseModel):
         return entry.provider or self.maker_of_model(entry.model)
 
     def maker_of_model(self, model: str) -> str | None:
-        """Configured makers first (by full id or bare name), then the built-in table;
-        remembered per model, as the guard asks for every request (a config is not changed
-        once loaded)."""
-        if model not in self._makers:
-            self._makers[model] = self._find_maker(model)
-        return self._makers[model]
-
-    def _find_maker(self, model: str) -> str | None:
+        """Configured makers first (by full id or bare name), then the built-in table."""
         for key in (model, model_name(model)):
             if key in self.qadi.makers:
                 return self.qadi.makers[key]

@@ -82,6 +82,7 @@ class Grader:
         self.templates = config.templates
         self._fits: dict[tuple[str, str], PromptTemplate] = {}  # checked, by (spec, rubric)
         self._panels: dict[tuple, PanelChoice] = {}  # by (judges, candidate, provider)
+        self._makers: dict[str, str | None] = {}  # each judge's maker, by judge name
 
     def template_for(
         self, rubric: Rubric, override: str | dict | None = None, rhash: str | None = None
@@ -235,10 +236,12 @@ class Grader:
         and batch-file results both start here), with what the transport saw (`outcome`:
         status, error, latency, ...; a provider failure until a reply says otherwise)."""
         entry = self.config.judge(name)
+        if name not in self._makers:  # looked up once: every result names it
+            self._makers[name] = self.config.maker_of_judge(entry)
         return JudgeResult(
             judge=name,
             model=entry.model,
-            maker=self.config.maker_of_judge(entry),
+            maker=self._makers[name],
             **{"status": "backend_error", **outcome},
             cache_key=plan.keys[name],
             template=plan.template.ref,

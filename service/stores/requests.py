@@ -178,11 +178,12 @@ def release(session: Session, claimed: Claim) -> None:
 
 
 def finish_many(session: Session, finished: list[tuple[Claim, str, dict[str, Any]]]) -> list[bool]:
-    """`finish` for several requests, in order, with one executemany UPDATE where it can:
-    the group commit of POST /judge finishes every request of a round together. Should any
-    of them no longer be its attempt's (rare: a take-over or the reaper came first), the
-    batch is undone to its savepoint and each is finished on its own, so the answer says
-    which landed. An outage, which also lets go of its key, is finished on its own."""
+    """`finish` for several requests (answered in the order given, written in id order),
+    with one executemany UPDATE where it can: the group commit of POST /judge finishes
+    every request of a round together. Should any of them no longer be its attempt's
+    (rare: a take-over or the reaper came first), the batch is undone to its savepoint and
+    each is finished on its own, so the answer says which landed. An outage, which also
+    lets go of its key, is finished on its own."""
     batched = [(c, o, r) for c, o, r in finished if o != OUTAGE]
     landed: dict[tuple[str, int], bool] = {}
     if len(batched) > 1:
@@ -204,7 +205,8 @@ def finish_many(session: Session, finished: list[tuple[Claim, str, dict[str, Any
             )
         )
         # in id order, as answers are inserted in hash order: two rounds that share a request
-        # (a take-over) lock its row in the same order and cannot deadlock on PostgreSQL
+        # (a take-over) lock its row in the same order and cannot deadlock on PostgreSQL; the
+        # requests finished one by one (an outage, or a batch undone) go in id order as well
         rows = [
             {"b_id": c.id, "b_attempt": c.attempt, "b_outcome": o, "b_result": r}
             for c, o, r in sorted(batched, key=lambda item: item[0].id)
@@ -215,10 +217,11 @@ def finish_many(session: Session, finished: list[tuple[Claim, str, dict[str, Any
             landed = {(c.id, c.attempt): True for c, _, _ in batched}
         else:
             savepoint.rollback()
-    return [
-        landed[(c.id, c.attempt)] if (c.id, c.attempt) in landed else finish(session, c, o, r)
-        for c, o, r in finished
-    ]
+    answers: dict[int, bool] = {}
+    for i in sorted(range(len(finished)), key=lambda i: finished[i][0].id):
+        c, o, r = finished[i]
+        answers[i] = True if (c.id, c.attempt) in landed else finish(session, c, o, r)
+    return [answers[i] for i in range(len(finished))]
 
 
 def finish(session: Session, claimed: Claim, outcome: str, result: dict[str, Any]) -> bool:

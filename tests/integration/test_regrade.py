@@ -159,8 +159,8 @@ def test_a_stopped_run_resumes_with_exactly_the_missing_calls(setup, llm_server,
         command,
         cwd=ROOT,
         env={**os.environ, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,  # the messages (and the progress bar, drawn rarely off a tty)
         text=True,
     )
     deadline = time.monotonic() + 180

@@ -167,34 +167,48 @@ def test_finishing_a_round_together_lands_each_request_as_its_own_finish_would(s
     assert rows[down.id].status == "done" and rows[down.id].idempotency_key is None
 
 
-def test_a_round_finishes_its_requests_in_id_order(migrated_db):
-    """The round's UPDATE reaches the database in request-id order, whatever order the
-    round came in (two rounds sharing a request lock it in one order on PostgreSQL); each
-    caller still gets its own answer, in the order given."""
+@pytest.mark.parametrize("batch", ["lands", "undone"])
+def test_a_round_finishes_its_requests_in_id_order(migrated_db, batch):
+    """The round's UPDATEs reach the database in request-id order, whatever order the round
+    came in (two rounds sharing a request lock it in one order on PostgreSQL): the batched
+    UPDATE's rows, and the requests finished one by one when the batch is undone (one of
+    them was taken over) or ended by an outage. Each caller still gets its own answer, in
+    the order given."""
     engine = make_engine(migrated_db)
     sessions = make_sessionmaker(engine)
-    claims = sorted((claim(sessions, key=f"k{i}") for i in range(6)), key=lambda c: c.id)
-    updated: list[str] = []
+    keys = {claim(sessions, key=f"k{i}"): f"k{i}" for i in range(6)}
+    claims = sorted(keys, key=lambda c: c.id)
+    if batch == "undone":
+        age(sessions, claims[2].id, 120)
+        assert claim(sessions, key=keys[claims[2]]).attempt == 2  # taken over
+    ids = {c.id for c in claims}
+    updated: dict[bool, list[str]] = {True: [], False: []}  # by executemany
 
     def record(conn, cursor, statement, parameters, context, executemany) -> None:
-        if statement.startswith("UPDATE grade_requests") and executemany:
-            for row in parameters:  # a dict per row (psycopg) or a tuple (sqlite3)
-                values = row.values() if isinstance(row, dict) else row
-                updated.append(next(v for v in values if v in ids))
+        if statement.startswith("UPDATE grade_requests"):
+            for row in parameters if executemany else [parameters]:
+                values = row.values() if isinstance(row, dict) else row  # psycopg / sqlite3
+                updated[executemany].append(next(v for v in values if v in ids))
 
-    ids = {c.id for c in claims}
     event.listen(engine, "before_cursor_execute", record)
     given = claims[::-1]
+    outcomes = [requests.OUTAGE if c is claims[4] else requests.GRADED for c in given]
     with session_scope(sessions) as session:
         landed = requests.finish_many(
-            session, [(c, requests.GRADED, {"id": c.id}) for c in given]
+            session, [(c, o, {"id": c.id}) for c, o in zip(given, outcomes, strict=True)]
         )
     engine.dispose()
-    assert landed == [True] * 6
-    assert updated == [c.id for c in claims]
+    in_order = [c.id for c in claims]
+    assert updated[True] == [i for i in in_order if i != claims[4].id]
+    if batch == "lands":
+        assert landed == [True] * 6
+        assert updated[False] == [claims[4].id]
+    else:
+        assert landed == [c is not claims[2] for c in given]
+        assert updated[False] == in_order
     with session_scope(make_sessionmaker(make_engine(migrated_db))) as session:
         rows = {r.id: r.result for r in session.scalars(select(GradeRequestRow))}
-    assert all(rows[c.id] == {"id": c.id} for c in claims)
+    assert all(rows[c.id] == {"id": c.id} for c in claims if c is not claims[2] or batch == "lands")
 
 
 def test_a_round_is_claimed_in_order_whatever_its_keys_did_before(sessions):

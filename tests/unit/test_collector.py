@@ -12,7 +12,7 @@ import weakref
 
 import pytest
 
-from service.collector import YOUNG_THRESHOLD, start_up_frozen
+from service.collector import YOUNG_THRESHOLD, fewer_collections, start_up_frozen
 from tests.conftest import ROOT
 
 
@@ -94,3 +94,17 @@ def test_the_qadi_command_starts_up_without_a_full_collection():
     assert started("from service.__main__ import main; main()") == (0, YOUNG_THRESHOLD)
     full, threshold = started("from service.cli import app; app()")
     assert full >= 1 and threshold == 700
+
+
+def test_long_work_ends_the_start_up_s_raised_threshold():
+    """`start_up_frozen` begins the work: the thresholds are back to what they were before
+    the start-up raised them (whoever started the process, the work collects alike)."""
+    before = gc.get_threshold()
+    try:
+        fewer_collections()
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, *before[1:])
+        with start_up_frozen():
+            assert gc.get_threshold() == before
+        assert gc.get_threshold() == before
+    finally:
+        gc.set_threshold(*before)
