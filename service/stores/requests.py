@@ -184,8 +184,11 @@ def finish_many(session: Session, finished: list[tuple[Claim, str, dict[str, Any
     (rare: a take-over or the reaper came first), the batch is undone to its savepoint and
     each is finished on its own, so the answer says which landed. An outage, which also
     lets go of its key, is finished on its own."""
-    batched = [(c, o, r) for c, o, r in finished if o != OUTAGE]
-    landed: dict[tuple[str, int], bool] = {}
+    # in id order, as answers are inserted in hash order: two rounds that share a request
+    # (a take-over) lock its row in the same order and cannot deadlock on PostgreSQL
+    order = sorted(range(len(finished)), key=lambda i: finished[i][0].id)
+    batched = [finished[i] for i in order if finished[i][1] != OUTAGE]
+    landed: set[tuple[str, int]] = set()
     if len(batched) > 1:
         for _, _, result in batched:
             refuse_non_finite("response", result)
@@ -204,23 +207,20 @@ def finish_many(session: Session, finished: list[tuple[Claim, str, dict[str, Any
                 finished_at=now,
             )
         )
-        # in id order, as answers are inserted in hash order: two rounds that share a request
-        # (a take-over) lock its row in the same order and cannot deadlock on PostgreSQL; the
-        # requests finished one by one (an outage, or a batch undone) go in id order as well
         rows = [
             {"b_id": c.id, "b_attempt": c.attempt, "b_outcome": o, "b_result": r}
-            for c, o, r in sorted(batched, key=lambda item: item[0].id)
+            for c, o, r in batched
         ]
         savepoint = session.begin_nested()
         if session.execute(statement, rows).rowcount == len(rows):
             savepoint.commit()
-            landed = {(c.id, c.attempt): True for c, _, _ in batched}
+            landed = {(c.id, c.attempt) for c, _, _ in batched}
         else:
             savepoint.rollback()
     answers: dict[int, bool] = {}
-    for i in sorted(range(len(finished)), key=lambda i: finished[i][0].id):
+    for i in order:  # the requests finished one by one (an outage, a batch undone) too
         c, o, r = finished[i]
-        answers[i] = True if (c.id, c.attempt) in landed else finish(session, c, o, r)
+        answers[i] = (c.id, c.attempt) in landed or finish(session, c, o, r)
     return [answers[i] for i in range(len(finished))]
 
 
