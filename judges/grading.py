@@ -160,15 +160,17 @@ class Grader:
         in a stage would not be the judge its threshold was calibrated for."""
         known = known or {}
 
-        def judge_all(names: list[str]):
-            return asyncio.gather(*(self._judge(name, plan, known, slots) for name in names))
+        async def judge_all(names: list[str]) -> list[JudgeResult]:
+            if len(names) < 2:  # most panels: no task made for one call, none for no call
+                return [await self._judge(name, plan, known, slots) for name in names]
+            return await asyncio.gather(*(self._judge(name, plan, known, slots) for name in names))
 
         if stop is not None:
             results, unavailable = await self._cascade(plan, known, slots, stop), []
         else:
-            results = list(await judge_all(plan.panel.judges))
+            results = await judge_all(plan.panel.judges)
             unavailable = self._unavailable(results, plan)
-            stand_ins = list(await judge_all([u.substitute for u in unavailable if u.substitute]))
+            stand_ins = await judge_all([u.substitute for u in unavailable if u.substitute])
             unavailable += [
                 UnavailableJudge(judge=r.judge, status=r.status, error=r.error)
                 for r in stand_ins

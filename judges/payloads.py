@@ -85,6 +85,18 @@ class _Completion(msgspec.Struct, gc=False):
 _DECODER = msgspec.json.Decoder(_Completion)
 
 
+def decode_json(body: bytes) -> Any:
+    """JSON as `json.loads` reads it, by msgspec where it can (2 µs for a reply without token
+    probabilities, where the standard library took 7: issue 40). What msgspec refuses
+    and the standard library reads (NaN, Infinity, a number past a float's range, a lone
+    surrogate, a byte-order mark) is read by the standard library, so the result is always
+    `json.loads`'s. Raises ValueError when the body is not JSON."""
+    try:
+        return msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return json.loads(body)
+
+
 def decode_completion(body: bytes) -> dict[str, Any]:
     """A chat-completion reply as the dict `json.loads` makes of it, its generated tokens as
     `GeneratedToken`s. Anything the fast shape does not hold exactly (no logprobs, no

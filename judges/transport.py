@@ -22,7 +22,6 @@ that is cancelled or times out: its connection is closed, not returned to the po
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ import httpx
 import litellm
 import msgspec
 
-from judges.payloads import decode_completion
+from judges.payloads import decode_completion, decode_json
 
 # routes whose servers speak OpenAI's chat API, and the name LiteLLM gives them in errors
 ROUTE_NAMES = {"hosted_vllm/": ("hosted_vllm", "Hosted_vllm"), "openai/": ("openai", "OpenAI")}
@@ -150,7 +149,7 @@ async def complete(
     try:
         # the typed decoder pays off only where there are tokens to read; a reply to a call
         # that asked for none would be decoded by it and then again by json (its fallback)
-        return decode_completion(body) if params.get("logprobs") else json.loads(body)
+        return decode_completion(body) if params.get("logprobs") else decode_json(body)
     except ValueError:
         shown = body[:200].decode(errors="replace")
         raise _status_error(route, 500, f"not JSON: {shown}", {}) from None

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from judges.logprobs import _expected_rubric_score, distribution, read_probabilities, tokens_of
-from judges.payloads import GeneratedToken, decode_completion
+from judges.payloads import GeneratedToken, decode_completion, decode_json
 from judges.templates import load_template
 from judges.verdicts import parse_reply
 from rubrics import PenaltyWeightedRubric, library_rubric, score
@@ -285,9 +285,34 @@ def test_a_reply_without_tokens_to_read_is_decoded_with_every_field_as_sent(sent
     assert decode_completion(json.dumps(sent).encode()) == sent
 
 
-def test_a_body_that_is_not_json_is_a_value_error():
+@pytest.mark.parametrize("decode", [decode_completion, decode_json])
+def test_a_body_that_is_not_json_is_a_value_error(decode):
     with pytest.raises(ValueError):
-        decode_completion(b"<html>502 Bad Gateway</html>")
+        decode(b"<html>502 Bad Gateway</html>")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"choices": [{"message": {"content": "{\\"rating\\": 4}"}}], "usage": null}',
+        '{"a": 1, "a": 2}',
+        '{"n": 123456789012345678901234567890}',
+        '{"n": -0.0, "m": 1.7976931348623157e308, "t": "\u0634\u0643\u0648"}',
+        '{"n": NaN, "m": -Infinity}',
+        '{"n": 1e400}',
+        '{"t": "\\ud800"}',
+        "\ufeff{}",
+    ],
+    ids=["a reply", "a key twice", "a big integer", "edge numbers and Arabic",
+         "NaN and infinity", "past a float's range", "a lone surrogate", "a byte-order mark"],
+)  # fmt: skip
+def test_the_lean_transport_s_json_reads_as_the_standard_library_s(body):
+    """`decode_json` reads by msgspec, and by `json.loads` what msgspec refuses: the
+    result is `json.loads`'s in every case, the ones msgspec refuses included."""
+    sent = body.encode()
+    expected, got = json.loads(sent), decode_json(sent)
+    assert repr(got) == repr(expected)  # repr: NaN is not equal to itself
+    assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
 
 
 def test_a_criterion_s_broken_logprob_leaves_the_whole_verdict_without_a_distribution():
