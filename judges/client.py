@@ -57,6 +57,9 @@ PRICE_TABLE = {**litellm.model_cost, **standin_provider.PRICES}
 # Parameter names whose values are credentials, whatever the provider.
 _SECRET_NAME = re.compile(r"key|secret|token|password|credential|authorization", re.IGNORECASE)
 _KEY_LIKE = re.compile(r"\b(sk|qadi)[-_][A-Za-z0-9_\-]{8,}")
+# what every key-like token holds: a text without any of them is not searched (the search,
+# `\b` tried at every character, was 12 µs of a verdict's 0.7 ms: issue 40)
+_KEY_STARTS = ("sk-", "sk_", "qadi-", "qadi_")
 _MIN_SECRET_LENGTH = 6  # shorter values would redact ordinary words
 # Names LiteLLM's proxy refuses to take from a config's environment_variables
 # (litellm/proxy/proxy_server.py, ProxyConfig._BLOCKED_ENV_KEYS, LiteLLM 1.106).
@@ -160,7 +163,9 @@ class Redactor:
     def __call__(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, "[redacted]")
-        return _KEY_LIKE.sub("[redacted]", text)
+        if any(start in text for start in _KEY_STARTS):
+            return _KEY_LIKE.sub("[redacted]", text)
+        return text
 
 
 class RedactingFilter(logging.Filter):

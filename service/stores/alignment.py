@@ -23,7 +23,7 @@ from service.db.schema import (
     utcnow,
 )
 from service.stores.chunks import chunked
-from service.stores.judgments import row_values
+from service.stores.judgments import insert_judgments, row_values
 from service.stores.rubrics import save_rubric
 
 
@@ -159,7 +159,7 @@ def approve(session: Session, run: AlignmentRunRow, revised: Rubric, actor: str)
         for response_id, result in run_grades(session, run.id).values()
     ]  # fmt: skip
     if rows:
-        session.execute(insert(JudgmentRow), rows)
+        insert_judgments(session, rows)
     run.status, run.approved_at, run.approved_by = "approved", utcnow(), actor
     run.approved_rubric_ref = new_ref
     return new_ref

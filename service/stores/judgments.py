@@ -126,7 +126,14 @@ def write_judgments(session: Session, project: str, graded: Sequence[Graded]) ->
         for g, response_id in zip(with_judgments, response_ids, strict=True)
         for result in g.judgments
     ]
-    session.execute(insert(JudgmentRow), rows)
+    insert_judgments(session, rows)
+
+
+def insert_judgments(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert `row_values` rows with Core's INSERT, not the ORM's bulk one: every row holds
+    every column, so the ORM's work per row (mapping it to the table, grouping rows by the
+    columns they set) bought nothing; it was 3% of a regrade's CPU (issue 40)."""
+    session.execute(insert(JudgmentRow.__table__), rows)
 
 
 class SqlJudgmentStore:

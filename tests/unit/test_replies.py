@@ -60,3 +60,20 @@ def test_evidence_and_rationale_are_redacted_only_where_they_hold_a_secret():
     }
     assert result.rationale == "fine, but it leaks [redacted]"
     assert SECRET not in result.raw_reply and "sk-abcdef" not in result.raw_reply
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("key sk-abcdef0123456789 here", "key [redacted] here"),
+        ("key sk_abcdef0123456789", "key [redacted]"),
+        ("(qadi-abcdef0123456789)", "([redacted])"),
+        ("qadi_abcdef0123456789.", "[redacted]."),
+        ("a task-force_of_engineers", "a task-force_of_engineers"),  # no word starts "sk-"
+        ("sk-short", "sk-short"),  # too short to be a key
+        ("مفتاح sk-abcdef0123456789", "مفتاح [redacted]"),
+        ("nothing key-like at all", "nothing key-like at all"),
+    ],
+)
+def test_key_shaped_tokens_are_redacted_and_nothing_else(text, shown):
+    assert Redactor([])(text) == shown
