@@ -164,7 +164,7 @@ class BatchGrader:
         what to persist (reused results only when recorded; a reused result that is not
         recorded again keeps the id of the stored one)."""
         result = await self.grader.grade(plan, known, self.slots, stop)
-        if self.options.record_reused:
+        if self.options.record_reused or not any(r.cached for r in result.results):
             return Graded(plan.request, result, judgments=list(result.results), tag=tag)
         results = [
             # reused from the store (keeping its id), or shared with a concurrent identical

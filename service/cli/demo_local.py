@@ -84,7 +84,7 @@ SHOWN = 12  # grades printed as a table; the rest are in the database and the re
 
 def _grade(database_url: str, config_path: Path, requests: list):
     from judges import BatchOptions, BatchStats, Grader, load_config
-    from service.cli.progress import grading_task, progress_bar
+    from service.cli.progress import grading_bar
     from service.db.engine import open_database
     from service.stores.judgments import project_batcher
     from service.stores.projects import DEFAULT_PROJECT
@@ -93,12 +93,11 @@ def _grade(database_url: str, config_path: Path, requests: list):
     options = BatchOptions(concurrency=8, record_reused=False)
     batcher = project_batcher(grader, open_database(database_url), DEFAULT_PROJECT, options)
     graded, stats = [], BatchStats()
-    with progress_bar() as progress:
-        task = grading_task(progress, "local judge", len(requests))
+    with grading_bar("local judge", len(requests), stats) as tick:
 
         def advance(item) -> None:
             graded.append(item)
-            progress.update(task, advance=1, errors=stats.failed, cost=stats.cost_text)
+            tick()
 
         asyncio.run(batcher.run(requests, advance, stats))
     out.print(_grades_table(graded[:SHOWN], len(graded)))

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from service.cli.app import app, console, fail, open_grading, out, project_option, split_names
-from service.cli.progress import grading_task, progress_bar
+from service.cli.progress import grading_bar
 
 
 @app.command()
@@ -114,14 +114,9 @@ def probe(
         return
     stats = BatchStats()
     try:
-        with progress_bar() as progress:
-            task = grading_task(progress, "probe", len(plan.requests))
-
-            def advance(graded) -> None:
-                progress.update(task, advance=1, errors=stats.failed, cost=stats.cost_text)
-
+        with grading_bar("probe", len(plan.requests), stats) as tick:
             report = asyncio.run(
-                core.run(plan, batcher, graded_rubric, options, calls, advance, stats)
+                core.run(plan, batcher, graded_rubric, options, calls, lambda _: tick(), stats)
             )
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: finished calls are stored; rerun to resume")

@@ -24,7 +24,7 @@ from service.cli.app import (
     project_option,
     split_names,
 )
-from service.cli.progress import grading_task, progress_bar
+from service.cli.progress import grading_bar
 
 
 class Engine(StrEnum):
@@ -110,13 +110,12 @@ def regrade(
         return
     started = time.perf_counter()
     try:
-        with progress_bar() as progress, core.results_file(out_path) as write:
-            task = grading_task(progress, "regrade", total)
-            stats = BatchStats()
+        stats = BatchStats()
+        with grading_bar("regrade", total, stats) as tick, core.results_file(out_path) as write:
 
             def advance(graded) -> None:
                 write(graded)
-                progress.update(task, advance=1, errors=stats.failed, cost=stats.cost_text)
+                tick()
 
             if engine is Engine.ray:
                 from service.regrading.on_ray import RayCluster, RayEngineError, run_on_ray
