@@ -25,6 +25,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import aiohttp
@@ -98,6 +99,14 @@ class _Pools:
 _POOLS: dict[asyncio.AbstractEventLoop, _Pools] = {}  # shared by every client of a process
 
 
+def _open_session(url: str) -> aiohttp.ClientSession | None:
+    """The running loop's open session for the server of `url`, if it has one: every call
+    but a server's first (a plain function, so the usual case makes no coroutine)."""
+    pools = _POOLS.get(asyncio.get_running_loop())
+    session = pools.sessions.get(url.split("/", 3)[2]) if pools is not None else None
+    return session if session is not None and not session.closed else None
+
+
 async def _session(url: str) -> aiohttp.ClientSession:
     """The session for the server of `url` in the running loop, made on first use."""
     loop = asyncio.get_running_loop()
@@ -128,10 +137,10 @@ async def complete(
         body.update(extra)
     data = msgspec.json.encode(body)  # UTF-8 JSON, a tenth of json.dumps's CPU (issue 40)
     headers = {**route.headers, "X-Request-Id": uuid.uuid4().hex}
-    session = await _session(route.url)
+    session = _open_session(route.url) or await _session(route.url)
     try:
         async with session.post(
-            route.url, data=data, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+            route.url, data=data, headers=headers, timeout=_timeout(timeout)
         ) as response:
             body = await response.read()
             status, reply_headers = response.status, response.headers
@@ -153,6 +162,12 @@ async def complete(
     except ValueError:
         shown = body[:200].decode(errors="replace")
         raise _status_error(route, 500, f"not JSON: {shown}", {}) from None
+
+
+@lru_cache(maxsize=16)
+def _timeout(seconds: float) -> aiohttp.ClientTimeout:
+    """One (immutable) ClientTimeout per timeout: a call's is its judge's, and few differ."""
+    return aiohttp.ClientTimeout(total=seconds)
 
 
 async def close() -> None:

@@ -50,7 +50,7 @@ def json_object(reply: str) -> dict[str, Any]:
     match = _FENCED.match(reply)
     text = match.group(1) if match else reply
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys)
+        data = _OBJECTS.decode(text)
     except json.JSONDecodeError as exc:
         raise ParseFailure(f"reply is not valid JSON ({exc.msg} at char {exc.pos})") from None
     if not isinstance(data, dict):
@@ -67,6 +67,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ParseFailure(f"key '{key}' appears twice in one JSON object")
         data[key] = value
     return data
+
+
+# One decoder for every reply: `json.loads` with a hook builds a new one per call (issue 40)
+_OBJECTS = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 
 def _criteria(rubric: PenaltyWeightedRubric, data: dict[str, Any]) -> Verdict:
