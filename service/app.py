@@ -25,6 +25,7 @@ from service.api import (
     rubrics,
     sme,
 )
+from service.api.access_log import spare_fixed_lines
 from service.api.gauges import CalibrationGauges
 from service.api.middleware import BodySizeLimit, HttpMetrics
 from service.collector import start_up_frozen
@@ -100,10 +101,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.gauges = CalibrationGauges(
         settings.metrics_report_judges, settings.metrics_report_strata
     )
-    for module in (judge, judgments, requests, rubrics, grades, health):
+    plain = (judge, judgments, requests, rubrics, grades, health)
+    documented = (calibration, estimates, probes, sme)  # their errors, documented in one shape
+    for module in plain:
         app.include_router(module.router)
-    for module in (calibration, estimates, probes, sme):  # their errors, documented in one shape
+    for module in documented:
         app.include_router(module.router, responses=errors.error_responses(401, 403, 422, 503))
+    spare_fixed_lines(module.router for module in (*plain, *documented))
     errors.install(app)
     install_workbench(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
