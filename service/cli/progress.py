@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from rich.progress import (
     BarColumn,
@@ -19,8 +20,10 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from judges import BatchStats
 from service.cli.app import console
+
+if TYPE_CHECKING:
+    from judges import BatchStats
 
 
 class RateColumn(ProgressColumn):
