@@ -52,16 +52,19 @@ class FixedLinesUnscanned(logging.Filter):
 
 
 def _ip_and_port(client: object) -> bool:
-    """Whether `client` is "address:port" with an IP address (a forwarded client's name
-    may be any text the proxy was sent)."""
+    """Whether `client` is "address:port" with an IP address and no zone: a forwarded
+    client's name may be any text the proxy was sent, and `ipaddress` takes any text after
+    an IPv6 address's `%` as its zone ("fe80::1%<a key>")."""
     if not isinstance(client, str):
         return False
     host, _, port = client.rpartition(":")
+    if "%" in host or not (port.isascii() and port.isdigit()):
+        return False
     try:
         ipaddress.ip_address(host)
     except ValueError:
         return False
-    return port.isdigit()
+    return True
 
 
 def fixed_paths(routers: Iterable[APIRouter]) -> frozenset[str]:

@@ -57,10 +57,14 @@ def test_a_line_of_fixed_values_is_passed_unscanned():
         ("127.0.0.1:53412", "GET", f"/judge?api_key={KEY}", "1.1"),  # a query string
         ("127.0.0.1:53412", "GET", f"/judgments/{KEY}", "1.1"),  # a path parameter
         (f"{KEY}:0", "POST", "/judge", "1.1"),  # a forwarded client's name
+        (f"fe80::1%{KEY}:443", "POST", "/judge", "1.1"),  # an IPv6 zone ipaddress takes
+        (f"[fe80::1%{KEY}]:443", "POST", "/judge", "1.1"),
+        ("127.0.0.1:５３", "POST", "/judge", "1.1"),  # a port in other digits
         ("[::1]:53412", "POST", "/judge", KEY),  # not an HTTP version
         ("127.0.0.1:53412", KEY, "/judge", "1.1"),  # not a standard method
     ],
-    ids=["query", "path parameter", "forwarded client", "version", "method"],
+    ids=["query", "path parameter", "forwarded client", "IPv6 zone", "bracketed IPv6 zone",
+         "port digits", "version", "method"],
 )
 def test_any_other_line_is_scanned_and_its_secret_redacted(client, method, target, version):
     counting = Counting(litellm_redaction())

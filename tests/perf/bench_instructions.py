@@ -55,7 +55,11 @@ def instructions(tree: Path, workdir: Path, count: int, api_base: str, logprobs:
         *("--rubric", RUBRIC, "--judges", "bench-judge", "--config", str(config)),
         *("--concurrency", "64", "--out", str(workdir / "results.jsonl")),
     ]
-    env = {**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}"}
+    env = {
+        **os.environ,
+        "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}",
+        "PYTHONHASHSEED": "0",  # the same hashing, so the same work, in every run
+    }
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
     found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
     if done.returncode != 0 or found is None:
@@ -92,11 +96,13 @@ def main() -> None:
                 check=True,
             )
             trees = {args.base: base, **trees}
-        process, api_base = start()
+        process = None
         try:
+            process, api_base = start()
             counts = {label: per_call(tree, args, api_base) for label, tree in trees.items()}
         finally:
-            process.terminate()
+            if process is not None:
+                process.terminate()
             if args.base:
                 subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT)
     print(f"answers={args.answers} small={args.small} logprobs={args.logprobs} "
