@@ -99,16 +99,21 @@ class _Pools:
 _POOLS: dict[asyncio.AbstractEventLoop, _Pools] = {}  # shared by every client of a process
 
 
+def _server(url: str) -> str:
+    return url.split("/", 3)[2]
+
+
 def _open_session(url: str) -> aiohttp.ClientSession | None:
     """The running loop's open session for the server of `url`, if it has one: every call
     but a server's first (a plain function, so the usual case makes no coroutine)."""
     pools = _POOLS.get(asyncio.get_running_loop())
-    session = pools.sessions.get(url.split("/", 3)[2]) if pools is not None else None
+    session = pools.sessions.get(_server(url)) if pools is not None else None
     return session if session is not None and not session.closed else None
 
 
-async def _session(url: str) -> aiohttp.ClientSession:
-    """The session for the server of `url` in the running loop, made on first use."""
+async def _new_session(url: str) -> aiohttp.ClientSession:
+    """The session for the server of `url` in the running loop, made when it has none open
+    (the loop's pools too, on its first)."""
     loop = asyncio.get_running_loop()
     pools = _POOLS.get(loop)
     if pools is None:
@@ -116,11 +121,10 @@ async def _session(url: str) -> aiohttp.ClientSession:
             del _POOLS[ended]
         pools = _POOLS[loop] = _Pools()
         await pools.start()
-    server = url.split("/", 3)[2]
-    session = pools.sessions.get(server)
-    if session is None or session.closed:
+    session = _open_session(url)  # another call may have opened it during the await above
+    if session is None:
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)
-        session = pools.sessions[server] = aiohttp.ClientSession(
+        session = pools.sessions[_server(url)] = aiohttp.ClientSession(
             connector=connector, skip_auto_headers=("User-Agent",)
         )
     return session
@@ -137,7 +141,7 @@ async def complete(
         body.update(extra)
     data = msgspec.json.encode(body)  # UTF-8 JSON, a tenth of json.dumps's CPU (issue 40)
     headers = {**route.headers, "X-Request-Id": uuid.uuid4().hex}
-    session = _open_session(route.url) or await _session(route.url)
+    session = _open_session(route.url) or await _new_session(route.url)
     try:
         async with session.post(
             route.url, data=data, headers=headers, timeout=_timeout(timeout)
