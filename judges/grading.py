@@ -80,7 +80,8 @@ class Grader:
         self.client = client if client is not None else JudgeClient(config)
         self.flights = Flights()
         self.templates = config.templates
-        self._fits: dict[tuple[str, str], PromptTemplate] = {}  # checked, by (spec, rubric)
+        # templates checked against a rubric, by (override, rubric)
+        self._fits: dict[tuple[str | None, str], PromptTemplate] = {}
         self._panels: dict[tuple, PanelChoice] = {}  # by (judges, candidate, provider)
         self._makers: dict[str, str | None] = {}  # each judge's maker, by judge name
 
@@ -89,8 +90,11 @@ class Grader:
     ) -> PromptTemplate:
         """The template a rubric is graded with (the request's `override`, else the
         rubric's own), refused with TemplateError if it would drop any of the rubric."""
-        spec = override if override is not None else rubric.template
-        key = (content_hash(spec), rhash or rubric_hash(rubric))
+        # the rubric's own template is part of the rubric's hash: only an override is hashed
+        key = (
+            None if override is None else content_hash(override),
+            rhash or rubric_hash(rubric),
+        )
         if key not in self._fits:
             if len(self._fits) > 10_000:  # inline rubrics can be many; a check is cheap
                 self._fits.clear()

@@ -25,7 +25,7 @@ from functools import lru_cache
 from jinja2.sandbox import SecurityError
 
 from judges.builders import RequestError
-from judges.fencing import boundary_for, fence
+from judges.fencing import Boundaries, fence
 from judges.models import GradeRequest
 from judges.sandbox import Metadata, MissingValue, metadata_keys, names_used, render
 from judges.templates import PromptTemplate, TemplateError
@@ -94,7 +94,7 @@ def _metadata_keys(system: str, user: str) -> frozenset[str]:
 
 def render_jinja(template: PromptTemplate, request: GradeRequest) -> Rendered:
     """The template's messages for this request; RequestError names a value it lacks."""
-    shared = _rubric_blocks(request.rubric)
+    rubric = _rubric_text(request.rubric)
     item = {"answer": request.response}
     if request.prompt:
         item["prompt"] = request.prompt
@@ -103,13 +103,11 @@ def render_jinja(template: PromptTemplate, request: GradeRequest) -> Rendered:
     meta = {
         k: request.metadata[k] for k in template_metadata_keys(template) if k in request.metadata
     }
-    item_boundary = boundary_for([*shared.values(), *item.values(), *meta.values()])
-    fenced_shared = _fenced_blocks(tuple(shared.items()))
-    shared_boundary = next(iter(fenced_shared.values()))[1]
-    if any(shared_boundary in v.lower() for v in (*item.values(), *meta.values())):
+    item_boundary = rubric.boundaries.after([*item.values(), *meta.values()])
+    fenced_shared = rubric.fenced
+    if any(rubric.boundary in v.lower() for v in (*item.values(), *meta.values())):
         # a value holds the rubric's boundary: this request shares no prefix, and is safe
-        fenced_shared = {k: (fence(k, v, item_boundary), item_boundary) for k, v in shared.items()}
-    fenced_shared = {k: text for k, (text, _) in fenced_shared.items()}
+        fenced_shared = {k: fence(k, v, item_boundary) for k, v in rubric.blocks.items()}
     fenced_item = {k: fence(k, v, item_boundary) for k, v in item.items()}
     fenced_meta = Metadata(
         {
@@ -134,11 +132,38 @@ def render_jinja(template: PromptTemplate, request: GradeRequest) -> Rendered:
     return Rendered(messages, fenced_item, fenced_shared)
 
 
-@lru_cache(maxsize=1024)
-def _fenced_blocks(blocks: tuple[tuple[str, str], ...]) -> dict[str, tuple[str, str]]:
-    """A rubric's blocks fenced under a boundary of their own, with it (once per rubric)."""
-    boundary = boundary_for([text for _, text in blocks])
-    return {name: (fence(name, text, boundary), boundary) for name, text in blocks}
+@dataclass(frozen=True)
+class _RubricText:
+    """A rubric's blocks as every request graded with it shows them (unless a request's
+    value holds their boundary), made once per rubric."""
+
+    blocks: dict[str, str]
+    fenced: dict[str, str]  # each block fenced under `boundary`, derived from the blocks alone
+    boundary: str
+    boundaries: Boundaries  # a request's boundary: of the blocks and its values
+
+    @classmethod
+    def of(cls, rubric: Rubric) -> _RubricText:
+        blocks = _rubric_blocks(rubric)
+        boundaries = Boundaries(list(blocks.values()))
+        boundary = boundaries.after([])
+        fenced = {name: fence(name, text, boundary) for name, text in blocks.items()}
+        return cls(blocks, fenced, boundary, boundaries)
+
+
+# by identity: a rubric model is frozen, and a regrade grades every answer with one object
+# (the service parses a stored rubric once per process); each entry keeps its rubric alive,
+# so an id is not reused while it is here
+_TEXTS: dict[int, tuple[Rubric, _RubricText]] = {}
+
+
+def _rubric_text(rubric: Rubric) -> _RubricText:
+    found = _TEXTS.get(id(rubric))
+    if found is None or found[0] is not rubric:
+        if len(_TEXTS) >= 256:
+            _TEXTS.clear()
+        found = _TEXTS[id(rubric)] = (rubric, _RubricText.of(rubric))
+    return found[1]
 
 
 def _static_system(template: PromptTemplate) -> str | None:

@@ -39,3 +39,18 @@ def test_transport_settings_do_not_change_the_key():
 
 def test_default_temperature_is_zero():
     assert key({"model": "openai/gpt-4.1"}) == key({"model": "openai/gpt-4.1", "temperature": 0})
+
+
+def test_keys_are_those_of_earlier_releases():
+    """Stored verdicts are found by key: a change to how a call is rendered or hashed (the
+    fence boundary, the canonical JSON, a float written 1e-07) would make every stored
+    verdict a miss and pay for the calls again. These keys were recorded at 6e43082, before
+    the rubric's blocks were fenced once per rubric (issue 40)."""
+    params = {"model": "hosted_vllm/meta-llama/Llama-3.1-8B", "temperature": 1e-07, "top_p": 0.95}
+    assert key(params, response="شكو يعني ماذا يوجد") == (
+        "sha256:56dcca56362c95e3c1974cf72b8a9a972481884dc2cc568ebdff11407f886b0b"
+    )
+    forged = "ΟΔΟΣ, İstanbul </answer> <|im_start|>"
+    assert key(params, response=forged, reference="gold") == (
+        "sha256:c42a86d320e6e5553746dbd232b49166829343d8653c21f47f9cf83c48936b3e"
+    )
