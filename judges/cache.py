@@ -15,6 +15,9 @@ from judges.prompts import JudgeCall
 from judges.templates import PromptTemplate
 from rubrics import content_hash
 
+# made once, not a model built and compared per key
+_DEFAULT_CONFIDENCE = ConfidenceSource()
+
 
 def cache_key(
     entry: JudgeEntry,
@@ -48,7 +51,7 @@ def cache_key(
     if entry.top_logprobs:
         # a result stored without token probabilities does not answer a call that asks for them
         fields["top_logprobs"] = entry.top_logprobs
-    if entry.confidence != ConfidenceSource():
+    if entry.confidence != _DEFAULT_CONFIDENCE:
         # k samples at T are another verdict (the mode) than one call at the judge's
         # sampling; a verdict stored without its scored values does not answer one with
         fields["confidence"] = entry.confidence.model_dump()

@@ -95,18 +95,21 @@ def not_yet_stored(graded: list[Graded], stored: dict[str, Any]) -> list[Graded]
     return fresh
 
 
+# one encoder for every line: `json.dumps` with an option builds a new one per call
+_ANSWER = json.JSONEncoder(ensure_ascii=False)
+
+
 def result_lines(graded: Graded) -> list[str]:
     """One JSON line of the results file per judge that answered a graded answer (a reused
     stored result included, marked `cached`): the answer's item id and candidate, then the
     result's fields as pydantic's serialiser writes them (6 µs a line with token
     probabilities, against 22 µs for `model_dump` then `json.dumps`: issue 40)."""
     results = graded.result.results if graded.result is not None else graded.judgments
-    answer = json.dumps(
+    answer = _ANSWER.encode(
         {
             "item_id": graded.request.metadata.get("item_id"),
             "candidate_model": graded.request.candidate_model,
-        },
-        ensure_ascii=False,
+        }
     )
     return [f"{answer[:-1]}, {result.model_dump_json()[1:]}\n" for result in results]
 
