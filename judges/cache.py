@@ -13,7 +13,7 @@ from judges.config import ConfidenceSource, JudgeEntry
 from judges.models import Graded, GradeRequest, JudgeResult
 from judges.prompts import JudgeCall
 from judges.templates import PromptTemplate
-from rubrics import content_hash
+from rubrics.hashing import fields_hash
 
 # made once, not a model built and compared per key
 _DEFAULT_CONFIDENCE = ConfidenceSource()
@@ -57,7 +57,9 @@ def cache_key(
         fields["confidence"] = entry.confidence.model_dump()
     if scope is not None:
         fields["scope"] = scope
-    return content_hash(fields)
+    # the user's sampling and confidence settings may hold any float; the messages hold
+    # text, and the response_format is built from a rubric's texts, integers and booleans
+    return fields_hash(fields, numbers=("sampling", "confidence"))
 
 
 class JudgmentStore(Protocol):

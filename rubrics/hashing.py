@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 from typing import Any
+
+import msgspec
 
 # One encoder for every call: `json.dumps` with options builds a new one each time, which
 # was a tenth of hashing a judge call's key (issue 40). It keeps no state between calls.
@@ -21,5 +24,26 @@ def canonical_json(value: Any) -> str:
 
 def content_hash(value: Any) -> str:
     """sha256 of the canonical JSON of `value`, hex, prefixed so its kind is visible in a DB."""
-    digest = hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
-    return f"sha256:{digest}"
+    return _prefixed(hashlib.sha256(canonical_json(value).encode("utf-8")))
+
+
+# msgspec writes strings (every code point: tests/unit/test_cache_key.py), integers, booleans,
+# null, lists and sorted dicts byte for byte as `canonical_json` does, in a tenth of the time
+# for long text; it writes floats otherwise (1e-07 as 1e-7, NaN as null).
+_TEXT_FIRST = msgspec.json.Encoder(order="sorted")
+
+
+def fields_hash(fields: dict[str, Any], numbers: Collection[str] = ()) -> str:
+    """`content_hash(fields)`, faster where the fields are long text (a judge call's messages
+    are four fifths of its cache key, and the standard library took 20 µs a key: issue 40).
+    The fields named in `numbers` may hold any float, and are written by `canonical_json`
+    and embedded as written; every other field must hold none."""
+    written = {
+        name: msgspec.Raw(canonical_json(value).encode("utf-8")) if name in numbers else value
+        for name, value in fields.items()
+    }
+    return _prefixed(hashlib.sha256(_TEXT_FIRST.encode(written)))
+
+
+def _prefixed(digest: Any) -> str:
+    return f"sha256:{digest.hexdigest()}"

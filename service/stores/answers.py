@@ -14,7 +14,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from judges import AnswerRecord, GradeRequest
-from rubrics import content_hash
+from rubrics.hashing import fields_hash
 from service.db.filters import has_attribute, not_a_probe, rubric_matches
 from service.db.schema import ItemRow, JudgmentRow, ResponseRow, utcnow
 from service.stores.chunks import chunked, insert_missing
@@ -40,11 +40,11 @@ def response_hash(request: GradeRequest, project: str | None = None) -> str:
     scope = cache_scope(project) if project is not None else None
     if scope is not None:
         fields["project"] = scope
-    return content_hash(fields)
+    return fields_hash(fields)  # texts only
 
 
 def _item_hash(request: GradeRequest) -> str:
-    return content_hash({"prompt": request.prompt, "reference": request.reference})
+    return fields_hash({"prompt": request.prompt, "reference": request.reference})
 
 
 def ensure_responses(session: Session, project: str, requests: list[GradeRequest]) -> list[int]:

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
+import pytest
+
 from judges import GradeRequest, build_call, cache_key, load_template, parse_config
-from rubrics import library_rubric, rubric_hash
+from judges.config import MODES
+from judges.prompts import for_mode, with_verbalised_confidence
+from rubrics import content_hash, library_rubric, library_rubrics, rubric_hash
+from rubrics.hashing import fields_hash
 
 
 def key(params: dict, response: str = "answer", reference: str | None = None) -> str:
@@ -54,3 +61,64 @@ def test_keys_are_those_of_earlier_releases():
     assert key(params, response=forged, reference="gold") == (
         "sha256:c42a86d320e6e5553746dbd232b49166829343d8653c21f47f9cf83c48936b3e"
     )
+
+
+def every_code_point() -> list[str]:
+    """Every Unicode scalar value (no lone surrogates: neither encoder writes them as
+    UTF-8), in texts of 4,096."""
+    points = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    return ["".join(points[i : i + 4096]) for i in range(0, len(points), 4096)]
+
+
+def test_the_fast_hash_of_texts_is_the_canonical_hash():
+    """`fields_hash` writes text with msgspec: every code point, the controls and quotes and
+    backslashes among them, must come out as the standard library writes it."""
+    texts = every_code_point()
+    for text in texts:
+        assert fields_hash({"t": text}) == content_hash({"t": text})
+    nested = {
+        "messages": [{"role": "user", "content": texts[0]}, {"content": "\"\\\n\u2028", "b": "a"}],
+        "n": -(2**70),
+        "flags": [True, False, None, 0, 1],
+        "empty": {},
+    }
+    assert fields_hash(nested) == content_hash(nested)
+
+
+@pytest.mark.parametrize("number", [1e-07, 1e16, 2.5e-05, 0.1, -0.0, math.nan, math.inf])
+def test_floats_named_as_numbers_are_written_as_the_standard_library_writes_them(number):
+    fields = {"sampling": {"temperature": number, "top_p": 1}, "text": "نص"}
+    assert fields_hash(fields, numbers=("sampling",)) == content_hash(fields)
+    # the rule the cache key relies on: msgspec alone writes these floats otherwise
+    if not 1e-4 <= abs(number) < 1e16 and number != 0 or math.isnan(number):
+        assert fields_hash(fields) != content_hash(fields)
+
+
+def floats_in(value) -> list[float]:
+    if isinstance(value, float):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [f for item in value for f in floats_in(item)]
+    return []
+
+
+@pytest.mark.parametrize("rubric", library_rubrics(), ids=lambda r: f"{r.id}@{r.version}")
+def test_no_response_format_holds_a_float(rubric):
+    """The cache key writes the response_format as msgspec does, which writes some floats
+    otherwise than the standard library: the schemas must hold none, in every mode."""
+    request = GradeRequest(
+        rubric=rubric,
+        prompt="q",
+        # Fann or Flop's reference and answer are lists of verses; the MIDAS translation
+        # templates read the idiom and its language from the metadata
+        response='["the verse explained"]',
+        reference='["the verse explained"]',
+        candidate_model="x",
+        metadata={"language": "KO", "idiom": "an idiom"},
+    )
+    call = build_call(load_template(rubric.template), request)
+    for asked in (call, with_verbalised_confidence(call)):
+        for mode in MODES:
+            assert floats_in(for_mode(asked, mode).response_format) == []
