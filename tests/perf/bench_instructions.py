@@ -35,6 +35,7 @@ from tests.perf.bench_regrade import (  # noqa: E402
     hosted_vllm_entry,
     write_inputs,
 )
+from tests.perf.trees import trees_to_compare  # noqa: E402
 
 
 def instructions(tree: Path, workdir: Path, count: int, api_base: str, logprobs: bool) -> int:
@@ -86,16 +87,7 @@ def main() -> None:
         raise SystemExit("valgrind is not installed (apt install valgrind)")
     from tests.perf.instant_llm import start
 
-    trees = {"working tree": ROOT}
-    with tempfile.TemporaryDirectory() as tmp:
-        if args.base:
-            base = Path(tmp) / "base"
-            subprocess.run(
-                ["git", "worktree", "add", "--detach", "-q", str(base), args.base],
-                cwd=ROOT,
-                check=True,
-            )
-            trees = {args.base: base, **trees}
+    with trees_to_compare(args.base) as trees:
         process = None
         try:
             process, api_base = start()
@@ -103,8 +95,6 @@ def main() -> None:
         finally:
             if process is not None:
                 process.terminate()
-            if args.base:
-                subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT)
     print(f"answers={args.answers} small={args.small} logprobs={args.logprobs} "
           "backend: instant_llm.py, valgrind cachegrind")  # fmt: skip
     first = next(iter(counts.values()))
