@@ -63,6 +63,39 @@ def test_keys_are_those_of_earlier_releases():
     )
 
 
+
+def test_a_sampling_judge_s_scoped_key_is_that_of_earlier_releases():
+    """The other fields of a key, pinned the same way (recorded at 6e43082): a scale rubric
+    in JSON mode, five alternatives per token, a sampling confidence whose temperature
+    msgspec would write otherwise (1e-05), and a project's scope."""
+    config = parse_config(
+        {
+            "model_list": [
+                {
+                    "model_name": "j",
+                    "litellm_params": {"model": "hosted_vllm/m", "temperature": 0.2},
+                    "structured_output": "json_object",
+                    "logprobs": 5,
+                    "confidence": {"source": "sampling", "samples": 3, "temperature": 1e-05},
+                }
+            ]
+        }
+    )
+    entry = config.judge("j")
+    rubric = library_rubric("kinayat-explanation")
+    request = GradeRequest(
+        rubric=rubric,
+        prompt="عيني عينك",
+        response="كناية عن الجهر",
+        reference="كناية عن الجهر بالشيء",
+        candidate_model="x",
+    )
+    template = load_template(rubric.template)
+    call = for_mode(build_call(template, request), entry.output_mode)
+    assert cache_key(entry, template, rubric_hash(rubric), request, call, "project-a") == (
+        "sha256:5bf483e6c5cd8d2a784d9e869d7fd46f672b39e55fe522e77cf4d0db691de096"
+    )
+
 def every_code_point() -> list[str]:
     """Every Unicode scalar value (no lone surrogates: neither encoder writes them as
     UTF-8), in texts of 4,096."""
