@@ -14,7 +14,7 @@ from typing import Any
 def first_non_finite(value: Any, where: str) -> tuple[str, float] | None:
     """(path, number) of a NaN or infinity in `value` (a number, or dicts and lists of
     them), the shallowest first; paths start at `where` ('judges.J.overall.ci[0]')."""
-    if not _holds_non_finite(value):
+    if not holds_non_finite(value):
         return None  # the usual case, found without naming every path (issue 40)
     waiting: deque[tuple[str, Any]] = deque([(where, value)])
     while waiting:
@@ -28,7 +28,7 @@ def first_non_finite(value: Any, where: str) -> tuple[str, float] | None:
     return None
 
 
-def _holds_non_finite(value: Any) -> bool:
+def holds_non_finite(value: Any) -> bool:
     """Whether `value` holds a NaN or an infinity anywhere: every stored judgment is checked,
     and building each element's path, as the search above does, was most of the check. The
     leaves that hold no number that can fail (most of a row: text, integers, flags, nulls)

@@ -76,14 +76,18 @@ class Boundaries:
         self._seed = hashlib.sha256(_SALT + _joined(values))
         self._lowered = [value.lower() for value in values]
 
-    def after(self, more: list[str]) -> str:
+    def after(self, more: list[str], lowered: list[str] | None = None) -> str:
+        """The boundary of `values + more`; `lowered`, `more` in lower case, when the caller
+        has made it already."""
         seed = self._seed.copy()
         if more:
             seed.update((b"\x00" if self._lowered else b"") + _joined(more))
         digest = seed.digest()
+        if lowered is None:
+            lowered = [value.lower() for value in more]
         # the token holds no \x00, so looking for it value by value is looking for it in
         # the values joined, as the seed hashes them
-        texts = [*self._lowered, *(value.lower() for value in more)]
+        texts = [*self._lowered, *lowered]
         for attempt in range(1_000):
             token = _candidate(digest, attempt)
             if not any(token in text for text in texts):

@@ -103,9 +103,11 @@ def render_jinja(template: PromptTemplate, request: GradeRequest) -> Rendered:
     meta = {
         k: request.metadata[k] for k in template_metadata_keys(template) if k in request.metadata
     }
-    item_boundary = rubric.boundaries.after([*item.values(), *meta.values()])
+    values = [*item.values(), *meta.values()]
+    lowered = [value.lower() for value in values]
+    item_boundary = rubric.boundaries.after(values, lowered)
     fenced_shared = rubric.fenced
-    if any(rubric.boundary in v.lower() for v in (*item.values(), *meta.values())):
+    if any(rubric.boundary in value for value in lowered):
         # a value holds the rubric's boundary: this request shares no prefix, and is safe
         fenced_shared = {k: fence(k, v, item_boundary) for k, v in rubric.blocks.items()}
     fenced_item = {k: fence(k, v, item_boundary) for k, v in item.items()}

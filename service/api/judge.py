@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from service.api.deps import JudgeKey, JudgingDep
 from service.api.errors import error_response, error_responses, field_error
+from service.api.formats import FastJSONResponse
 from service.api.schemas import (
     EXAMPLE_EXPLANATION_BODY,
     EXAMPLE_RUBRIC_BODY,
@@ -58,7 +59,7 @@ async def judge(
     caller: JudgeKey,
     idempotency_key: str | None = Header(default=None, max_length=256),
 ) -> JSONResponse:
-    return JSONResponse(
+    return FastJSONResponse(
         await judging.judge(body, idempotency_key, caller.key_id, caller.project)
     )
 
@@ -104,4 +105,4 @@ async def judge_batch(
             )
         else:
             results[index] = BatchItemResult(index=index, status_code=200, body=outcome)
-    return JSONResponse(BatchResponse(results=results).model_dump(mode="json"))
+    return FastJSONResponse(BatchResponse(results=results).model_dump(mode="json"))

@@ -18,8 +18,10 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, Operationa
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
+from judges.payloads import decode_json
 from service.db.locks import migration_lock
 from service.errors import StorageUnavailable
+from service.json_text import column_text
 
 # Alembic's own layout: `alembic/` at the top of the source tree. An installed wheel does not
 # carry it; the image copies it and points QADI_MIGRATIONS_DIR there (see Dockerfile).
@@ -62,6 +64,9 @@ def check_backend(url: str) -> None:
 
 
 COMMAND_WAIT_SECONDS = 30.0  # commands wait this long for a lock; the service less (settings)
+# JSON columns written and read by msgspec where it gives what json.dumps and json.loads give
+# (service/json_text.py, judges/payloads.py): a tenth of their CPU (issue 40)
+_JSON = {"json_serializer": column_text, "json_deserializer": decode_json}
 
 
 def make_engine(url: str, wait_seconds: float = COMMAND_WAIT_SECONDS) -> Engine:
@@ -79,6 +84,7 @@ def make_engine(url: str, wait_seconds: float = COMMAND_WAIT_SECONDS) -> Engine:
             url,
             connect_args={"timeout": wait_seconds, "check_same_thread": False},
             pool_timeout=wait_seconds,
+            **_JSON,
         )
 
         @event.listens_for(engine, "connect")
@@ -99,7 +105,7 @@ def make_engine(url: str, wait_seconds: float = COMMAND_WAIT_SECONDS) -> Engine:
 
         return engine
     return create_engine(
-        url, pool_size=20, max_overflow=40, pool_pre_ping=True, pool_timeout=wait_seconds
+        url, pool_size=20, max_overflow=40, pool_pre_ping=True, pool_timeout=wait_seconds, **_JSON
     )
 
 

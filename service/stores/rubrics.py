@@ -31,12 +31,34 @@ class RubricNotFound(LookupError):
 
 
 _PARSED: dict[str, Rubric] = {}  # content hash -> parsed rubric (bodies never change)
+_UNVERSIONED: dict[str, dict] = {}  # content hash -> that rubric's body without its version
+
+
+def _parsed(session: Session, digest: str) -> Rubric:
+    """The stored rubric whose content hash is `digest`, parsed once per process. A hash
+    names one body forever, whichever project stored it, so every request graded with it
+    gets the same object, and what is made once per rubric object (its rendered blocks,
+    judges/rendering.py) is made once (issue 40)."""
+    found = _PARSED.get(digest)
+    if found is None:
+        body = session.scalar(
+            select(RubricRow.body).where(RubricRow.content_hash == digest).limit(1)
+        )
+        found = _PARSED[digest] = parse_rubric(body)
+    return found
 
 
 def _body_without_version(rubric: Rubric) -> dict:
     body = rubric.model_dump(mode="json")
     body.pop("version")
     return body
+
+
+def _stored_without_version(digest: str, stored: Rubric) -> dict:
+    found = _UNVERSIONED.get(digest)
+    if found is None:
+        found = _UNVERSIONED[digest] = _body_without_version(stored)
+    return found
 
 
 def save_rubric(session: Session, project: str, rubric: Rubric) -> tuple[Rubric, bool]:
@@ -56,13 +78,15 @@ def save_rubric(session: Session, project: str, rubric: Rubric) -> tuple[Rubric,
 
 
 def _save_once(session: Session, project: str, rubric: Rubric) -> tuple[Rubric, bool]:
-    rows = session.scalars(
-        select(RubricRow).where(RubricRow.project == project, RubricRow.rubric_id == rubric.id)
+    rows = session.execute(
+        select(RubricRow.content_hash, RubricRow.version).where(
+            RubricRow.project == project, RubricRow.rubric_id == rubric.id
+        )
     ).all()
     body = _body_without_version(rubric)
-    for row in rows:
-        stored = parse_rubric(row.body)
-        if _body_without_version(stored) == body:
+    for digest, _ in rows:
+        stored = _parsed(session, digest)
+        if _stored_without_version(digest, stored) == body:
             return stored, False
     version = max((r.version for r in rows), default=rubric.version - 1) + 1
     stored = rubric.model_copy(update={"version": version})
@@ -109,14 +133,7 @@ def find_rubric(session: Session, project: str, ref: str) -> tuple[Rubric, bool]
     except RubricError:
         bundled = None
     if found is not None and (bundled is None or found.version >= bundled.version):
-        digest = found.content_hash
-        if digest not in _PARSED:
-            # a hash names one body, whichever project stored it
-            body = session.scalar(
-                select(RubricRow.body).where(RubricRow.content_hash == digest).limit(1)
-            )
-            _PARSED[digest] = parse_rubric(body)
-        return _PARSED[digest], True
+        return _parsed(session, found.content_hash), True
     if bundled is None:
         raise RubricNotFound(f"rubric_id: no rubric '{ref}'")
     return bundled, False

@@ -1,11 +1,15 @@
-"""Instructions per `qadi regrade` call on the lean transport, counted by valgrind, for
-changes too small for CPU time on a machine whose speed drifts (here one build's CPU per
-call varied by a third within a day; its instruction count by under 2%).
+"""Instructions per `qadi regrade` call, or per `POST /judge` with --service, on the lean
+transport, counted by valgrind, for changes too small for CPU time on a machine whose speed
+drifts (here one build's CPU per call varied by a third within a day; its instruction count
+by under 2%).
 
 Each tree regrades --small and then --answers answers against tests/perf/instant_llm.py
 under `valgrind --tool=cachegrind --cache-sim=no`; instructions per call are the
-difference over the difference in answers, so the start-up is left out. With --base REV
-a git worktree of REV is measured first and the ratio printed.
+difference over the difference in answers, so the start-up is left out. With --service the
+service (`qadi serve`, one worker, SQLite) runs under valgrind instead and is sent --small
+and then --answers `POST /judge`s, 32 in flight, as `bench_service.py` sends them, each
+run counted from its start to its stop. With --base REV a git worktree of REV is measured
+first and the ratio printed.
 
 Instructions are not time: what the kernel does (sockets, the GIL's futex) and cache
 misses are not counted, and a slow client under valgrind finds more replies waiting per
@@ -13,15 +17,17 @@ wake-up than a fast one. So this compares qadi's own work between two builds; th
 call is `bench_regrade.py --lean`'s.
 
 Run: .venv/bin/python tests/perf/bench_instructions.py [--base REV] [--answers 1100]
-     [--small 100] [--logprobs]
+     [--small 100] [--logprobs] [--service]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,50 +35,97 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+import yaml  # noqa: E402
+
+from tests.conftest import free_port, wait_for_http  # noqa: E402
 from tests.perf.bench_regrade import (  # noqa: E402
     RUBRIC,
     fresh_database,
     hosted_vllm_entry,
     write_inputs,
 )
+from tests.perf.bench_service import body, drive  # noqa: E402
 from tests.perf.trees import trees_to_compare  # noqa: E402
 
+VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no"]
 
-def instructions(tree: Path, workdir: Path, count: int, api_base: str, logprobs: bool) -> int:
-    """Instructions of one `qadi regrade` of `count` answers by the code in `tree`."""
-    fresh_database(workdir)
-    how = {"transport": "lean"} if logprobs else {"transport": "lean", "logprobs": False}
-    answers, config = write_inputs(workdir, count, api_base, hosted_vllm_entry(api_base, **how))
-    command = [
-        "valgrind",
-        "--tool=cachegrind",
-        "--cache-sim=no",
-        f"--cachegrind-out-file={workdir / 'cachegrind.out'}",
-        sys.executable,
-        "-m",
-        "service",
-        "regrade",
-        str(answers),
-        *("--rubric", RUBRIC, "--judges", "bench-judge", "--config", str(config)),
-        *("--concurrency", "64", "--out", str(workdir / "results.jsonl")),
-    ]
-    env = {
+
+def counted(done_stderr: str, failed: bool, tree: Path, what: str) -> int:
+    """The instructions cachegrind reports, or exit naming what failed."""
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done_stderr)
+    if failed or found is None:
+        raise SystemExit(f"the {what} under valgrind failed in {tree}:\n{done_stderr[-3000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def environment(workdir: Path) -> dict[str, str]:
+    return {
         **os.environ,
         "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}",
         "PYTHONHASHSEED": "0",  # the same hashing, so the same work, in every run
     }
+
+
+def judge_entry(api_base: str, logprobs: bool) -> dict:
+    how = {"transport": "lean"} if logprobs else {"transport": "lean", "logprobs": False}
+    return hosted_vllm_entry(api_base, **how)
+
+
+def regrade_instructions(tree: Path, workdir: Path, count: int, api_base: str, logprobs: bool):
+    """Instructions of one `qadi regrade` of `count` answers by the code in `tree`."""
+    fresh_database(workdir)
+    answers, config = write_inputs(workdir, count, api_base, judge_entry(api_base, logprobs))
+    command = [
+        *VALGRIND,
+        f"--cachegrind-out-file={workdir / 'cachegrind.out'}",
+        *(sys.executable, "-m", "service", "regrade", str(answers)),
+        *("--rubric", RUBRIC, "--judges", "bench-judge", "--config", str(config)),
+        *("--concurrency", "64", "--out", str(workdir / "results.jsonl")),
+    ]
+    env = environment(workdir)
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
-    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-    if done.returncode != 0 or found is None:
-        raise SystemExit(f"the regrade under valgrind failed in {tree}:\n{done.stderr[-3000:]}")
-    return int(found.group(1).replace(",", ""))
+    return counted(done.stderr, done.returncode != 0, tree, "regrade")
+
+
+def service_instructions(tree: Path, workdir: Path, count: int, api_base: str, logprobs: bool):
+    """Instructions of the service in `tree`, from its start to its stop, having answered
+    `count` POST /judge (and one to warm up) on a fresh SQLite database."""
+    (workdir / "qadi.db").unlink(missing_ok=True)
+    env = {**environment(workdir), "QADI_AUTH": "off"}
+    upgrade = [sys.executable, "-m", "service", "db", "upgrade"]
+    subprocess.run(upgrade, cwd=tree, env=env, check=True, capture_output=True)
+    config = workdir / "judges.yaml"
+    entry = judge_entry(api_base, logprobs)
+    config.write_text(yaml.safe_dump({"model_list": [entry], "qadi": {"num_retries": 0}}))
+    port = free_port()
+    command = [
+        *VALGRIND,
+        f"--cachegrind-out-file={workdir / 'cachegrind.out'}",
+        *(sys.executable, "-m", "service", "serve", "--port", str(port), "--workers", "1"),
+    ]
+    log = workdir / "service.log"
+    with log.open("w") as stderr:
+        service = subprocess.Popen(
+            command, cwd=tree, env={**env, "QADI_JUDGES_CONFIG": str(config)},
+            stdout=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_for_http(base + "/healthz", timeout=900, process=service)
+            asyncio.run(drive(base, "/judge", body, count, 32))
+        finally:
+            service.terminate()
+            returncode = service.wait(timeout=600)
+    # uvicorn stops cleanly on SIGTERM and then raises it again, so it ends killed by it
+    return counted(log.read_text(), returncode not in (0, -signal.SIGTERM), tree, "service")
 
 
 def per_call(tree: Path, args: argparse.Namespace, api_base: str) -> float:
+    measure = service_instructions if args.service else regrade_instructions
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        small = instructions(tree, workdir, args.small, api_base, args.logprobs)
-        big = instructions(tree, workdir, args.answers, api_base, args.logprobs)
+        small = measure(tree, workdir, args.small, api_base, args.logprobs)
+        big = measure(tree, workdir, args.answers, api_base, args.logprobs)
     return (big - small) / (args.answers - args.small)
 
 
@@ -82,6 +135,7 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=1100)
     parser.add_argument("--small", type=int, default=100, help="the start-up run's answers")
     parser.add_argument("--logprobs", action="store_true", help="ask for token logprobs")
+    parser.add_argument("--service", action="store_true", help="POST /judge, not regrade")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt install valgrind)")
@@ -95,7 +149,8 @@ def main() -> None:
         finally:
             if process is not None:
                 process.terminate()
-    print(f"answers={args.answers} small={args.small} logprobs={args.logprobs} "
+    what = "POST /judge (service)" if args.service else "qadi regrade"
+    print(f"{what}: answers={args.answers} small={args.small} logprobs={args.logprobs} "
           "backend: instant_llm.py, valgrind cachegrind")  # fmt: skip
     first = next(iter(counts.values()))
     for label, count in counts.items():

@@ -127,7 +127,7 @@ def row_as_before(result: JudgeResult) -> dict:
 
 
 def _isinstance_walk(value: object) -> bool:
-    """calibration.finite._holds_non_finite as it was: `isinstance` for every element."""
+    """calibration.finite.holds_non_finite as it was: `isinstance` for every element."""
     waiting = [value]
     while waiting:
         item = waiting.pop()
