@@ -65,7 +65,7 @@ def check_backend(url: str) -> None:
 
 COMMAND_WAIT_SECONDS = 30.0  # commands wait this long for a lock; the service less (settings)
 # JSON columns written and read by msgspec where it gives what json.dumps and json.loads give
-# (service/json_text.py, judges/payloads.py): a tenth of their CPU (issue 40)
+# (service/json_text.py, judges/payloads.py), in a fraction of their CPU (issue 40)
 _JSON = {"json_serializer": column_text, "json_deserializer": decode_json}
 
 

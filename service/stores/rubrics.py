@@ -8,6 +8,7 @@ project stores its own copy of a library rubric on first use."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -30,11 +31,18 @@ class RubricNotFound(LookupError):
     pass
 
 
-_PARSED: dict[str, Rubric] = {}  # content hash -> parsed rubric (bodies never change)
-_UNVERSIONED: dict[str, dict] = {}  # content hash -> that rubric's body without its version
+class _Stored(NamedTuple):
+    """A stored body parsed, and the body without its version (what a saved rubric is
+    compared with)."""
+
+    rubric: Rubric
+    unversioned: dict
 
 
-def _parsed(session: Session, digest: str) -> Rubric:
+_PARSED: dict[str, _Stored] = {}  # content hash -> its parsed body (bodies never change)
+
+
+def _parsed(session: Session, digest: str) -> _Stored:
     """The stored rubric whose content hash is `digest`, parsed once per process. A hash
     names one body forever, whichever project stored it, so every request graded with it
     gets the same object, and what is made once per rubric object (its rendered blocks,
@@ -44,7 +52,8 @@ def _parsed(session: Session, digest: str) -> Rubric:
         body = session.scalar(
             select(RubricRow.body).where(RubricRow.content_hash == digest).limit(1)
         )
-        found = _PARSED[digest] = parse_rubric(body)
+        rubric = parse_rubric(body)
+        found = _PARSED[digest] = _Stored(rubric, _body_without_version(rubric))
     return found
 
 
@@ -52,13 +61,6 @@ def _body_without_version(rubric: Rubric) -> dict:
     body = rubric.model_dump(mode="json")
     body.pop("version")
     return body
-
-
-def _stored_without_version(digest: str, stored: Rubric) -> dict:
-    found = _UNVERSIONED.get(digest)
-    if found is None:
-        found = _UNVERSIONED[digest] = _body_without_version(stored)
-    return found
 
 
 def save_rubric(session: Session, project: str, rubric: Rubric) -> tuple[Rubric, bool]:
@@ -86,8 +88,8 @@ def _save_once(session: Session, project: str, rubric: Rubric) -> tuple[Rubric, 
     body = _body_without_version(rubric)
     for digest, _ in rows:
         stored = _parsed(session, digest)
-        if _stored_without_version(digest, stored) == body:
-            return stored, False
+        if stored.unversioned == body:
+            return stored.rubric, False
     version = max((r.version for r in rows), default=rubric.version - 1) + 1
     stored = rubric.model_copy(update={"version": version})
     session.add(
@@ -133,7 +135,7 @@ def find_rubric(session: Session, project: str, ref: str) -> tuple[Rubric, bool]
     except RubricError:
         bundled = None
     if found is not None and (bundled is None or found.version >= bundled.version):
-        return _parsed(session, found.content_hash), True
+        return _parsed(session, found.content_hash).rubric, True
     if bundled is None:
         raise RubricNotFound(f"rubric_id: no rubric '{ref}'")
     return bundled, False

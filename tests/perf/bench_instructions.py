@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
-from tests.conftest import free_port, wait_for_http  # noqa: E402
+from tests.conftest import free_port  # noqa: E402
 from tests.perf.bench_regrade import (  # noqa: E402
     RUBRIC,
     fresh_database,
@@ -45,6 +45,7 @@ from tests.perf.bench_regrade import (  # noqa: E402
     write_inputs,
 )
 from tests.perf.bench_service import body, drive  # noqa: E402
+from tests.perf.load_judge import Service, migrated_database  # noqa: E402
 from tests.perf.trees import trees_to_compare  # noqa: E402
 
 VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no"]
@@ -56,14 +57,6 @@ def counted(done_stderr: str, failed: bool, tree: Path, what: str) -> int:
     if failed or found is None:
         raise SystemExit(f"the {what} under valgrind failed in {tree}:\n{done_stderr[-3000:]}")
     return int(found.group(1).replace(",", ""))
-
-
-def environment(workdir: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}",
-        "PYTHONHASHSEED": "0",  # the same hashing, so the same work, in every run
-    }
 
 
 def judge_entry(api_base: str, logprobs: bool) -> dict:
@@ -82,7 +75,11 @@ def regrade_instructions(tree: Path, workdir: Path, count: int, api_base: str, l
         *("--rubric", RUBRIC, "--judges", "bench-judge", "--config", str(config)),
         *("--concurrency", "64", "--out", str(workdir / "results.jsonl")),
     ]
-    env = environment(workdir)
+    env = {
+        **os.environ,
+        "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}",
+        "PYTHONHASHSEED": "0",  # the same hashing, so the same work, in every run
+    }
     done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
     return counted(done.stderr, done.returncode != 0, tree, "regrade")
 
@@ -91,33 +88,22 @@ def service_instructions(tree: Path, workdir: Path, count: int, api_base: str, l
     """Instructions of the service in `tree`, from its start to its stop, having answered
     `count` POST /judge (and one to warm up) on a fresh SQLite database."""
     (workdir / "qadi.db").unlink(missing_ok=True)
-    env = {**environment(workdir), "QADI_AUTH": "off"}
-    upgrade = [sys.executable, "-m", "service", "db", "upgrade"]
-    subprocess.run(upgrade, cwd=tree, env=env, check=True, capture_output=True)
+    url = migrated_database(workdir, f"sqlite:///{workdir / 'qadi.db'}", tree)
     config = workdir / "judges.yaml"
     entry = judge_entry(api_base, logprobs)
     config.write_text(yaml.safe_dump({"model_list": [entry], "qadi": {"num_retries": 0}}))
-    port = free_port()
-    command = [
-        *VALGRIND,
-        f"--cachegrind-out-file={workdir / 'cachegrind.out'}",
-        *(sys.executable, "-m", "service", "serve", "--port", str(port), "--workers", "1"),
-    ]
-    log = workdir / "service.log"
-    with log.open("w") as stderr:
-        service = subprocess.Popen(
-            command, cwd=tree, env={**env, "QADI_JUDGES_CONFIG": str(config)},
-            stdout=subprocess.DEVNULL, stderr=stderr,
-        )  # fmt: skip
-        try:
-            base = f"http://127.0.0.1:{port}"
-            wait_for_http(base + "/healthz", timeout=900, process=service)
-            asyncio.run(drive(base, "/judge", body, count, 32))
-        finally:
-            service.terminate()
-            returncode = service.wait(timeout=600)
+    valgrind = (*VALGRIND, f"--cachegrind-out-file={workdir / 'cachegrind.out'}")
+    service = Service(url, config, free_port(), workdir, {"PYTHONHASHSEED": "0"},  # as above
+                      tree=tree, prefix=valgrind)  # fmt: skip
+    (workdir / "service.log").unlink(missing_ok=True)
+    try:
+        service.start(timeout=900)
+        asyncio.run(drive(f"http://127.0.0.1:{service.port}", "/judge", body, count, 32))
+    finally:
+        service.stop(timeout=600)
     # uvicorn stops cleanly on SIGTERM and then raises it again, so it ends killed by it
-    return counted(log.read_text(), returncode not in (0, -signal.SIGTERM), tree, "service")
+    failed = service.process.returncode not in (0, -signal.SIGTERM)
+    return counted((workdir / "service.log").read_text(), failed, tree, "service")
 
 
 def per_call(tree: Path, args: argparse.Namespace, api_base: str) -> float:

@@ -70,8 +70,14 @@ class Service:
         workdir: Path,
         env: dict[str, str] | None = None,
         workers: int = 1,
+        tree: Path = ROOT,
+        prefix: tuple[str, ...] = (),
     ) -> None:
+        """`tree`: the source tree to serve from (an earlier build's worktree); `prefix`:
+        what runs the service (valgrind's command line, say)."""
         self.workers = workers
+        self.tree = tree
+        self.prefix = prefix
         self.env = {
             **os.environ,
             "QADI_DATABASE_URL": database_url,
@@ -83,25 +89,27 @@ class Service:
         self.workdir = workdir
         self.process: subprocess.Popen | None = None
 
-    def start(self) -> None:
+    def start(self, timeout: float = 180) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "service", "serve", "--port", str(self.port),
+            [*self.prefix, sys.executable, "-m", "service", "serve", "--port", str(self.port),
              "--workers", str(self.workers)],  # fmt: skip
-            cwd=ROOT,
+            cwd=self.tree,
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=open(self.workdir / "service.log", "a"),  # noqa: SIM115
         )
-        wait_for_http(f"http://127.0.0.1:{self.port}/healthz", timeout=180, process=self.process)
+        wait_for_http(
+            f"http://127.0.0.1:{self.port}/healthz", timeout=timeout, process=self.process
+        )
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 30) -> None:
         if self.process and self.process.poll() is None:
             self.process.terminate()
-            self.process.wait(timeout=30)
+            self.process.wait(timeout=timeout)
 
 
 def api_key(database_url: str) -> str:
@@ -211,15 +219,15 @@ def check(records: list[dict], database_url: str, server_calls: int, crashed: bo
     }
 
 
-def migrated_database(workdir: Path, url: str | None = None) -> str:
-    """An empty, migrated database: PostgreSQL from QADI_TEST_POSTGRES_URL (reset), else a
-    SQLite file in `workdir`."""
+def migrated_database(workdir: Path, url: str | None = None, tree: Path = ROOT) -> str:
+    """An empty, migrated database (by the migrations of `tree`): PostgreSQL from
+    QADI_TEST_POSTGRES_URL (reset), else a SQLite file in `workdir`."""
     url = url or os.environ.get("QADI_TEST_POSTGRES_URL") or f"sqlite:///{workdir / 'qadi.db'}"
     if url.startswith("postgresql"):
         reset_postgres(url)
     subprocess.run(
         [sys.executable, "-m", "service", "db", "upgrade"],
-        cwd=ROOT,
+        cwd=tree,
         check=True,
         env={**os.environ, "QADI_DATABASE_URL": url},
         capture_output=True,
