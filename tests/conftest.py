@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -297,16 +298,76 @@ def db_url(request, tmp_path) -> str:
     """An empty, unmigrated database of the parametrized backend."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'qadi.db'}"
-    reset_postgres(POSTGRES_URL)
+    recreate_postgres(POSTGRES_URL)
     return POSTGRES_URL
 
 
 @pytest.fixture
-def migrated_db(db_url: str) -> str:
+def migrated_db(db_url: str, tmp_path_factory) -> str:
+    """A database at the migrations' head: a copy of one this process migrated on first
+    use (`migrated_copy`), not a migration per test (about 600 tests ask for one: ~0.3 s
+    each on SQLite and on PostgreSQL, minutes of CI)."""
+    migrated_copy(db_url, tmp_path_factory.getbasetemp())
+    return db_url
+
+
+# the migrated template of each backend, made once per test process
+_TEMPLATES: dict[str, str] = {}
+
+
+def migrated_copy(url: str, scratch: Path) -> None:
+    """Fill the empty database at `url` with a copy of a migrated template: for SQLite a
+    file in `scratch` copied by SQLite's backup API; for PostgreSQL a database
+    `<name>_template`, from which the test database is made again (CREATE DATABASE
+    TEMPLATE). Each template is migrated by this run's code when first asked for (a
+    template left by an earlier run is replaced), so a copy is what `upgrade` would give."""
     from service.db.engine import upgrade
 
-    upgrade(db_url)
-    return db_url
+    if url.startswith("sqlite"):
+        if "sqlite" not in _TEMPLATES:
+            template = scratch / "migrated-template.db"
+            template.unlink(missing_ok=True)
+            upgrade(f"sqlite:///{template}")
+            _TEMPLATES["sqlite"] = str(template)
+        target = url.removeprefix("sqlite:///")
+        with (
+            closing(sqlite3.connect(_TEMPLATES["sqlite"])) as source,
+            closing(sqlite3.connect(target)) as copy,
+        ):
+            source.backup(copy)
+        return
+    if "postgresql" not in _TEMPLATES:
+        template = make_url_of(url, f"{make_url_of(url).database}_template")
+        recreate_postgres(template)
+        upgrade(template)
+        _TEMPLATES["postgresql"] = make_url_of(template).database
+    recreate_postgres(url, _TEMPLATES["postgresql"])
+
+
+def make_url_of(url: str, database: str | None = None):
+    """`url` parsed, or as a URL string naming `database` instead."""
+    from sqlalchemy import make_url
+
+    parsed = make_url(url)
+    return parsed if database is None else parsed.set(database=database).render_as_string(False)
+
+
+def recreate_postgres(url: str, template: str | None = None) -> None:
+    """The database of `url` dropped and made again, empty or as a copy of `template`, from
+    the server's `postgres` database: 0.04 s, where emptying its schema first and waiting for
+    the ended connections took 0.3 s (DROP DATABASE ... FORCE waits for them in steps of
+    0.1 s)."""
+    from sqlalchemy import create_engine, text
+
+    name = make_url_of(url).database
+    admin = create_engine(make_url_of(url, "postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            copy = f' TEMPLATE "{template}"' if template else ""
+            connection.execute(text(f'CREATE DATABASE "{name}"{copy}'))
+    finally:
+        admin.dispose()
 
 
 # --- the CLI in-process -----------------------------------------------------------------------

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from service.app import create_app
 from service.settings import Settings
 from tests.conftest import judges_config_data, run_cli
-from tests.integration.test_database_and_cli import qadi
+from tests.conftest import run_cli as qadi
 from tests.perf.bench_calibration import synthetic_rows
 
 NONE_MET = {

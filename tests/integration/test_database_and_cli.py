@@ -9,11 +9,19 @@ import sys
 
 import httpx
 import yaml
-from sqlalchemy import func, inspect, select
+from sqlalchemy import func, inspect, select, text
 
 from service.db.engine import current_revision, downgrade, head_revision, make_engine, upgrade
 from service.db.schema import ResponseRow
-from tests.conftest import ROOT, free_port, judges_config_data, wait_for_http
+from tests.conftest import (
+    ROOT,
+    free_port,
+    judges_config_data,
+    make_url_of,
+    migrated_copy,
+    recreate_postgres,
+    wait_for_http,
+)
 
 TABLES = {
     "rubrics",
@@ -47,6 +55,43 @@ def test_migrations_up_and_down(db_url):
     assert not TABLES & set(inspect(make_engine(db_url)).get_table_names())
     upgrade(db_url)
     assert set(inspect(make_engine(db_url)).get_table_names()) >= TABLES
+
+
+def described(url: str) -> dict:
+    """A database's schema (each table's columns, indexes and foreign keys), its revision and
+    its rows of the tables migrations fill (projects)."""
+    engine = make_engine(url)
+    try:
+        seen = inspect(engine)
+        tables = {
+            table: (
+                [(c["name"], str(c["type"]), c["nullable"]) for c in seen.get_columns(table)],
+                sorted((i["name"], tuple(i["column_names"])) for i in seen.get_indexes(table)),
+                sorted(str(f["referred_table"]) for f in seen.get_foreign_keys(table)),
+            )
+            for table in seen.get_table_names()
+        }
+        with engine.connect() as connection:
+            projects = sorted(connection.execute(text("SELECT name FROM projects")).scalars())
+        return {"tables": tables, "revision": current_revision(engine), "projects": projects}
+    finally:
+        engine.dispose()
+
+
+def test_the_suites_migrated_copy_is_what_upgrade_makes(db_url, tmp_path):
+    """`migrated_db` copies a template this test process migrated (tests/conftest.py): the
+    copy must be the database `upgrade` makes, table for table."""
+    migrated_copy(db_url, tmp_path)
+    if db_url.startswith("sqlite"):
+        fresh = f"sqlite:///{tmp_path / 'upgraded.db'}"
+    else:
+        fresh = make_url_of(db_url, f"{make_url_of(db_url).database}_upgraded")
+        recreate_postgres(fresh)
+    upgrade(fresh)
+    copied = described(db_url)
+    assert copied["revision"] == head_revision(db_url) and copied["projects"] == ["default"]
+    assert set(copied["tables"]) >= TABLES
+    assert copied == described(fresh)
 
 
 def test_cli_db_keys_and_grades_import(db_url, tmp_path):

@@ -15,8 +15,8 @@ from scipy import stats
 from calibration.formats.interchange import read_grades
 from service.app import create_app
 from service.settings import Settings
+from tests.conftest import run_cli as qadi
 from tests.integration.test_calibration_service import NONE_MET, grade_items
-from tests.integration.test_database_and_cli import qadi
 from tests.perf.bench_estimate import synthetic_records, write_csv
 
 

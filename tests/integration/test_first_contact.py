@@ -172,6 +172,10 @@ def test_demo_serves_requests_without_an_error_in_its_log(tmp_path):
         **{k: v for k, v in os.environ.items() if not k.startswith("QADI_")},
         "QADI_DATA_DIR": str(tmp_path),
         "QADI_PORT": str(port),
+        # the suite's empty local-judge cache (conftest `no_local_judge`): with the user's,
+        # the demo would start vLLM and grade the sample with it first (70 s of CI; that path
+        # is tests/realjudge/test_demo_local_judge.py's)
+        "QADI_VLLM_HOME": os.environ["QADI_VLLM_HOME"],
     }
     log = tmp_path / "demo.log"
     with log.open("w") as output:
