@@ -15,12 +15,13 @@ from service.db.engine import current_revision, downgrade, head_revision, make_e
 from service.db.schema import ResponseRow
 from tests.conftest import (
     ROOT,
+    database_name,
     free_port,
     judges_config_data,
-    make_url_of,
     migrated_copy,
     recreate_postgres,
     wait_for_http,
+    with_database,
 )
 
 TABLES = {
@@ -85,7 +86,7 @@ def test_the_suites_migrated_copy_is_what_upgrade_makes(db_url, tmp_path):
     if db_url.startswith("sqlite"):
         fresh = f"sqlite:///{tmp_path / 'upgraded.db'}"
     else:
-        fresh = make_url_of(db_url, f"{make_url_of(db_url).database}_upgraded")
+        fresh = with_database(db_url, f"{database_name(db_url)}_upgraded")
         recreate_postgres(fresh)
     upgrade(fresh)
     copied = described(db_url)

@@ -42,7 +42,13 @@ from tests.perf.page_times import percentile  # noqa: E402
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process, from /proc (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return stat_cpu_seconds(Path(f"/proc/{pid}/stat"))
+
+
+def stat_cpu_seconds(stat: Path) -> float:
+    """User + system CPU time in a /proc `stat` file: a process's, or a thread's
+    (/proc/PID/task/TID/stat)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

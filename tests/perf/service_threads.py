@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
@@ -26,20 +25,18 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tests.conftest import free_port, wait_for_http  # noqa: E402
-from tests.perf.bench_service import body, drive  # noqa: E402
+from tests.perf.bench_service import body, drive, stat_cpu_seconds  # noqa: E402
 from tests.perf.load_judge import Service, migrated_database  # noqa: E402
 
 
 def thread_cpu(pid: int) -> dict[int, float]:
     """CPU seconds (user + system) of each thread of process `pid`, by thread id."""
-    ticks = os.sysconf("SC_CLK_TCK")
     seconds = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            seconds[int(task.name)] = stat_cpu_seconds(task / "stat")
         except FileNotFoundError:  # the thread ended meanwhile
             continue
-        seconds[int(task.name)] = (int(fields[11]) + int(fields[12])) / ticks
     return seconds
 
 
