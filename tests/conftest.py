@@ -223,8 +223,8 @@ def judges_config(llm_server: LLMServer):
 def worker_database(url: str | None) -> str | None:
     """CI's PostgreSQL database for this test process: under pytest-xdist (`make test`
     runs two processes) each worker has a database of its own on the same server,
-    made on first use, since a test empties the whole schema it runs on (`reset_postgres`)
-    and would pull it from under the other worker's test."""
+    made on first use, since a test starts from a new database of that name
+    (`recreate_postgres`), dropping the one the other worker's test would be using."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not url or not worker:
         return url
@@ -316,26 +316,35 @@ _TEMPLATES: dict[str, str] = {}
 
 
 def migrated_copy(url: str, scratch: Path) -> None:
-    """Fill the empty database at `url` with a copy of a migrated template: for SQLite a
-    file in `scratch` copied by SQLite's backup API; for PostgreSQL a database
-    `<name>_template`, from which the test database is made again (CREATE DATABASE
-    TEMPLATE). Each template is migrated by this run's code when first asked for (a
-    template left by an earlier run is replaced), so a copy is what `upgrade` would give."""
+    """Fill the empty database at `url` with a copy of a migrated template (SQLite's in
+    `scratch`). Each template is migrated by this run's code when first asked for (one left
+    by an earlier run is replaced), so a copy is what `upgrade` would give."""
+    if url.startswith("sqlite"):
+        _copy_sqlite(url, scratch)
+    else:
+        _copy_postgres(url)
+
+
+def _copy_sqlite(url: str, scratch: Path) -> None:
+    """The template file copied into the database of `url` by SQLite's backup API."""
     from service.db.engine import upgrade
 
-    if url.startswith("sqlite"):
-        if "sqlite" not in _TEMPLATES:
-            template = scratch / "migrated-template.db"
-            template.unlink(missing_ok=True)
-            upgrade(f"sqlite:///{template}")
-            _TEMPLATES["sqlite"] = str(template)
-        target = url.removeprefix("sqlite:///")
-        with (
-            closing(sqlite3.connect(_TEMPLATES["sqlite"])) as source,
-            closing(sqlite3.connect(target)) as copy,
-        ):
-            source.backup(copy)
-        return
+    if "sqlite" not in _TEMPLATES:
+        template = scratch / "migrated-template.db"
+        template.unlink(missing_ok=True)
+        upgrade(f"sqlite:///{template}")
+        _TEMPLATES["sqlite"] = str(template)
+    with (
+        closing(sqlite3.connect(_TEMPLATES["sqlite"])) as source,
+        closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as copy,
+    ):
+        source.backup(copy)
+
+
+def _copy_postgres(url: str) -> None:
+    """The database of `url` made again from `<name>_template` (CREATE DATABASE TEMPLATE)."""
+    from service.db.engine import upgrade
+
     if "postgresql" not in _TEMPLATES:
         template = f"{database_name(url)}_template"
         recreate_postgres(with_database(url, template))

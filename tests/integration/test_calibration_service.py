@@ -11,7 +11,6 @@ from fastapi.testclient import TestClient
 from service.app import create_app
 from service.settings import Settings
 from tests.conftest import judges_config_data, run_cli
-from tests.conftest import run_cli as qadi
 from tests.perf.bench_calibration import synthetic_rows
 
 NONE_MET = {
@@ -53,7 +52,7 @@ def write_grades(path, rows):
 def test_file_report_for_a_1_to_5_sample_renders_html_and_markdown(tmp_path):
     grades = tmp_path / "grades.jsonl"
     write_grades(grades, synthetic_rows(120))
-    done = qadi(
+    done = run_cli(
         "calibrate",
         str(grades),
         "--scale",
@@ -86,7 +85,7 @@ def test_file_report_for_a_1_to_5_sample_renders_html_and_markdown(tmp_path):
 
 
 def test_file_report_for_a_0_to_100_rubric_sample(tmp_path):
-    done = qadi(
+    done = run_cli(
         "calibrate",
         "tests/data/sme_sample_grades.csv",
         "--scale",
@@ -116,14 +115,14 @@ def test_file_report_for_a_0_to_100_rubric_sample(tmp_path):
 def test_cli_refuses_bad_arguments(tmp_path):
     assert (
         "--scale: expected MIN-MAX"
-        in qadi(
+        in run_cli(
             "calibrate", "service/sample/grades.csv", "--scale", "five", "--out", "x.json"
         ).stderr
     )
-    assert "one of them" in qadi("calibrate", "--scale", "1-5", "--out", "x.json").stderr
+    assert "one of them" in run_cli("calibrate", "--scale", "1-5", "--out", "x.json").stderr
     assert (
         "min 5.0 must be below max 1.0"
-        in qadi(
+        in run_cli(
             "calibrate", "service/sample/grades.csv", "--scale", "5-1", "--out", "x.json"
         ).stderr
     )
@@ -226,11 +225,11 @@ def test_nightly_detects_drift_and_exits_3(app_client, llm_server, migrated_db, 
         "--out-dir",
         str(tmp_path / "reports"),
     ]
-    first = qadi(*args, env=env)
+    first = run_cli(*args, env=env)
     assert first.returncode == 0, first.stderr
     assert len(list((tmp_path / "reports").glob("nightly-*.html"))) == 1
     grade_items(app_client, llm_server, ALL_GOOD, tag="b")  # the judge turns lenient
-    second = qadi(*args, env=env)
+    second = run_cli(*args, env=env)
     assert second.returncode == 3, second.stdout + second.stderr
     assert "drift" in second.stderr and "gpt-judge" in second.stderr
     latest = app_client.get("/calibration/reports/latest", params={"kind": "nightly"}).json()
@@ -250,7 +249,7 @@ def test_nightly_detects_drift_and_exits_3(app_client, llm_server, migrated_db, 
     assert "gpt-judge · MAD · overall: 91.650" in banner and "was 8.350 [" in banner
     assert "Benjamini–Hochberg over 6 cells" in html
     # the same rule from two stored ids: `qadi report diff` exits 3 and prints the q-values
-    diffed = qadi("report", "diff", latest["drift"]["previous_report"], latest["id"], env=env)
+    diffed = run_cli("report", "diff", latest["drift"]["previous_report"], latest["id"], env=env)
     assert diffed.returncode == 3, diffed.stdout + diffed.stderr
     assert "DRIFT" in diffed.stdout and "6 cell(s) tested" in diffed.stdout
     api = app_client.get(
@@ -259,7 +258,7 @@ def test_nightly_detects_drift_and_exits_3(app_client, llm_server, migrated_db, 
     ).json()
     assert len(api["changes"]) == len(changes)
     assert "nightly · iraqi-linguistic-shaku-maku@2 · " in html
-    third = qadi(*args, env=env)  # nothing new: no drift against the second report
+    third = run_cli(*args, env=env)  # nothing new: no drift against the second report
     assert third.returncode == 0, third.stderr
     latest = app_client.get("/calibration/reports/latest", params={"kind": "nightly"}).json()
     assert len(latest["history"]) == 3 and latest["drift"]["changes"] == []
@@ -281,19 +280,19 @@ def test_report_diff_between_two_json_files(tmp_path):
         for r in synthetic_rows(200, seed=2)
     ])  # fmt: skip
     for source in (before, same, lenient):
-        made = qadi("calibrate", str(source), "--scale", "1-5", "--by", "dialect",
+        made = run_cli("calibrate", str(source), "--scale", "1-5", "--by", "dialect",
                     "--bootstrap", "200", "--out", str(source.with_suffix(".json")))  # fmt: skip
         assert made.returncode == 0, made.stderr
-    steady = qadi("report", "diff", str(before.with_suffix(".json")), str(same.with_suffix(".json")))
+    steady = run_cli("report", "diff", str(before.with_suffix(".json")), str(same.with_suffix(".json")))
     assert steady.returncode == 0, steady.stdout + steady.stderr
     assert "60 cell(s) tested" in steady.stdout and "0 drifted" in steady.stdout  # 6 × 5 × 2
-    moved = qadi("report", "diff", str(before.with_suffix(".json")),
+    moved = run_cli("report", "diff", str(before.with_suffix(".json")),
                  str(lenient.with_suffix(".json")), "--json")  # fmt: skip
     assert moved.returncode == 3, moved.stdout + moved.stderr
     found = json.loads(moved.stdout)
     assert {c["judge"] for c in found["changes"]} == {"judge1"}
     assert all(c["q_value"] <= 0.05 for c in found["changes"])
-    bad = qadi("report", "diff", str(tmp_path / "missing.json"), str(same.with_suffix(".json")))
+    bad = run_cli("report", "diff", str(tmp_path / "missing.json"), str(same.with_suffix(".json")))
     assert bad.returncode == 2 and "OLD:" in bad.stderr
 
 
@@ -306,7 +305,7 @@ def test_cli_calibrate_from_db_stores_the_report(app_client, llm_server, migrate
             for i in range(6)
         ],
     )
-    done = qadi(
+    done = run_cli(
         "calibrate",
         "--from-db",
         "--rubric",
@@ -341,7 +340,7 @@ def label_csv(path, humans=3, items=40):
 
 def test_cli_labels_with_the_alt_test_open_with_the_trust_map(tmp_path):
     label_csv(tmp_path / "labels.csv")
-    done = qadi(
+    done = run_cli(
         "calibrate", str(tmp_path / "labels.csv"), "--level", "nominal", "--alt-test",
         "--epsilon", "0.15", "--by", "lang", "--bootstrap", "100",
         "--out", str(tmp_path / "r.json"), "--md", str(tmp_path / "r.md"),
@@ -370,21 +369,21 @@ def test_cli_labels_with_the_alt_test_open_with_the_trust_map(tmp_path):
 def test_cli_alt_test_required_and_bad_alt_options(tmp_path):
     label_csv(tmp_path / "two.csv", humans=2)
     args = ["calibrate", str(tmp_path / "two.csv"), "--level", "nominal", "--out", "x.json"]
-    required = qadi(*args, "--alt-test")
+    required = run_cli(*args, "--alt-test")
     assert required.returncode != 0
     assert "alt_test: needs at least 3 human annotators" in required.stderr
     assert "--alt-scoring: expected accuracy or neg_rmse or balanced_accuracy or jaccard" in (
-        qadi(*args, "--alt-scoring", "f1").stderr
+        run_cli(*args, "--alt-scoring", "f1").stderr
     )
-    floor = qadi(*args, "--alt-min-items", "5")
+    floor = run_cli(*args, "--alt-min-items", "5")
     assert floor.returncode == 2 and floor.stderr.count("\n") == 1
     assert "--alt-min-items: 5 is below the floor of 20 items" in floor.stderr
-    assert "--epsilon:" in qadi(*args, "--epsilon", "1.5").stderr
+    assert "--epsilon:" in run_cli(*args, "--epsilon", "1.5").stderr
     assert (
         "--scale: required"
-        in qadi("calibrate", str(tmp_path / "two.csv"), "--out", "x.json").stderr
+        in run_cli("calibrate", str(tmp_path / "two.csv"), "--out", "x.json").stderr
     )
-    nightly = qadi("report", "nightly", "--scale", "1-5", "--alt-scoring", "f1")
+    nightly = run_cli("report", "nightly", "--scale", "1-5", "--alt-scoring", "f1")
     assert "--alt-scoring: expected accuracy or neg_rmse or" in nightly.stderr
 
 

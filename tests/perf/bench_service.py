@@ -26,7 +26,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -36,6 +38,7 @@ import yaml  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tests.conftest import free_port, start_llm_server, wait_for_http  # noqa: E402
+from tests.perf.bench_regrade import hosted_vllm_entry  # noqa: E402
 from tests.perf.load_judge import Service, migrated_database  # noqa: E402
 from tests.perf.page_times import percentile  # noqa: E402
 
@@ -133,6 +136,20 @@ async def through_service(base: str, n: int, concurrency: int):
 def serve(config: dict, requests: int, concurrency: int, env: dict | None = None):
     """(wall seconds, latencies, service CPU seconds) of `requests` POST /judge, one worker,
     a fresh temporary database (PostgreSQL when QADI_TEST_POSTGRES_URL is set)."""
+    seconds, latency, before, after = served(config, requests, concurrency, env)
+    return seconds, latency, after - before
+
+
+def served(
+    config: dict,
+    requests: int,
+    concurrency: int,
+    env: dict | None = None,
+    read: Callable[[int], Any] = cpu_seconds,
+    warm_up: int = 0,
+):
+    """(wall seconds, latencies, `read(pid)` before and after) of `requests` POST /judge
+    to a service of the judges `config` (see `serve`), after `warm_up` requests."""
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         url = migrated_database(workdir)
@@ -141,12 +158,13 @@ def serve(config: dict, requests: int, concurrency: int, env: dict | None = None
         service = Service(url, judges, free_port(), workdir, env or {})
         service.start()
         try:
-            wait_for_http(f"http://127.0.0.1:{service.port}/healthz")
-            cpu_before = cpu_seconds(service.process.pid)
-            seconds, latency, _ = asyncio.run(
-                through_service(f"http://127.0.0.1:{service.port}", requests, concurrency)
-            )
-            return seconds, latency, cpu_seconds(service.process.pid) - cpu_before
+            base = f"http://127.0.0.1:{service.port}"
+            wait_for_http(f"{base}/healthz")
+            if warm_up:
+                asyncio.run(through_service(base, warm_up, concurrency))
+            before = read(service.process.pid)
+            seconds, latency, _ = asyncio.run(through_service(base, requests, concurrency))
+            return seconds, latency, before, read(service.process.pid)
         finally:
             service.stop()
 
@@ -174,15 +192,11 @@ def lean_against_litellm(requests: int, concurrency: int) -> None:
     measured = {}
     try:
         for transport in ("litellm", "lean", "lean, no logprobs") * 2:  # the machine drifts
-            entry = {
-                "model_name": "bench-judge",
-                "litellm_params": {
-                    "model": "hosted_vllm/meta-llama/Llama-3.1-8B",
-                    "api_base": api_base,
-                },
-                "transport": transport.split(",")[0],
+            entry = hosted_vllm_entry(
+                api_base,
+                transport=transport.split(",")[0],
                 **({"logprobs": False} if "no logprobs" in transport else {}),
-            }
+            )
             config = {"model_list": [entry], "qadi": {"num_retries": 0}}
             seconds, latency, cpu = serve(config, requests, concurrency)
             runs = measured.setdefault(transport, [])

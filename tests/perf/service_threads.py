@@ -14,39 +14,27 @@ Run: .venv/bin/python tests/perf/service_threads.py [--requests 2000] [--concurr
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import sys
-import tempfile
 from pathlib import Path
-
-import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tests.conftest import free_port, wait_for_http  # noqa: E402
-from tests.perf.bench_service import body, drive, stat_cpu_seconds  # noqa: E402
-from tests.perf.load_judge import Service, migrated_database  # noqa: E402
+from tests.perf.bench_regrade import hosted_vllm_entry  # noqa: E402
+from tests.perf.bench_service import served, stat_cpu_seconds  # noqa: E402
 
 
-def thread_cpu(pid: int) -> dict[int, float]:
-    """CPU seconds (user + system) of each thread of process `pid`, by thread id."""
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of each thread of process `pid`: the process's first
+    thread, which runs the event loop, as "loop", the others by thread id."""
     seconds = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            seconds[int(task.name)] = stat_cpu_seconds(task / "stat")
+            spent = stat_cpu_seconds(task / "stat")
         except FileNotFoundError:  # the thread ended meanwhile
             continue
+        seconds["loop" if task.name == str(pid) else task.name] = spent
     return seconds
-
-
-def judge_entry(api_base: str, logprobs: bool) -> dict:
-    return {
-        "model_name": "bench-judge",
-        "litellm_params": {"model": "hosted_vllm/meta-llama/Llama-3.1-8B", "api_base": api_base},
-        "transport": "lean",
-        **({} if logprobs else {"logprobs": False}),
-    }
 
 
 def main() -> None:
@@ -59,32 +47,19 @@ def main() -> None:
 
     process, api_base = start()
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            workdir = Path(tmp)
-            url = migrated_database(workdir)
-            config = workdir / "judges.yaml"
-            entry = judge_entry(api_base, not args.no_logprobs)
-            config.write_text(yaml.safe_dump({"model_list": [entry], "qadi": {"num_retries": 0}}))
-            service = Service(url, config, free_port(), workdir)
-            service.start()
-            try:
-                base = f"http://127.0.0.1:{service.port}"
-                wait_for_http(f"{base}/healthz")
-                asyncio.run(drive(base, "/judge", body, 200, args.concurrency))
-                before = thread_cpu(service.process.pid)
-                seconds, latency, _ = asyncio.run(
-                    drive(base, "/judge", body, args.requests, args.concurrency)
-                )
-                after = thread_cpu(service.process.pid)
-            finally:
-                service.stop()
+        how = {"logprobs": False} if args.no_logprobs else {}
+        entry = hosted_vllm_entry(api_base, transport="lean", **how)
+        config = {"model_list": [entry], "qadi": {"num_retries": 0}}
+        seconds, latency, before, after = served(
+            config, args.requests, args.concurrency, read=thread_cpu, warm_up=200
+        )
     finally:
         process.terminate()
-    main_thread = service.process.pid  # the event loop runs on the process's first thread
     per_request = {
-        tid: 1000 * (cpu - before.get(tid, 0.0)) / args.requests for tid, cpu in after.items()
+        thread: 1000 * (cpu - before.get(thread, 0.0)) / args.requests
+        for thread, cpu in after.items()
     }
-    loop = per_request.pop(main_thread, 0.0)
+    loop = per_request.pop("loop", 0.0)
     others = sorted((ms for ms in per_request.values() if ms >= 0.005), reverse=True)
     print(
         f"requests={args.requests} concurrency={args.concurrency} "
