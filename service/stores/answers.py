@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from functools import cache
 
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -17,7 +18,7 @@ from judges import AnswerRecord, GradeRequest
 from rubrics.hashing import fields_hash
 from service.db.filters import has_attribute, not_a_probe, rubric_matches
 from service.db.schema import ItemRow, JudgmentRow, ResponseRow, utcnow
-from service.stores.chunks import chunked, insert_missing
+from service.stores.chunks import chunked, insert_missing, listed
 from service.stores.projects import cache_scope
 
 
@@ -105,10 +106,16 @@ def _existing(session: Session, table, hashes: list[str]) -> dict[str, int]:
     found: dict[str, int] = {}
     if not hashes:
         return found
+    query = _by_hash(table)
     for chunk in chunked(sorted(set(hashes))):
-        query = select(table.content_hash, table.id).where(table.content_hash.in_(chunk))
-        found.update(dict(session.execute(query).all()))
+        found.update(dict(session.execute(query, {"hashes": chunk}).all()))
     return found
+
+
+@cache
+def _by_hash(table) -> Select:
+    """`_existing`'s query of a table, built once (service/stores/chunks.py)."""
+    return select(table.content_hash, table.id).where(table.content_hash.in_(listed("hashes")))
 
 
 def texts_of_items(

@@ -20,7 +20,7 @@ from service.db.filters import after
 from service.db.schema import JudgmentRow, utcnow
 from service.db.values import refuse_non_finite
 from service.stores.answers import ensure_responses
-from service.stores.chunks import chunked
+from service.stores.chunks import chunked, listed
 from service.stores.projects import cache_scope
 
 _RESULT_COLUMNS = {
@@ -99,18 +99,22 @@ def find_done_in(
     """The earliest stored call (not a cached copy) per key with one of `statuses`."""
     found: dict[str, JudgeResult] = {}
     for chunk in chunked(sorted(set(keys))):
-        rows = session.scalars(
-            select(JudgmentRow)
-            .where(
-                JudgmentRow.cache_key.in_(chunk),
-                JudgmentRow.status.in_(list(statuses)),
-                JudgmentRow.cached.is_(False),
-            )
-            .order_by(JudgmentRow.created_at, JudgmentRow.id)
-        )
+        rows = session.scalars(_DONE_IN, {"keys": chunk, "statuses": list(statuses)})
         for row in rows:
             found.setdefault(row.cache_key, result_from_row(row))
     return found
+
+
+# `find_done_in`'s query, built once (service/stores/chunks.py)
+_DONE_IN = (
+    select(JudgmentRow)
+    .where(
+        JudgmentRow.cache_key.in_(listed("keys")),
+        JudgmentRow.status.in_(listed("statuses")),
+        JudgmentRow.cached.is_(False),
+    )
+    .order_by(JudgmentRow.created_at, JudgmentRow.id)
+)
 
 
 def write_judgments(session: Session, project: str, graded: Sequence[Graded]) -> None:

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, or_, select, update
+from sqlalchemy import Insert, bindparam, delete, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from service.db.schema import GradeRequestRow, new_id, utcnow
 from service.db.values import refuse_non_finite
 from service.errors import Conflict
-from service.stores.chunks import chunked
+from service.stores.chunks import chunked, listed
 
 GRADED, NO_VERDICT, OUTAGE, REJECTED = "graded", "no_verdict", "outage", "rejected"
 IN_PROGRESS = "a request with this Idempotency-Key is in progress"
@@ -108,28 +109,35 @@ def _insert_keyed(session: Session, rows: list[dict[str, Any]]) -> set[str]:
     whose key is already stored, or repeated in `rows`, is not)."""
     if not rows:
         return set()
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(TABLE).on_conflict_do_nothing().returning(TABLE.c.id)
-    return set(session.scalars(statement, rows))
+    return set(session.scalars(_insert_skipping(session.get_bind().dialect.name), rows))
+
+
+@cache
+def _insert_skipping(dialect_name: str) -> Insert:
+    """`_insert_keyed`'s statement on a backend, built once (service/stores/chunks.py)."""
+    dialect = postgresql if dialect_name == "postgresql" else sqlite
+    return dialect.insert(TABLE).on_conflict_do_nothing().returning(TABLE.c.id)
 
 
 def _earlier(session: Session, rows: list[dict[str, Any]]) -> list[Any | None]:
     """The stored request of each row's key, None when there is none now (an outage's
     request let go of its key since the insert)."""
-    columns = (
-        GradeRequestRow.id,
-        GradeRequestRow.idempotency_key,
-        GradeRequestRow.body_hash,
-        GradeRequestRow.status,
-        GradeRequestRow.attempt,
-        GradeRequestRow.outcome,
-        GradeRequestRow.result,
-    )
     found = {}
     for keys in chunked(sorted({r["idempotency_key"] for r in rows})):
-        query = select(*columns).where(GradeRequestRow.idempotency_key.in_(keys))
-        found.update({r.idempotency_key: r for r in session.execute(query)})
+        found.update({r.idempotency_key: r for r in session.execute(_BY_KEY, {"keys": keys})})
     return [found.get(r["idempotency_key"]) for r in rows]
+
+
+# `_earlier`'s query, built once (service/stores/chunks.py)
+_BY_KEY = select(
+    GradeRequestRow.id,
+    GradeRequestRow.idempotency_key,
+    GradeRequestRow.body_hash,
+    GradeRequestRow.status,
+    GradeRequestRow.attempt,
+    GradeRequestRow.outcome,
+    GradeRequestRow.result,
+).where(GradeRequestRow.idempotency_key.in_(listed("keys")))
 
 
 def _answer_from(session: Session, row: dict[str, Any], earlier: Any, stale_before: datetime):
@@ -193,26 +201,9 @@ def finish_many(session: Session, finished: list[tuple[Claim, str, dict[str, Any
         for _, _, result in batched:
             refuse_non_finite("response", result)
         now = utcnow()
-        statement = (
-            update(TABLE)
-            .where(
-                TABLE.c.id == bindparam("b_id"),
-                TABLE.c.attempt == bindparam("b_attempt"),
-                TABLE.c.status == "pending",
-            )
-            .values(
-                status="done",
-                outcome=bindparam("b_outcome"),
-                result=bindparam("b_result"),
-                finished_at=now,
-            )
-        )
-        rows = [
-            {"b_id": c.id, "b_attempt": c.attempt, "b_outcome": o, "b_result": r}
-            for c, o, r in batched
-        ]
+        rows = [_finish_values(c, o, r, now) for c, o, r in batched]
         savepoint = session.begin_nested()
-        if session.execute(statement, rows).rowcount == len(rows):
+        if session.execute(_FINISH, rows).rowcount == len(rows):
             savepoint.commit()
             landed = {(c.id, c.attempt) for c, _, _ in batched}
         else:
@@ -237,24 +228,36 @@ def finish(session: Session, claimed: Claim, outcome: str, result: dict[str, Any
     A response holding NaN or an infinity is refused (NonFiniteValue): it could never be
     replayed."""
     refuse_non_finite("response", result)
-    values: dict[str, Any] = {
-        "status": "done",
-        "outcome": outcome,
-        "result": result,
-        "finished_at": utcnow(),
-    }
-    if outcome == OUTAGE:
-        values["idempotency_key"] = None
-    done = session.execute(
-        update(TABLE)
-        .where(
-            TABLE.c.id == claimed.id,
-            TABLE.c.attempt == claimed.attempt,
-            TABLE.c.status == "pending",
-        )
-        .values(**values)
-    )
+    statement = _FINISH_LETTING_GO if outcome == OUTAGE else _FINISH
+    done = session.execute(statement, _finish_values(claimed, outcome, result, utcnow()))
     return done.rowcount == 1
+
+
+def _finish_values(
+    claimed: Claim, outcome: str, result: dict[str, Any], now: datetime
+) -> dict[str, Any]:
+    """The bound values of `_FINISH` for one request."""
+    return {"b_id": claimed.id, "b_attempt": claimed.attempt, "b_outcome": outcome,
+            "b_result": result, "b_finished": now}  # fmt: skip
+
+
+# the answer of a request still pending at its attempt (`finish`, `finish_many`), built once
+# (service/stores/chunks.py); an outage's lets go of its key too
+_FINISH = (
+    update(TABLE)
+    .where(
+        TABLE.c.id == bindparam("b_id"),
+        TABLE.c.attempt == bindparam("b_attempt"),
+        TABLE.c.status == "pending",
+    )
+    .values(
+        status="done",
+        outcome=bindparam("b_outcome"),
+        result=bindparam("b_result"),
+        finished_at=bindparam("b_finished"),
+    )
+)
+_FINISH_LETTING_GO = _FINISH.values(idempotency_key=None)
 
 
 def reap(session: Session, stale_before: datetime) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -124,12 +124,8 @@ def find_rubric(session: Session, project: str, ref: str) -> tuple[Rubric, bool]
         name, version = split_ref(ref)
     except RubricError as exc:
         raise RubricNotFound(str(exc)) from None
-    query = select(RubricRow.content_hash, RubricRow.version).where(
-        RubricRow.project == project, RubricRow.rubric_id == name
-    )
-    if version is not None:
-        query = query.where(RubricRow.version == version)
-    found = session.execute(query.order_by(RubricRow.version.desc()).limit(1)).first()
+    query = _NEWEST if version is None else _AT_VERSION
+    found = session.execute(query, {"p": project, "n": name, "v": version}).first()
     try:
         bundled = library_rubric(ref)
     except RubricError:
@@ -139,6 +135,17 @@ def find_rubric(session: Session, project: str, ref: str) -> tuple[Rubric, bool]
     if bundled is None:
         raise RubricNotFound(f"rubric_id: no rubric '{ref}'")
     return bundled, False
+
+
+# `find_rubric`'s queries, built once (service/stores/chunks.py): the newest stored version
+# of a rubric, and a given one
+_NEWEST = (
+    select(RubricRow.content_hash, RubricRow.version)
+    .where(RubricRow.project == bindparam("p"), RubricRow.rubric_id == bindparam("n"))
+    .order_by(RubricRow.version.desc())
+    .limit(1)
+)
+_AT_VERSION = _NEWEST.where(RubricRow.version == bindparam("v"))
 
 
 def list_rubrics(session: Session, project: str) -> list[dict]:
