@@ -64,6 +64,13 @@ REQUESTS_ABANDONED = Counter(
     "qadi_requests_abandoned_total",
     "Grade requests closed as abandoned: their process died before answering",
 )
+COMMIT_ROUND_JOBS = Histogram(
+    "qadi_commit_round_jobs",
+    "Requests sharing one transaction of POST /judge's group commit, by step (prepare: claim "
+    "and plan; finish: store the grades); _sum / _count is the mean round",
+    ["step"],
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128),
+)
 STORAGE_UNAVAILABLE = Counter(
     "qadi_storage_unavailable_total", "Requests answered 503 because the database was unavailable"
 )

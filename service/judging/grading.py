@@ -148,8 +148,9 @@ class GradingService:
         self._in_flight = 0  # judge_many calls under way: each submits to both commits
         commit = partial(GroupCommit, factory, linger=settings.commit_linger_ms / 1000,
                          in_flight=lambda: self._in_flight)  # fmt: skip
-        self._preparing = commit(self._prepare_all)
-        self._closing = commit(self._finish_all)
+        rounds = metrics.COMMIT_ROUND_JOBS.labels
+        self._preparing = commit(self._prepare_all, observe=rounds(step="prepare").observe)
+        self._closing = commit(self._finish_all, observe=rounds(step="finish").observe)
 
     def batch_for(self, project: str) -> BatchGrader:
         """The batch core of `project` (its cache keys and judgments are its own)."""

@@ -40,16 +40,19 @@ class GroupCommit(Generic[Job, Result]):
         linger: float = 0.0,
         in_flight: Callable[[], int] = lambda: 0,
         siblings: int = 5,
+        observe: Callable[[int], None] = lambda jobs: None,
     ) -> None:
         """`in_flight()`: the jobs under way that may come to this step (those waiting
         included); with `siblings` of them besides the waiting ones, a small round waits
-        `linger` seconds first."""
+        `linger` seconds first. `observe(jobs)` is told each round's size as it starts (a
+        metric: how well rounds are shared is what the linger tunes)."""
         self.factory = factory
         self.work = work
         self.max_jobs = max_jobs
         self.linger = linger
         self.in_flight = in_flight
         self.siblings = siblings
+        self.observe = observe
         self.waiting: list[tuple[Job, asyncio.Future]] = []
         self.draining = False
 
@@ -68,6 +71,7 @@ class GroupCommit(Generic[Job, Result]):
                     await asyncio.sleep(self.linger)
                 batch = self.waiting[: self.max_jobs]
                 del self.waiting[: self.max_jobs]
+                self.observe(len(batch))
                 await self._run(batch)
         finally:
             self.draining = False

@@ -50,12 +50,14 @@ async def submit_spread(commit: GroupCommit, jobs: list[str]) -> list[tuple[str,
 
 def test_a_round_waits_for_the_jobs_others_in_flight_bring(migrated_db):
     rounds: list[list[str]] = []
+    sizes: list[int] = []
     commit = GroupCommit(
         warm_sessions(migrated_db), recorder(rounds),
-        linger=LINGER, in_flight=lambda: 32,
+        linger=LINGER, in_flight=lambda: 32, observe=sizes.append,
     )  # fmt: skip
     answered = asyncio.run(submit_spread(commit, ["a", "b", "c"]))
     assert rounds == [["a", "b", "c"]]  # one transaction, not three
+    assert sizes == [3]  # and the metric is told so
     assert [result for result, _ in answered] == ["done a", "done b", "done c"]
 
 

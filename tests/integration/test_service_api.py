@@ -7,6 +7,7 @@ import json
 import pytest
 import yaml
 from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from service.app import create_app
 from service.db.engine import (
@@ -438,6 +439,28 @@ def test_metrics_count_judge_calls_and_cache_hits(service, llm_server):
     assert 'qadi_judge_cache_hits_total{judge="gpt-judge",project="default"}' in text
     assert "qadi_judge_call_duration_seconds_bucket" in text
     assert 'qadi_http_requests_total{method="POST",route="/judge",status="200"}' in text
+
+
+def commit_rounds(service) -> dict[tuple[str, str], float]:
+    """(step, "count" | "sum") -> value of the group commit's round-size histogram."""
+    text = service.client.get("/metrics").text
+    return {
+        (sample.labels["step"], sample.name.rsplit("_", 1)[1]): sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "qadi_commit_round_jobs"
+        for sample in family.samples
+        if sample.name.endswith(("_count", "_sum"))
+    }
+
+
+def test_metrics_count_the_group_commits_rounds_and_their_requests(service, llm_server):
+    before = commit_rounds(service)
+    for _ in range(2):  # one after the other: each request is a round of its own, per step
+        assert service.post("/judge", json=rubric_body()).status_code == 200
+    after = commit_rounds(service)
+    for step in ("prepare", "finish"):
+        assert after[step, "count"] - before.get((step, "count"), 0) == 2
+        assert after[step, "sum"] - before.get((step, "sum"), 0) == 2
 
 
 def test_no_judges_configured_is_503(migrated_db):
