@@ -60,7 +60,16 @@ class Settings(BaseSettings):
         ge=0,
         le=1000,
         description="how long a POST /judge transaction about to start small waits for more "
-        "requests to join it, when at least 5 others are in flight (group commit); 0 = never",
+        "requests to join it, when at least `commit_siblings` others are in flight (group "
+        "commit); 0 = never",
+    )
+    commit_siblings: int = Field(
+        default=5,
+        ge=1,
+        le=10_000,
+        description="the POST /judge requests in flight besides those waiting that make a "
+        "small group-commit transaction wait `commit_linger_ms` (as PostgreSQL's "
+        "commit_siblings)",
     )
     rate_limit_per_minute: int = Field(
         default=0,

@@ -147,7 +147,8 @@ class GradingService:
         self._finishing: set[asyncio.Task] = set()
         self._in_flight = 0  # judge_many calls under way: each submits to both commits
         commit = partial(GroupCommit, factory, linger=settings.commit_linger_ms / 1000,
-                         in_flight=lambda: self._in_flight)  # fmt: skip
+                         in_flight=lambda: self._in_flight,
+                         siblings=settings.commit_siblings)  # fmt: skip
         rounds = metrics.COMMIT_ROUND_JOBS.labels
         self._preparing = commit(self._prepare_all, observe=rounds(step="prepare").observe)
         self._closing = commit(self._finish_all, observe=rounds(step="finish").observe)

@@ -10,6 +10,8 @@ import time
 from sqlalchemy import text
 
 from service.db.engine import make_engine, make_sessionmaker
+from service.judging.grading import GradingService
+from service.settings import Settings
 from service.stores.group import GroupCommit
 
 LINGER = 0.3  # long against the test's own pauses (a few ms), so rounds are deterministic
@@ -84,3 +86,10 @@ def test_no_linger_means_no_wait(migrated_db):
     )
     [(_, seconds), _] = asyncio.run(submit_spread(commit, ["p", "q"]))
     assert rounds[0] == ["p"] and seconds < LINGER
+
+
+def test_the_services_settings_set_both_steps_linger_and_siblings(migrated_db):
+    settings = Settings(database_url=migrated_db, commit_linger_ms=25, commit_siblings=2)
+    service = GradingService(settings, warm_sessions(migrated_db), None)
+    for step in (service._preparing, service._closing):
+        assert (step.linger, step.siblings) == (0.025, 2)

@@ -140,15 +140,20 @@ def serve(config: dict, requests: int, concurrency: int, env: dict | None = None
     return seconds, latency, after - before
 
 
+def service_cpu(service: Service) -> float:
+    """The CPU seconds of a running service's process."""
+    return cpu_seconds(service.process.pid)
+
+
 def served(
     config: dict,
     requests: int,
     concurrency: int,
     env: dict | None = None,
-    read: Callable[[int], Any] = cpu_seconds,
+    read: Callable[[Service], Any] = service_cpu,
     warm_up: int = 0,
 ):
-    """(wall seconds, latencies, `read(pid)` before and after) of `requests` POST /judge
+    """(wall seconds, latencies, `read(service)` before and after) of `requests` POST /judge
     to a service of the judges `config` (see `serve`), after `warm_up` requests."""
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -162,9 +167,9 @@ def served(
             wait_for_http(f"{base}/healthz")
             if warm_up:
                 asyncio.run(through_service(base, warm_up, concurrency))
-            before = read(service.process.pid)
+            before = read(service)
             seconds, latency, _ = asyncio.run(through_service(base, requests, concurrency))
-            return seconds, latency, before, read(service.process.pid)
+            return seconds, latency, before, read(service)
         finally:
             service.stop()
 

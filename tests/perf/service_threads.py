@@ -1,6 +1,8 @@
 """The service's CPU per `POST /judge`, thread by thread (issue 40): the event loop's thread
 against the threads that run the group commits' database work. SQLite releases the GIL, so a
 py-spy profile with `--gil` hardly shows the database threads; /proc/PID/task/*/stat does.
+And the group commit's rounds in the counted requests, per step, from `GET /metrics`
+(`qadi_commit_round_jobs`): how many transactions, and how many requests each shared.
 
 One worker, a fresh SQLite file (or QADI_TEST_POSTGRES_URL), a lean `hosted_vllm/` judge
 against tests/perf/instant_llm.py, 200 requests to warm up and then --requests counted, at
@@ -20,8 +22,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+import httpx  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+
 from tests.perf.bench_regrade import hosted_vllm_entry  # noqa: E402
 from tests.perf.bench_service import served, stat_cpu_seconds  # noqa: E402
+from tests.perf.load_judge import Service  # noqa: E402
 
 
 def thread_cpu(pid: int) -> dict[str, float]:
@@ -35,6 +41,24 @@ def thread_cpu(pid: int) -> dict[str, float]:
             continue
         seconds["loop" if task.name == str(pid) else task.name] = spent
     return seconds
+
+
+def commit_rounds(port: int) -> dict[str, tuple[float, float]]:
+    """(rounds, requests in them) so far per group-commit step, from the service's metrics."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+    found: dict[str, dict[str, float]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name == "qadi_commit_round_jobs":
+            for sample in family.samples:
+                found.setdefault(sample.labels["step"], {})[sample.name] = sample.value
+    return {
+        step: (values["qadi_commit_round_jobs_count"], values["qadi_commit_round_jobs_sum"])
+        for step, values in found.items()
+    }
+
+
+def threads_and_rounds(service: Service) -> tuple[dict[str, float], dict]:
+    return thread_cpu(service.process.pid), commit_rounds(service.port)
 
 
 def main() -> None:
@@ -51,13 +75,14 @@ def main() -> None:
         entry = hosted_vllm_entry(api_base, transport="lean", **how)
         config = {"model_list": [entry], "qadi": {"num_retries": 0}}
         seconds, latency, before, after = served(
-            config, args.requests, args.concurrency, read=thread_cpu, warm_up=200
+            config, args.requests, args.concurrency, read=threads_and_rounds, warm_up=200
         )
     finally:
         process.terminate()
+    (cpu_before, rounds_before), (cpu_after, rounds_after) = before, after
     per_request = {
-        thread: 1000 * (cpu - before.get(thread, 0.0)) / args.requests
-        for thread, cpu in after.items()
+        thread: 1000 * (cpu - cpu_before.get(thread, 0.0)) / args.requests
+        for thread, cpu in cpu_after.items()
     }
     loop = per_request.pop("loop", 0.0)
     others = sorted((ms for ms in per_request.values() if ms >= 0.005), reverse=True)
@@ -69,6 +94,10 @@ def main() -> None:
         + ", ".join(f"{ms:.3f}" for ms in others)
         + " ms"
     )
+    for step, (rounds, jobs) in sorted(rounds_after.items()):
+        rounds -= rounds_before.get(step, (0, 0))[0]
+        jobs -= rounds_before.get(step, (0, 0))[1]
+        print(f"  {step}: {rounds:.0f} transactions, {jobs / rounds:.2f} requests each")
 
 
 if __name__ == "__main__":
