@@ -109,11 +109,11 @@ def _insert_keyed(session: Session, rows: list[dict[str, Any]]) -> set[str]:
     whose key is already stored, or repeated in `rows`, is not)."""
     if not rows:
         return set()
-    return set(session.scalars(_insert_skipping(session.get_bind().dialect.name), rows))
+    return set(session.scalars(_claiming(session.get_bind().dialect.name), rows))
 
 
 @cache
-def _insert_skipping(dialect_name: str) -> Insert:
+def _claiming(dialect_name: str) -> Insert:
     """`_insert_keyed`'s statement on a backend, built once (service/stores/chunks.py)."""
     dialect = postgresql if dialect_name == "postgresql" else sqlite
     return dialect.insert(TABLE).on_conflict_do_nothing().returning(TABLE.c.id)
