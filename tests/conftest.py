@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Every Grader builds a LiteLLM Router, which registers callbacks (its cooldown handler among
@@ -515,3 +516,15 @@ def private_data_dir(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("qadi-data")
     os.environ["QADI_DATA_DIR"] = str(folder)
     return folder
+
+
+def commit_rounds(metrics_text: str) -> dict[tuple[str, str], float]:
+    """(step, "count" | "sum") -> value of the group commit's round-size histogram
+    (`qadi_commit_round_jobs`) in a `GET /metrics` text: its rounds and their requests."""
+    return {
+        (sample.labels["step"], sample.name.rsplit("_", 1)[1]): sample.value
+        for family in text_string_to_metric_families(metrics_text)
+        if family.name == "qadi_commit_round_jobs"
+        for sample in family.samples
+        if sample.name.endswith(("_count", "_sum"))
+    }

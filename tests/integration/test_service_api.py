@@ -7,7 +7,6 @@ import json
 import pytest
 import yaml
 from fastapi.testclient import TestClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from service.app import create_app
 from service.db.engine import (
@@ -18,7 +17,7 @@ from service.db.engine import (
 )
 from service.settings import Settings
 from service.stores.keys import create_key
-from tests.conftest import judges_config_data
+from tests.conftest import commit_rounds, judges_config_data
 
 IRAQI = {
     "shaku_meaning": True,
@@ -441,23 +440,11 @@ def test_metrics_count_judge_calls_and_cache_hits(service, llm_server):
     assert 'qadi_http_requests_total{method="POST",route="/judge",status="200"}' in text
 
 
-def commit_rounds(service) -> dict[tuple[str, str], float]:
-    """(step, "count" | "sum") -> value of the group commit's round-size histogram."""
-    text = service.client.get("/metrics").text
-    return {
-        (sample.labels["step"], sample.name.rsplit("_", 1)[1]): sample.value
-        for family in text_string_to_metric_families(text)
-        if family.name == "qadi_commit_round_jobs"
-        for sample in family.samples
-        if sample.name.endswith(("_count", "_sum"))
-    }
-
-
 def test_metrics_count_the_group_commits_rounds_and_their_requests(service, llm_server):
-    before = commit_rounds(service)
+    before = commit_rounds(service.client.get("/metrics").text)
     for _ in range(2):  # one after the other: each request is a round of its own, per step
         assert service.post("/judge", json=rubric_body()).status_code == 200
-    after = commit_rounds(service)
+    after = commit_rounds(service.client.get("/metrics").text)
     for step in ("prepare", "finish"):
         assert after[step, "count"] - before.get((step, "count"), 0) == 2
         assert after[step, "sum"] - before.get((step, "sum"), 0) == 2

@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from tests.conftest import commit_rounds  # noqa: E402
 from tests.perf.bench_regrade import hosted_vllm_entry  # noqa: E402
 from tests.perf.bench_service import served, stat_cpu_seconds  # noqa: E402
 from tests.perf.load_judge import Service  # noqa: E402
@@ -43,22 +43,9 @@ def thread_cpu(pid: int) -> dict[str, float]:
     return seconds
 
 
-def commit_rounds(port: int) -> dict[str, tuple[float, float]]:
-    """(rounds, requests in them) so far per group-commit step, from the service's metrics."""
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
-    found: dict[str, dict[str, float]] = {}
-    for family in text_string_to_metric_families(text):
-        if family.name == "qadi_commit_round_jobs":
-            for sample in family.samples:
-                found.setdefault(sample.labels["step"], {})[sample.name] = sample.value
-    return {
-        step: (values["qadi_commit_round_jobs_count"], values["qadi_commit_round_jobs_sum"])
-        for step, values in found.items()
-    }
-
-
 def threads_and_rounds(service: Service) -> tuple[dict[str, float], dict]:
-    return thread_cpu(service.process.pid), commit_rounds(service.port)
+    metrics = httpx.get(f"http://127.0.0.1:{service.port}/metrics").text
+    return thread_cpu(service.process.pid), commit_rounds(metrics)
 
 
 def main() -> None:
@@ -94,9 +81,11 @@ def main() -> None:
         + ", ".join(f"{ms:.3f}" for ms in others)
         + " ms"
     )
-    for step, (rounds, jobs) in sorted(rounds_after.items()):
-        rounds -= rounds_before.get(step, (0, 0))[0]
-        jobs -= rounds_before.get(step, (0, 0))[1]
+    for step in sorted({step for step, _ in rounds_after}):
+        rounds, jobs = (
+            rounds_after[step, part] - rounds_before.get((step, part), 0)
+            for part in ("count", "sum")
+        )
         print(f"  {step}: {rounds:.0f} transactions, {jobs / rounds:.2f} requests each")
 
 
