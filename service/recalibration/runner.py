@@ -75,7 +75,7 @@ AUDIT_LEVEL = 0.05
 @dataclass(frozen=True)
 class Outcome:
     scope: str
-    status: str  # ok | unchanged | failed | skipped (another replica holds it)
+    status: str  # ok | unchanged | failed | skipped (another process holds it or ran it)
     message: str
     report_id: str | None = None
     summary: dict | None = None  # what the dashboard shows of the report
@@ -90,6 +90,7 @@ class Check:
     project: str = ""
     scope: str = ""
     audits_failed: int = 0
+    runs: int = 0  # the scope's finished runs when checked: a run may start only if still so
 
 
 class Recalibrator:
@@ -124,16 +125,17 @@ class Recalibrator:
                     check.audits_failed
                 )
             if check.reason is not None:
-                outcomes.append(self.run(scope_id, check.reason, "service"))
+                outcomes.append(self.run(scope_id, check.reason, "service", check.runs))
         return outcomes
 
-    def run(self, scope_id: int, trigger: str, actor: str) -> Outcome:
-        """Run one scope now (a round, or a person: `qadi recalibration run`)."""
+    def run(self, scope_id: int, trigger: str, actor: str, runs_seen: int | None = None) -> Outcome:
+        """Run one scope now (a round, which found it due after `runs_seen` runs, or a person:
+        `qadi recalibration run`, whatever ran before)."""
         with session_scope(self.sessions) as session:
             scope = scopes.get_scope(session, scope_id)
             name, project = scope.name, scope.project
-            if not scopes.take_lease(session, scope_id, self.owner, LEASE_SECONDS):
-                return Outcome(name, "skipped", "another process is running it")
+            if not scopes.take_lease(session, scope_id, self.owner, LEASE_SECONDS, runs_seen):
+                return Outcome(name, "skipped", "another process is running it or has run it")
             labels = scopes.sme_labels(session, project, scope.rubric)
         try:
             outcome = self.pool.call(recalibrate, self.url, scope_id, trigger, actor)
@@ -167,7 +169,7 @@ def _why_now(session: Session, scope_id: int) -> Check:
     if reason is None:
         reason, audits_failed = audit_scope(session, scope)
     reason = None if reason is None or _resting(scope, now) else reason
-    return Check(reason, scope.project, scope.name, audits_failed)
+    return Check(reason, scope.project, scope.name, audits_failed, scope.runs)
 
 
 def recalibrate(url: str, scope_id: int, trigger: str, actor: str) -> Outcome:

@@ -145,15 +145,23 @@ def why_due(scope: CalibrationScopeRow, labels: int, now: datetime) -> str | Non
     return None
 
 
-def take_lease(session: Session, scope_id: int, owner: str, seconds: float) -> bool:
-    """The scope's lease for `owner` when nobody holds it (or a holder's ran out)."""
+def take_lease(
+    session: Session, scope_id: int, owner: str, seconds: float, runs_seen: int | None = None
+) -> bool:
+    """The scope's lease for `owner` when nobody holds it (or a holder's ran out) and, given
+    `runs_seen`, when no run has finished since the caller found the scope due: a process
+    whose check read the scope just before another process's run ended would otherwise take
+    the lease that run let go and run the scope a second time on the same labels."""
     now = utcnow()
+    conditions = [
+        CalibrationScopeRow.id == scope_id,
+        or_(CalibrationScopeRow.lease_until.is_(None), CalibrationScopeRow.lease_until < now),
+    ]
+    if runs_seen is not None:
+        conditions.append(CalibrationScopeRow.runs == runs_seen)
     taken = session.execute(
         update(CalibrationScopeRow)
-        .where(
-            CalibrationScopeRow.id == scope_id,
-            or_(CalibrationScopeRow.lease_until.is_(None), CalibrationScopeRow.lease_until < now),
-        )
+        .where(*conditions)
         .values(lease_owner=owner, lease_until=now + timedelta(seconds=seconds))
     )
     return taken.rowcount == 1

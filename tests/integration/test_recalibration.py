@@ -23,7 +23,7 @@ from sqlalchemy import func, select
 from service.db.engine import make_engine, make_sessionmaker, session_scope
 from service.db.schema import CalibrationReportRow, GuaranteeChangeRow
 from service.metrics import GUARANTEE_AUDITS_FAILED
-from service.recalibration.runner import Recalibrator
+from service.recalibration.runner import Recalibrator, check_scope
 from service.reporting.pool import ReportPool
 from service.stores.guarantees import live
 from service.stores.scopes import ScopeSpec, add_scope, find_scope
@@ -180,6 +180,25 @@ def test_two_processes_run_a_due_scope_once(judged):
     statuses = sorted(o.status for found in results for o in found)
     assert statuses in (["ok"], ["ok", "skipped"]), statuses
     assert len(reports(sessions)) == 1
+
+
+def test_a_process_that_found_the_scope_due_before_another_ran_it_does_not_run_it_again(judged):
+    """The CI race of test_replicas: process B checks the scope (due) while process A runs it;
+    A finishes and lets the lease go; B's lease must not be taken on that stale check."""
+    service, sessions = judged
+    scope_id = add(sessions)
+    grade(service, range(N_ITEMS))
+    url = service.settings.database_url
+    first, second = (Recalibrator(make_sessionmaker(make_engine(url))) for _ in range(2))
+    checks = [check_scope(url, scope_id) for _ in range(2)]
+    assert [c.reason for c in checks] == ["48 new SME labels"] * 2
+    assert first.run(scope_id, checks[0].reason, "service", checks[0].runs).status == "ok"
+    late = second.run(scope_id, checks[1].reason, "service", checks[1].runs)
+    assert (late.status, late.message) == ("skipped", "another process is running it or has run it")
+    with session_scope(sessions) as session:
+        assert find_scope(session, "default", "kinayat").runs == 1
+    assert len(reports(sessions)) == 1
+    assert second.run(scope_id, "manual", "test").status in ("ok", "unchanged")  # a person may
 
 
 def test_an_audit_on_fresh_labels_that_the_live_guarantee_fails_sets_off_a_recalibration(
