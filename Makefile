@@ -60,11 +60,11 @@ lint: $(FULL)
 	$(VENV)/bin/lint-imports
 
 # The suite runs in two processes (pytest-xdist; tests that share one thing of the machine
-# stay in one, tests/conftest.py SHARED_GROUPS): on CI's two cores it takes about half the
+# run in one, tests/conftest.py SHARED_GROUPS): on CI's two cores it takes about half the
 # time of one. TEST_PROCESSES=0 runs it in this one (docs/how-to/run-the-tests.md).
 TEST_PROCESSES ?= 2
 test: $(FULL) lint
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadgroup
+	$(PY) -m pytest -n $(TEST_PROCESSES)
 
 # The documentation site (mkdocs.yml, docs/): built strictly into site/, or served with live
 # reload on DOCS_ADDR (not 8000, where `qadi serve` listens). NO_MKDOCS_2_WARNING silences

@@ -17,6 +17,7 @@ import httpx
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
+from xdist.scheduler import LoadScopeScheduling
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Every Grader builds a LiteLLM Router, which registers callbacks (its cooldown handler among
@@ -250,22 +251,42 @@ POSTGRES_URL = worker_database(os.environ.get("QADI_TEST_POSTGRES_URL"))
 BACKENDS = ["sqlite", "postgresql"] if POSTGRES_URL else ["sqlite"]
 
 
-# `make test` runs the suite in two processes (pytest-xdist, --dist loadgroup). Each
-# file's tests run in one of them, so a module's fixtures are made once (a local Ray, a
-# service); files that share one thing of the machine run in the same process, one after
-# the other:
-# the real judge is one vLLM server on the CPU, and its tests' timeouts assume they have it
-# to themselves.
-SHARED_GROUPS = {ROOT / "tests" / "realjudge": "real-judge"}
+# `make test` runs the suite in two processes (pytest-xdist), each test sent to whichever
+# process is free, which keeps both busy to the end. The tests of a shared group run in the
+# same process, one after the other: the real judge is one vLLM server on the CPU, and its
+# tests' timeouts assume they have it to themselves. The grouping is this scheduler's, not
+# `xdist_group` marks: pytest 9.2 ignores the node ids pytest-xdist 3.8 rewrites to carry
+# them (pytest-dev/pytest-xdist#1386), so the marks silently grouped nothing.
+SHARED_GROUPS = {"tests/realjudge/": "real-judge"}
+
+
+class SharedGroupScheduling(LoadScopeScheduling):
+    """Every test its own unit of work but those of a shared group, sent in the order
+    collected (not xdist's largest-unit-first, which would send the real judge's tests
+    before its server is up)."""
+
+    def __init__(self, config: pytest.Config, log=None) -> None:
+        config.option.loadscopereorder = False
+        super().__init__(config, log)
+
+    def _split_scope(self, nodeid: str) -> str:
+        return next((g for prefix, g in SHARED_GROUPS.items() if nodeid.startswith(prefix)), nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log) -> SharedGroupScheduling:
+    return SharedGroupScheduling(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        group = next(
-            (name for folder, name in SHARED_GROUPS.items() if item.path.is_relative_to(folder)),
-            str(item.path.relative_to(ROOT)),
-        )
-        item.add_marker(pytest.mark.xdist_group(group))
+    """The shared groups' tests go before the integration tests: the other process has those
+    to run while one process runs a group's tests one by one (the real judge's take about
+    five minutes), and the judge started with the run is up by then."""
+    shared = tuple(SHARED_GROUPS)
+    grouped = [item for item in items if item.nodeid.startswith(shared)]
+    rest = [item for item in items if not item.nodeid.startswith(shared)]
+    at = next((i for i, item in enumerate(rest) if item.nodeid.startswith("tests/integration/")),
+              len(rest))  # fmt: skip
+    items[:] = rest[:at] + grouped + rest[at:]
 
 
 def pytest_generate_tests(metafunc):
