@@ -138,13 +138,15 @@ def assert_bounded(
     allowance_mb: float = 0.0,
     bound: float = BOUND_KB_PER_ANSWER,
     what: str = "peak RSS",
+    sizes: tuple[int, int] = (SMALL, LARGE),
 ) -> None:
-    """`what` (KB) at LARGE answers exceeds that at SMALL by less than `bound` KB per extra
-    answer, beyond `allowance_mb` that does not depend on the input."""
-    per_answer = (large - small - 1024 * allowance_mb) / (LARGE - SMALL)
+    """`what` (KB) at the larger of `sizes` (answers) exceeds that at the smaller by less than
+    `bound` KB per extra answer, beyond `allowance_mb` that does not depend on the input."""
+    fewer, more = sizes
+    per_answer = (large - small - 1024 * allowance_mb) / (more - fewer)
     assert per_answer < bound, (
-        f"{what} {small / 1024:.1f} MB at {SMALL} answers, {large / 1024:.1f} MB at "
-        f"{LARGE}: {per_answer:.3f} KB per extra answer beyond {allowance_mb:.0f} MB "
+        f"{what} {small / 1024:.1f} MB at {fewer} answers, {large / 1024:.1f} MB at "
+        f"{more}: {per_answer:.3f} KB per extra answer beyond {allowance_mb:.0f} MB "
         f"(bound {bound})"
     )
 
