@@ -129,7 +129,9 @@ class GradingService:
             else None
         )
         self._batches: dict[str, BatchGrader] = {DEFAULT_PROJECT: self.batch}
-        self.stale_after = timedelta(seconds=request_deadline(grader))
+        self.stale_after = timedelta(
+            seconds=request_deadline(grader, settings.database_wait_seconds)
+        )
         self.admission = Admission(settings.judge_concurrency)
         # the key's rate: shared by every process on PostgreSQL, else this process's own
         self.shared: SharedLimits | None = None

@@ -36,21 +36,28 @@ from service.stores import replicas
 
 log = logging.getLogger("qadi")
 ITEM_ID_MAX = 256  # responses.item_key
-DATABASE_MARGIN_SECONDS = 35.0  # SQLite's busy wait (30 s) around the calls, and slack
 PROBE_LEASE_SECONDS = 60.0  # a probe run's lease lapses this long after its last renewal
+# A request's two transactions (its claim, its judgments) may each wait for the one before
+# it in the group commit and then for the database (SQLite's write lock or a pooled
+# connection), each wait bounded by QADI_DATABASE_WAIT_SECONDS; the slack is their work.
+DATABASE_WAITS_PER_REQUEST = 4
+DATABASE_SLACK_SECONDS = 5.0
 
 
-def request_deadline(grader: Grader | None) -> float:
+def request_deadline(grader: Grader | None, database_wait_seconds: float) -> float:
     """How long a live request can take: every attempt of the panel and then of the
-    stand-ins, with the back-off between attempts, plus the database's busy wait and a
-    margin. An unfinished request older than this died with its process."""
+    stand-ins, with the back-off between attempts, plus the database's waits and a
+    margin. An unfinished request older than this died with its process. The database's
+    part follows the service's own wait, so raising QADI_DATABASE_WAIT_SECONDS never makes
+    a request that is still waiting look dead (and its calls made twice)."""
     if grader is None:
         return 60.0
+    database = DATABASE_WAITS_PER_REQUEST * database_wait_seconds + DATABASE_SLACK_SECONDS
     options = grader.config.qadi
     backoff = options.retry_after * (2**options.num_retries - 1)
     backoff += options.num_retries * options.max_retry_wait  # a 429's Retry-After, at most
     one_judge = options.timeout * (options.num_retries + 1) + backoff
-    return 2 * one_judge + DATABASE_MARGIN_SECONDS
+    return 2 * one_judge + database
 
 
 class Admission:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from service.judging.limits import Admission, RateLimit
+from service.judging.limits import Admission, RateLimit, request_deadline
 
 
 def test_admission_bounds_judge_calls_in_flight_but_never_starves_a_large_request():
@@ -29,3 +29,18 @@ def test_rate_limit_counts_per_key_and_says_when_to_retry(monkeypatch):
     now[0] += 15
     assert limit.check(1) is None
     assert RateLimit(per_minute=0).check(1) is None  # 0 = off
+
+
+def test_a_requests_deadline_covers_its_calls_and_the_services_database_waits():
+    """The chaos harness's judges (1.5 s timeout, one retry, a 429 waited at most 1 s): two
+    judges' 2 x 1.5 s + 1 s each, then four database waits and 5 s of slack. A longer
+    QADI_DATABASE_WAIT_SECONDS moves the deadline with it: a request still waiting for the
+    database is never taken for dead."""
+    from judges import Grader
+    from judges.config import parse_config
+
+    model = {"model_name": "gpt", "litellm_params": {"model": "openai/gpt-4.1"}}
+    qadi = {"timeout": 1.5, "num_retries": 1, "max_retry_wait": 1.0, "panel": ["gpt"]}
+    grader = Grader(parse_config({"model_list": [model], "qadi": qadi}))
+    assert request_deadline(grader, 3.0) == 2 * (1.5 * 2 + 1.0) + 4 * 3.0 + 5.0 == 25.0
+    assert request_deadline(grader, 30.0) == 8.0 + 4 * 30.0 + 5.0
