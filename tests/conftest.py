@@ -273,8 +273,18 @@ class SharedGroupScheduling(LoadScopeScheduling):
         return next((g for prefix, g in SHARED_GROUPS.items() if nodeid.startswith(prefix)), nodeid)
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log) -> SharedGroupScheduling:
-    return SharedGroupScheduling(config, log)
+class SharedGroupsPlugin:
+    """pytest-xdist's scheduler hook, registered only where pytest-xdist is loaded (pytest
+    refuses an unknown hook in a conftest, so `-p no:xdist` would fail otherwise)."""
+
+    @staticmethod
+    def pytest_xdist_make_scheduler(config: pytest.Config, log) -> SharedGroupScheduling:
+        return SharedGroupScheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(SharedGroupsPlugin(), "qadi-shared-groups")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
