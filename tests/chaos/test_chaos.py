@@ -12,7 +12,7 @@ import pytest
 
 from tests.chaos.conftest import OwnPostgres
 from tests.chaos.harness import PROVIDER_FAULTS, Chaos
-from tests.conftest import POSTGRES_URL
+from tests.conftest import FAST_TAKEOVER, POSTGRES_URL
 
 
 def run(chaos: Chaos, scenario) -> None:
@@ -59,14 +59,14 @@ async def judges_thinking(chaos: Chaos, calls: int, within: float = 120) -> None
 def test_kill_then_ten_concurrent_retries_per_key_take_over_exactly_once(database, tmp_path):
     # a retry takes over once the killed claim is older than the request deadline (limits.py
     # request_deadline): 25 s with a 1 s wait for a 429's Retry-After (no call here is a
-    # 429) and a 3 s wait for the database (four waits and 5 s of slack); the harness's
-    # defaults would give 71 s
+    # 429) and FAST_TAKEOVER's 3 s wait for the database (four waits and 5 s of slack); the
+    # harness's defaults would give 71 s
     chaos = Chaos(
         tmp_path,
         database,
         faults={"latency_min": 3.0, "latency_max": 3.0},
         qadi={"max_retry_wait": 1.0},
-        env={"QADI_DATABASE_WAIT_SECONDS": "3"},
+        env=FAST_TAKEOVER,
     )
 
     async def first_attempts():

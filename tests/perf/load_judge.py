@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tests.conftest import (  # noqa: E402
+    FAST_TAKEOVER,
     free_port,
     reset_postgres,
     start_llm_server,
@@ -260,9 +261,8 @@ def run(clients: int, duration: float, crash: bool, database_url: str | None = N
             )
         )
         # after a crash, the killed requests' keys answer 409 until their claims are older
-        # than the request deadline: 21 s with a 3 s database wait, 49 s with the default 10
-        fast_takeover = {"QADI_DATABASE_WAIT_SECONDS": "3"} if crash else None
-        service = Service(url, config, free_port(), workdir, fast_takeover)
+        # than the request deadline: 21 s with FAST_TAKEOVER, 49 s with the defaults
+        service = Service(url, config, free_port(), workdir, FAST_TAKEOVER if crash else None)
         service.start()
         records: list[dict] = []
         started = time.monotonic()
