@@ -263,10 +263,32 @@ BACKENDS = ["sqlite", "postgresql"] if POSTGRES_URL else ["sqlite"]
 # them (pytest-dev/pytest-xdist#1386), so the marks silently grouped nothing.
 SHARED_GROUPS = {"tests/realjudge/": "real-judge"}
 
+# Modules whose tests share a module-scoped fixture that starts something (services, Ray, a
+# documentation build, a browser): each is one unit of work too, so the fixture is made once
+# rather than once in each process (test_workers' two services took 15 s, twice).
+ONE_PROCESS_MODULES = (
+    "tests/browser/test_report_pages.py",
+    "tests/docs/test_site.py",
+    "tests/integration/test_inspect.py",
+    "tests/integration/test_proxy_config.py",
+    "tests/integration/test_regrade_ray.py",
+    "tests/integration/test_replicas.py",
+    "tests/integration/test_workers.py",
+)
+
+
+def unit_of_work(nodeid: str) -> str:
+    """What pytest-xdist sends to one process as a whole: a shared group, a module of
+    ONE_PROCESS_MODULES, or else the test alone."""
+    module = nodeid.split("::", 1)[0]
+    if module in ONE_PROCESS_MODULES:
+        return module
+    return next((g for prefix, g in SHARED_GROUPS.items() if nodeid.startswith(prefix)), nodeid)
+
 
 class SharedGroupScheduling(LoadScopeScheduling):
-    """Every test its own unit of work but those of a shared group, sent in the order
-    collected (not xdist's largest-unit-first, which would send the real judge's tests
+    """Every test its own unit of work but those of `unit_of_work`'s groups, sent in the
+    order collected (not xdist's largest-unit-first, which would send the real judge's tests
     before its server is up)."""
 
     def __init__(self, config: pytest.Config, log=None) -> None:
@@ -274,7 +296,7 @@ class SharedGroupScheduling(LoadScopeScheduling):
         super().__init__(config, log)
 
     def _split_scope(self, nodeid: str) -> str:
-        return next((g for prefix, g in SHARED_GROUPS.items() if nodeid.startswith(prefix)), nodeid)
+        return unit_of_work(nodeid)
 
 
 class SharedGroupsPlugin:
