@@ -1,5 +1,6 @@
-"""Every judge call goes through `JudgeClient.complete`: `litellm.acompletion` with qadi's
-own bounded retries (transient failures only), timeout, and cooldown per judge.
+"""Every judge call goes through `JudgeClient.complete`: `litellm.acompletion`, or the lean
+transport for a judge on an OpenAI-compatible server (judges/transport.py), with qadi's own
+bounded retries (transient failures only), timeout, and cooldown per judge.
 
 A judge with one deployment is called with `litellm.acompletion` directly: `litellm.Router`
 deep-copies deployment info and tracks usage on every call, about 2 ms of CPU each
@@ -13,14 +14,18 @@ retried after the provider's Retry-After. What the router gave that qadi needs f
 judge, a judge whose calls mostly fail is skipped for a while instead of hammered, is
 `Cooldown` below.
 
-LiteLLM fetches its price map from the internet at import unless told not to; the flag is
-set before the import so a start-up never waits on a network this machine may not have.
+LiteLLM is imported only by a client with a judge that goes through it (`litellm_module`):
+the import costs about 4 s of CPU, which a process whose judges are all on the lean transport
+(judges/transport.py) does not pay. It fetches its price map from the internet at import
+unless told not to; the flag is set first, so a start-up never waits on a network this machine
+may not have.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import importlib.util
 import json
 import logging
 import os
@@ -29,30 +34,21 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
+
+from judges import credentials, standins, transport
+from judges.config import MODES, ROUTER_ONLY_PARAMS, JudgeEntry, JudgesConfig, QadiOptions
+from judges.logprobs import request_params
+from judges.makers import model_name
+from judges.replies import read_completion
+
+if TYPE_CHECKING:
+    import litellm
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-import litellm  # noqa: E402
-
-from judges import credentials, standin_provider, standins, transport  # noqa: E402
-from judges.config import (  # noqa: E402
-    MODES,
-    ROUTER_ONLY_PARAMS,
-    JudgeEntry,
-    JudgesConfig,
-    QadiOptions,
-)
-from judges.logprobs import request_params  # noqa: E402
-from judges.makers import model_name  # noqa: E402
-from judges.replies import read_completion  # noqa: E402
-
-litellm.suppress_debug_info = True
-litellm.telemetry = False
-
-# LiteLLM's own price table as shipped (and the stand-ins, free), looked up by qadi so an
-# unlisted model's price is unknown (None), never zero.
-PRICE_TABLE = {**litellm.model_cost, **standin_provider.PRICES}
 
 # Parameter names whose values are credentials, whatever the provider.
 _SECRET_NAME = re.compile(r"key|secret|token|password|credential|authorization", re.IGNORECASE)
@@ -72,10 +68,39 @@ BLOCKED_ENV_KEYS = frozenset(
 )
 
 
+def litellm_module() -> ModuleType:
+    """LiteLLM, imported on first use and kept quiet (no debug banner, no telemetry)."""
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    return litellm
+
+
+# LiteLLM's price table as it ships it, a file of the package
+PRICE_FILE = "model_prices_and_context_window_backup.json"
+
+
+@cache
+def price_table() -> dict[str, dict[str, Any]]:
+    """LiteLLM's price table as shipped, read from its file as LiteLLM reads it with
+    LITELLM_LOCAL_MODEL_COST_MAP (each entry's `aliases` listed as models too), without
+    importing LiteLLM; and the stand-ins, free. qadi looks prices up here, so an unlisted
+    model's price is unknown (None), never zero."""
+    package = importlib.util.find_spec("litellm")
+    assert package is not None and package.submodule_search_locations, "LiteLLM is installed"
+    shipped = json.loads((Path(package.submodule_search_locations[0]) / PRICE_FILE).read_bytes())
+    table = {name: entry for name, entry in shipped.items() if isinstance(entry, dict)}
+    for entry in list(table.values()):
+        for alias in entry.get("aliases") or []:
+            table.setdefault(alias, entry)
+    return {**table, **standins.PRICES}
+
+
 def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
     """USD from LiteLLM's shipped price table, or None when the model is not listed."""
     for key in (model, model_name(model)):
-        entry = PRICE_TABLE.get(key)
+        entry = price_table().get(key)
         if entry and "input_cost_per_token" in entry:
             return prompt_tokens * entry["input_cost_per_token"] + completion_tokens * entry.get(
                 "output_cost_per_token", 0.0
@@ -151,7 +176,7 @@ def _router(config: JudgesConfig, name: str) -> litellm.Router:
         }
         for entry in config.deployments(name)
     ]
-    return litellm.Router(model_list=deployments, num_retries=0, **config.router_args)
+    return litellm_module().Router(model_list=deployments, num_retries=0, **config.router_args)
 
 
 class Redactor:
@@ -293,22 +318,31 @@ class JudgeClient:
 
     def __init__(self, config: JudgesConfig) -> None:
         self.config = config
-        if any(standins.is_stand_in(e.model) for e in config.model_list):
-            standin_provider.register()
         exported = export_environment(config)
         self._params = {
             name: _direct_params(config, config.judge(name))
             for name in config.names
             if len(config.deployments(name)) == 1
         }
-        self._routers = {
-            name: _router(config, name) for name in config.names if name not in self._params
-        }
         # one-deployment judges on an OpenAI-compatible server, called without LiteLLM
         self._lean: dict[str, transport.LeanRoute] = {
             name: transport.lean_route(self._params[name])
             for name in self._params
             if config.judge(name).lean
+        }
+        # LiteLLM and what only its exceptions need, for the judges that go through it
+        self._litellm = litellm_module() if len(self._lean) < len(config.names) else None
+        self._timeouts: tuple[type[Exception], ...] = (transport.Timeout,)
+        self._always_transient: tuple[type[Exception], ...] = ()
+        if self._litellm is not None:
+            self._timeouts += (self._litellm.Timeout,)
+            self._always_transient = (self._litellm.Timeout, self._litellm.APIConnectionError)
+        if any(standins.is_stand_in(e.model) for e in config.model_list):
+            from judges import standin_provider  # a LiteLLM provider: imports LiteLLM
+
+            standin_provider.register()
+        self._routers = {
+            name: _router(config, name) for name in config.names if name not in self._params
         }
         self._call_settings = config.call_settings
         self._logprobs = {
@@ -377,9 +411,10 @@ class JudgeClient:
                 response = await self._call(judge, messages, options.timeout, kwargs)
                 break
             except Exception as exc:  # noqa: BLE001 - any provider failure is recorded
-                missing = credentials.missing_key(
+                # the lean transport reads no provider's key variable: none to name
+                missing = None if judge in self._lean else credentials.missing_key(
                     entry.model, "api_key" in entry.litellm_params, exc
-                )
+                )  # fmt: skip
                 if missing is not None:  # no key: the same call would fail the same way
                     return self._failure(judge, exc, started, attempt, missing, health=False)
                 refused = refusal(exc, kwargs)
@@ -389,7 +424,8 @@ class JudgeClient:
                     )
                     failure.refused, failure.server_said = True, refused.said
                     return failure
-                wait = _retry_wait(exc, attempt, options) if _transient(exc) else None
+                transient = _transient(exc, self._always_transient)
+                wait = _retry_wait(exc, attempt, options) if transient else None
                 if wait is not None:
                     attempt += 1
                     await asyncio.sleep(wait)
@@ -414,7 +450,7 @@ class JudgeClient:
             return transport.complete(route, messages, timeout, kwargs)
         params = self._params.get(judge)
         if params is not None:
-            return litellm.acompletion(
+            return self._litellm.acompletion(
                 messages=messages, timeout=timeout, **{**params, **kwargs, "num_retries": 0}
             )
         return self._routers[judge].acompletion(
@@ -461,7 +497,7 @@ class JudgeClient:
             after = f" (after {retries} retr{'y' if retries == 1 else 'ies'})" if retries else ""
             message = f"{type(exc).__name__}: {first_line}{after}"
         return CallOutcome(
-            "timeout" if isinstance(exc, litellm.Timeout) else "backend_error",
+            "timeout" if isinstance(exc, self._timeouts) else "backend_error",
             (time.perf_counter() - started) * 1000,
             error=self.redact(message),
             attempts=retries + 1,
@@ -577,9 +613,11 @@ def refusal_fix(said: str, sent: dict[str, Any]) -> str:
     return "check judge '{judge}' (model, api_base, parameters); `qadi judges check` tests it"
 
 
-def _transient(exc: Exception) -> bool:
-    """Worth another attempt: timeouts, lost connections, rate limits, server errors."""
-    if isinstance(exc, litellm.Timeout | litellm.APIConnectionError):
+def _transient(exc: Exception, always: tuple[type[Exception], ...] = ()) -> bool:
+    """Worth another attempt: timeouts, lost connections (`always`: LiteLLM's classes for
+    them), rate limits, server errors (the lean transport's timeouts and lost connections
+    carry 408 and 500)."""
+    if isinstance(exc, always):
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status >= 500 or status in (408, 409, 429))
@@ -607,8 +645,10 @@ def _retry_wait(exc: Exception, attempt: int, options: QadiOptions) -> float | N
 
 def _retry_after_header(exc: Exception) -> float | None:
     """RFC 9110 Retry-After (seconds or an HTTP date) of a provider's error response, as
-    LiteLLM keeps its headers; None when absent or unreadable."""
-    headers = getattr(exc, "litellm_response_headers", None)
+    the lean transport or LiteLLM keeps its headers; None when absent or unreadable."""
+    headers = getattr(exc, "response_headers", None)
+    if headers is None:
+        headers = getattr(exc, "litellm_response_headers", None)
     if headers is None:
         headers = getattr(getattr(exc, "response", None), "headers", None)
     value = str((headers or {}).get("retry-after", "")).strip()

@@ -14,7 +14,7 @@ from typing import Any
 import litellm
 from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 
-from judges.standins import BEHAVIOURS, PROVIDER, ROUTE, reply, token_logprobs
+from judges.standins import BEHAVIOURS, PRICES, PROVIDER, ROUTE, reply, token_logprobs
 
 
 class StandInJudge(CustomLLM):
@@ -51,19 +51,6 @@ class StandInJudge(CustomLLM):
 
 
 _HANDLER = StandInJudge()
-# A stand-in costs nothing: priced at zero (in LiteLLM's table too, so LiteLLM computes its
-# cost as for any model), it is never shown as an unknown price.
-PRICES = {
-    f"{ROUTE}{b}": {
-        "input_cost_per_token": 0.0,
-        "output_cost_per_token": 0.0,
-        "cache_creation_input_token_cost": 0.0,
-        "cache_read_input_token_cost": 0.0,
-        "litellm_provider": PROVIDER,
-        "mode": "chat",
-    }
-    for b in BEHAVIOURS
-}
 
 
 def register() -> None:

@@ -101,6 +101,20 @@ BEHAVIOURS: dict[str, str] = {
     "lenient": "the reference-agreement rating plus one point",
 }
 
+# A stand-in costs nothing: priced at zero (in LiteLLM's table too, judges/standin_provider.py,
+# so LiteLLM computes its cost as for any model), it is never shown as an unknown price.
+PRICES = {
+    f"{ROUTE}{b}": {
+        "input_cost_per_token": 0.0,
+        "output_cost_per_token": 0.0,
+        "cache_creation_input_token_cost": 0.0,
+        "cache_read_input_token_cost": 0.0,
+        "litellm_provider": PROVIDER,
+        "mode": "chat",
+    }
+    for b in BEHAVIOURS
+}
+
 
 def stand_in_grade(
     behaviour: str, answer: str, reference: str | None, low: int = 1, high: int = 5

@@ -7,9 +7,11 @@ docs/explanation/performance.md). On a GPU that CPU, not the model, caps a regra
 
 It is a transport only: `judges.client.JudgeClient.complete` keeps the retries, timeout,
 cooldown, pacing and the guard, and reads the reply with `judges.replies.read_completion`
-like any other. A failure is raised as the LiteLLM exception the `hosted_vllm/` route raises
-for it (same class, `status_code`, Retry-After), so the retry and failure rules cannot
-tell the two transports apart. The reply is the server's JSON as a dict.
+like any other. A failure is raised as a `LeanError` named, numbered and worded as the
+LiteLLM exception the `hosted_vllm/` route raises for it (class name, `status_code`,
+Retry-After, the server's words), so the retry and failure rules cannot tell the two
+transports apart, and a process whose judges are all lean never imports LiteLLM (about 4 s
+of CPU at start-up). The reply is the server's JSON as a dict.
 
 One `aiohttp.ClientSession` per server and event loop, reused by every call; its pool has no
 limit of its own, so the concurrency is the caller's (the service's judge slots, the regrade's
@@ -29,14 +31,12 @@ from functools import lru_cache
 from typing import Any
 
 import aiohttp
-import httpx
-import litellm
 import msgspec
 
 from judges.payloads import decode_completion, decode_json
 
 # routes whose servers speak OpenAI's chat API, and the name LiteLLM gives them in errors
-ROUTE_NAMES = {"hosted_vllm/": ("hosted_vllm", "Hosted_vllm"), "openai/": ("openai", "OpenAI")}
+ROUTE_NAMES = {"hosted_vllm/": "Hosted_vllm", "openai/": "OpenAI"}
 MAX_ERROR_BODY = 2000  # characters of an error reply kept in the exception
 
 
@@ -47,7 +47,6 @@ class LeanRoute:
 
     url: str
     model: str
-    provider: str  # LiteLLM's custom_llm_provider for the route
     label: str  # what LiteLLM writes before a server's message ("Hosted_vllmException - ")
     headers: dict[str, str] = field(default_factory=dict)
 
@@ -56,7 +55,7 @@ def lean_route(params: dict[str, Any]) -> LeanRoute:
     """The route of a one-deployment judge from its resolved litellm_params."""
     model: str = params["model"]
     prefix = next(p for p in ROUTE_NAMES if model.startswith(p))
-    provider, label = ROUTE_NAMES[prefix]
+    label = ROUTE_NAMES[prefix]
     base = str(params.get("api_base") or params.get("base_url")).rstrip("/")
     headers = {"Content-Type": "application/json"}
     if params.get("api_key"):
@@ -66,7 +65,6 @@ def lean_route(params: dict[str, Any]) -> LeanRoute:
     return LeanRoute(
         url=f"{base}/chat/completions",
         model=model.removeprefix(prefix),
-        provider=provider,
         label=label,
         headers=headers,
     )
@@ -133,8 +131,8 @@ async def _new_session(url: str) -> aiohttp.ClientSession:
 async def complete(
     route: LeanRoute, messages: list[dict[str, Any]], timeout: float, params: dict[str, Any]
 ) -> dict[str, Any]:
-    """One chat completion: the server's JSON reply, or the LiteLLM exception the
-    `hosted_vllm/` route raises for the same failure."""
+    """One chat completion: the server's JSON reply, or the `LeanError` for the failure
+    (named as the exception the `hosted_vllm/` route raises for it)."""
     body = {"model": route.model, "messages": messages, **params}
     extra = body.pop("extra_body", None)  # sent as top-level fields, as the SDK sends them
     if extra:
@@ -149,12 +147,8 @@ async def complete(
             body = await response.read()
             status, reply_headers = response.status, response.headers
     except TimeoutError:
-        raise litellm.Timeout(
-            f"{route.label}Exception - litellm.Timeout: Connection timed out. "
-            f"Timeout passed={timeout}",
-            model=route.model,
-            llm_provider=route.provider,
-        ) from None
+        message = f"Connection timed out. Timeout passed={timeout}"
+        raise _status_error(route, 408, message, {}) from None
     except aiohttp.ClientError as exc:  # refused, reset, cut off: a 500, as LiteLLM reports it
         raise _status_error(route, 500, f"{type(exc).__name__}: {exc}", {}) from None
     if status != 200:
@@ -182,38 +176,66 @@ async def close() -> None:
         await pools.close()
 
 
-# HTTP status -> the exception LiteLLM raises for it on an OpenAI-compatible route
-_BY_STATUS: dict[int, type[Exception]] = {
-    400: litellm.BadRequestError,
-    401: litellm.AuthenticationError,
-    403: litellm.PermissionDeniedError,
-    404: litellm.NotFoundError,
-    408: litellm.Timeout,
-    422: litellm.BadRequestError,
-    429: litellm.RateLimitError,
-    500: litellm.InternalServerError,
-    502: litellm.BadGatewayError,
-    503: litellm.ServiceUnavailableError,
+class LeanError(Exception):
+    """A failed lean call: the HTTP status (500 for a connection refused, reset or cut off,
+    408 for a timeout, as LiteLLM reports them), the message and the reply's headers, read
+    by `judges.client` exactly as it reads LiteLLM's exceptions."""
+
+    def __init__(self, message: str, status_code: int, response_headers: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+        self.response_headers = response_headers or {}
+
+
+# Named as LiteLLM's exceptions for the same status on an OpenAI-compatible route, so a stored
+# error starts with the same word on either transport ("InternalServerError: ...").
+class BadRequestError(LeanError): ...
+
+
+class AuthenticationError(LeanError): ...
+
+
+class PermissionDeniedError(LeanError): ...
+
+
+class NotFoundError(LeanError): ...
+
+
+class Timeout(LeanError): ...
+
+
+class RateLimitError(LeanError): ...
+
+
+class InternalServerError(LeanError): ...
+
+
+class BadGatewayError(LeanError): ...
+
+
+class ServiceUnavailableError(LeanError): ...
+
+
+class APIError(LeanError): ...
+
+
+_BY_STATUS: dict[int, type[LeanError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    408: Timeout,
+    422: BadRequestError,
+    429: RateLimitError,
+    500: InternalServerError,
+    502: BadGatewayError,
+    503: ServiceUnavailableError,
 }
 
 
-def _status_error(route: LeanRoute, status: int, text: str, headers: Any) -> Exception:
-    """LiteLLM's exception for an HTTP error reply, carrying the status and the reply's
-    headers (Retry-After) where `judges.client` reads them."""
-    message = f"{route.label}Exception - {text[:MAX_ERROR_BODY]}"
-    kind = _BY_STATUS.get(status)
-    response = httpx.Response(
-        status,
-        headers=dict(headers),
-        request=httpx.Request("POST", route.url),
-    )
-    named = {"message": message, "model": route.model, "llm_provider": route.provider}
-    if kind is None:
-        exc: Exception = litellm.APIError(status_code=status, **named)
-    elif kind is litellm.Timeout:
-        exc = litellm.Timeout(**named)
-    else:
-        exc = kind(**named, response=response)
-    exc.status_code = status  # type: ignore[attr-defined]  # LiteLLM's 422 is a 400 class
-    exc.litellm_response_headers = response.headers  # type: ignore[attr-defined]
-    return exc
+def _status_error(route: LeanRoute, status: int, text: str, headers: Any) -> LeanError:
+    """The exception for an HTTP error reply, worded as LiteLLM words it ("Hosted_vllmException
+    - <the server's words>"), with the status and the reply's headers (Retry-After)."""
+    kind = _BY_STATUS.get(status, APIError)
+    return kind(f"{route.label}Exception - {text[:MAX_ERROR_BODY]}", status, headers)

@@ -5,6 +5,10 @@ every failure ends as the same outcome as on LiteLLM's route."""
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +19,8 @@ from judges.replies import read_completion
 from tests.conftest import free_port
 from tests.perf.bench_client_overhead import FORMAT as SCHEMA
 from tests.perf.bench_client_overhead import MESSAGES
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def client_for(
@@ -214,3 +220,33 @@ def test_hosted_vllm_is_lean_by_default_and_other_routes_are_not():
     assert not lean({"model": "openai/gpt-4.1", "api_base": BASE})
     assert lean({"model": "openai/gpt-4.1", "api_base": BASE}, transport="lean")
     assert not lean({"model": "hosted_vllm/m"})  # no server named: LiteLLM's env lookup
+
+
+LEAN_ONLY = """
+import asyncio, json, sys
+from judges import parse_config
+from judges.client import JudgeClient
+entry = {"model_name": "judge", "litellm_params": {"model": "hosted_vllm/m", "api_base": sys.argv[1]}}
+client = JudgeClient(parse_config({"model_list": [entry], "qadi": {"num_retries": 0}}))
+messages = [{"role": "user", "content": "Rate: 4"}]
+outcomes = [asyncio.run(client.complete("judge", messages, None)) for _ in range(2)]
+print(json.dumps([[o.status, o.error] for o in outcomes] + ["litellm" in sys.modules]))
+"""
+
+
+def test_a_process_whose_judges_are_all_lean_never_imports_litellm(llm_server):
+    """LiteLLM's import is ~4 s of CPU; a lean judge's calls, answered and failed, are read
+    without it (the failure named as LiteLLM names it)."""
+    llm_server.script({"status": 200}, {"status": 503})
+    done = subprocess.run(
+        [sys.executable, "-c", LEAN_ONLY, llm_server.api_base],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    ok, failed, imported = json.loads(done.stdout.splitlines()[-1])
+    assert ok == ["ok", None]
+    assert failed[0] == "backend_error" and failed[1].startswith("ServiceUnavailableError: ")
+    assert imported is False

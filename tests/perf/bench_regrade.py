@@ -9,7 +9,9 @@ Then a second `qadi regrade` over the same input, which must make zero backend c
 With --lean (issue 40): against a server that answers at once (tests/perf/instant_llm.py),
 a `hosted_vllm/` judge regraded on LiteLLM and on the lean transport, results stored in
 SQLite: each one's process CPU per call (a run of N answers less a run of --small, so the
-start-up is left out) and calls/s (target: lean <= 0.6 ms CPU per call).
+start-up is left out), its start-up (the small run's CPU less its calls': a process whose
+judges are all lean does not import LiteLLM) and calls/s (target: lean <= 0.6 ms CPU per
+call).
 
 Run: .venv/bin/python tests/perf/bench_regrade.py [--answers 5000] [--concurrency 64] [--lean]
      [--small 200] [--rounds 1]
@@ -175,7 +177,7 @@ def lean_against_litellm(args: argparse.Namespace) -> None:
     from tests.perf.instant_llm import start
 
     process, api_base = start()
-    figures: dict[str, list[tuple[float, float]]] = {label: [] for label in RUNS}
+    figures: dict[str, list[tuple[float, float, float]]] = {label: [] for label in RUNS}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
@@ -184,19 +186,21 @@ def lean_against_litellm(args: argparse.Namespace) -> None:
                 for label, how in order if round_ % 2 == 0 else reversed(order):
                     small, _ = regrade_cpu(workdir, args.small, api_base, how, args.concurrency)
                     big, wall = regrade_cpu(workdir, args.answers, api_base, how, args.concurrency)
-                    figures[label].append(((big - small) / (args.answers - args.small), wall))
+                    per_call = (big - small) / (args.answers - args.small)
+                    figures[label].append((per_call, wall, small - args.small * per_call))
     finally:
         process.terminate()
     print(f"answers={args.answers} concurrency={args.concurrency} rounds={args.rounds} "
           "backend: instant_llm.py")  # fmt: skip
-    cpu = {label: statistics.median(c for c, _ in runs) for label, runs in figures.items()}
+    cpu = {label: statistics.median(c for c, _, _ in runs) for label, runs in figures.items()}
     for label, runs in figures.items():
-        each = ", ".join(f"{1000 * c:.2f}" for c, _ in runs)
-        calls = statistics.median(args.answers / wall for _, wall in runs)
+        each = ", ".join(f"{1000 * c:.2f}" for c, _, _ in runs)
+        calls = statistics.median(args.answers / wall for _, wall, _ in runs)
+        start_up = statistics.median(s for _, _, s in runs)
         print(
             f"qadi regrade, {label:32s}: CPU per call {1000 * cpu[label]:6.2f} ms "
             f"({cpu[label] / cpu['litellm']:.2f} of litellm's; rounds {each}), "
-            f"{calls:6.0f} calls/s (qadi's wall time)"
+            f"{calls:6.0f} calls/s (qadi's wall time), start-up {start_up:.2f} s CPU"
         )
     print("target: lean <= 0.6 ms CPU per call")
 

@@ -11,16 +11,28 @@ import sys
 HEAVY = ("scipy", "numpy", "pandas", "litellm", "ray", "pyarrow")
 
 
-def test_importing_the_command_line_loads_no_heavy_library():
+def loaded_by(module: str, heavy: tuple[str, ...]) -> list[str]:
+    """Which of `heavy` a fresh interpreter has loaded once it has imported `module`."""
     loaded = subprocess.run(
         [
             sys.executable,
             "-c",
-            "import json, sys, service.cli; "
-            f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))",
+            f"import json, sys, {module}; "
+            f"print(json.dumps([m for m in {heavy!r} if m in sys.modules]))",
         ],
         capture_output=True,
         text=True,
         check=True,
     )
-    assert json.loads(loaded.stdout) == []
+    return json.loads(loaded.stdout)
+
+
+def test_importing_the_command_line_loads_no_heavy_library():
+    assert loaded_by("service.cli", HEAVY) == []
+
+
+def test_the_service_and_the_regrade_load_litellm_only_for_a_judge_that_uses_it():
+    """LiteLLM's import is ~4 s of CPU: judges/client.py imports it when a judge goes
+    through it, never for a service or a regrade whose judges are all lean."""
+    assert loaded_by("service.app", ("litellm",)) == []
+    assert loaded_by("service.regrading.local", ("litellm",)) == []
