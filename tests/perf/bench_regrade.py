@@ -9,12 +9,12 @@ Then a second `qadi regrade` over the same input, which must make zero backend c
 With --lean (issue 40): against a server that answers at once (tests/perf/instant_llm.py),
 a `hosted_vllm/` judge regraded on LiteLLM and on the lean transport, results stored in
 SQLite: each one's process CPU per call (a run of N answers less a run of --small, so the
-start-up is left out), its start-up (the small run's CPU less its calls': a process whose
-judges are all lean does not import LiteLLM) and calls/s (target: lean <= 0.6 ms CPU per
-call).
+start-up is left out) and calls/s (target: lean <= 0.6 ms CPU per call). With --start-up
+instead: each set-up's start-up, the CPU of a regrade of one answer (a process whose judges
+are all lean does not import LiteLLM).
 
 Run: .venv/bin/python tests/perf/bench_regrade.py [--answers 5000] [--concurrency 64] [--lean]
-     [--small 200] [--rounds 1]
+     [--small 200] [--rounds 1] [--start-up]
 """
 
 from __future__ import annotations
@@ -141,6 +141,7 @@ def arguments(answers: int) -> argparse.Namespace:
     parser.add_argument("--lean", action="store_true", help="lean vs LiteLLM, hosted_vllm/")
     parser.add_argument("--small", type=int, default=200, help="--lean: the start-up run")
     parser.add_argument("--rounds", type=int, default=1, help="--lean: rounds, alternated")
+    parser.add_argument("--start-up", action="store_true", help="each set-up's start-up CPU")
     return parser.parse_args()
 
 
@@ -177,32 +178,56 @@ def lean_against_litellm(args: argparse.Namespace) -> None:
     from tests.perf.instant_llm import start
 
     process, api_base = start()
-    figures: dict[str, list[tuple[float, float, float]]] = {label: [] for label in RUNS}
+    figures: dict[str, list[tuple[float, float]]] = {label: [] for label in RUNS}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
             for round_ in range(args.rounds):
-                order = list(RUNS.items())
-                for label, how in order if round_ % 2 == 0 else reversed(order):
+                for label, how in alternated(round_):
                     small, _ = regrade_cpu(workdir, args.small, api_base, how, args.concurrency)
                     big, wall = regrade_cpu(workdir, args.answers, api_base, how, args.concurrency)
-                    per_call = (big - small) / (args.answers - args.small)
-                    figures[label].append((per_call, wall, small - args.small * per_call))
+                    figures[label].append(((big - small) / (args.answers - args.small), wall))
     finally:
         process.terminate()
     print(f"answers={args.answers} concurrency={args.concurrency} rounds={args.rounds} "
           "backend: instant_llm.py")  # fmt: skip
-    cpu = {label: statistics.median(c for c, _, _ in runs) for label, runs in figures.items()}
+    cpu = {label: statistics.median(c for c, _ in runs) for label, runs in figures.items()}
     for label, runs in figures.items():
-        each = ", ".join(f"{1000 * c:.2f}" for c, _, _ in runs)
-        calls = statistics.median(args.answers / wall for _, wall, _ in runs)
-        start_up = statistics.median(s for _, _, s in runs)
+        each = ", ".join(f"{1000 * c:.2f}" for c, _ in runs)
+        calls = statistics.median(args.answers / wall for _, wall in runs)
         print(
             f"qadi regrade, {label:32s}: CPU per call {1000 * cpu[label]:6.2f} ms "
             f"({cpu[label] / cpu['litellm']:.2f} of litellm's; rounds {each}), "
-            f"{calls:6.0f} calls/s (qadi's wall time), start-up {start_up:.2f} s CPU"
+            f"{calls:6.0f} calls/s (qadi's wall time)"
         )
     print("target: lean <= 0.6 ms CPU per call")
+
+
+def start_ups(args: argparse.Namespace) -> None:
+    """--start-up: the CPU of a regrade of one answer per set-up, --rounds times alternated,
+    the median and every round's figure."""
+    from tests.perf.instant_llm import start
+
+    process, api_base = start()
+    cpu: dict[str, list[float]] = {label: [] for label in RUNS}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for round_ in range(args.rounds):
+                for label, how in alternated(round_):
+                    one, _ = regrade_cpu(Path(tmp), 1, api_base, how, args.concurrency)
+                    cpu[label].append(one)
+    finally:
+        process.terminate()
+    for label, runs in cpu.items():
+        each = ", ".join(f"{c:.2f}" for c in runs)
+        print(f"qadi regrade of one answer, {label:24s}: {statistics.median(runs):.2f} s CPU "
+              f"(rounds {each})")  # fmt: skip
+
+
+def alternated(round_: int) -> list[tuple[str, dict]]:
+    """RUNS's set-ups in order, reversed every other round (the machine's speed drifts)."""
+    order = list(RUNS.items())
+    return order if round_ % 2 == 0 else order[::-1]
 
 
 # the judge's set-ups compared: LiteLLM and lean with token logprobs (hosted_vllm/'s default,
@@ -225,6 +250,9 @@ def start_slow_llm_server():
 
 def main() -> None:
     args = arguments(5000)
+    if args.start_up:
+        start_ups(args)
+        return
     if args.lean:
         lean_against_litellm(args)
         return
