@@ -137,9 +137,12 @@ def export_environment(config: JudgesConfig) -> dict[str, str]:
 
 def secret_values(config: JudgesConfig, exported: dict[str, str] | None = None) -> list[str]:
     """Every credential a judge call can carry: values of secret-named parameters (nested
-    headers included), everything resolved from the environment, as resolved, and every
-    exported `environment_variables` value (LiteLLM's proxy redacts them all too)."""
+    headers included), everything resolved from the environment, as resolved, every
+    exported `environment_variables` value (LiteLLM's proxy redacts them all too), and every
+    `*_API_KEY` variable of the environment (the keys LiteLLM and the lean transport read
+    for an entry without `api_key`: OPENAI_API_KEY, HOSTED_VLLM_API_KEY, ...)."""
     found: set[str] = set((exported or {}).values())
+    found.update(value for name, value in os.environ.items() if name.endswith("_API_KEY"))
 
     def walk(name: str, value: Any, from_env: bool) -> None:
         if isinstance(value, dict):

@@ -24,6 +24,7 @@ that is cancelled or times out: its connection is closed, not returned to the po
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -35,8 +36,12 @@ import msgspec
 
 from judges.payloads import decode_completion, decode_json
 
-# routes whose servers speak OpenAI's chat API, and the name LiteLLM gives them in errors
-ROUTE_NAMES = {"hosted_vllm/": "Hosted_vllm", "openai/": "OpenAI"}
+# routes whose servers speak OpenAI's chat API: the name LiteLLM gives them in errors, and the
+# variable LiteLLM reads their key from when the entry gives none
+ROUTES = {
+    "hosted_vllm/": ("Hosted_vllm", "HOSTED_VLLM_API_KEY"),
+    "openai/": ("OpenAI", "OPENAI_API_KEY"),
+}
 MAX_ERROR_BODY = 2000  # characters of an error reply kept in the exception
 
 
@@ -52,14 +57,17 @@ class LeanRoute:
 
 
 def lean_route(params: dict[str, Any]) -> LeanRoute:
-    """The route of a one-deployment judge from its resolved litellm_params."""
+    """The route of a one-deployment judge from its resolved litellm_params; without an
+    `api_key`, the key is read from the variable LiteLLM reads for the route, as it reads it
+    (a server started with `--api-key` takes the same settings on either transport)."""
     model: str = params["model"]
-    prefix = next(p for p in ROUTE_NAMES if model.startswith(p))
-    label = ROUTE_NAMES[prefix]
+    prefix = next(p for p in ROUTES if model.startswith(p))
+    label, key_variable = ROUTES[prefix]
     base = str(params.get("api_base") or params.get("base_url")).rstrip("/")
     headers = {"Content-Type": "application/json"}
-    if params.get("api_key"):
-        headers["Authorization"] = f"Bearer {params['api_key']}"
+    key = params.get("api_key") or os.environ.get(key_variable)
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
     for key in ("headers", "extra_headers"):
         headers.update({str(k): str(v) for k, v in (params.get(key) or {}).items()})
     return LeanRoute(

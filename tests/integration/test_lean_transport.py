@@ -250,3 +250,33 @@ def test_a_process_whose_judges_are_all_lean_never_imports_litellm(llm_server):
     assert ok == ["ok", None]
     assert failed[0] == "backend_error" and failed[1].startswith("ServiceUnavailableError: ")
     assert imported is False
+
+
+@pytest.mark.parametrize(
+    ("model", "variable"),
+    [("hosted_vllm/meta-llama/Llama-3.1-8B", "HOSTED_VLLM_API_KEY"), ("openai/m", "OPENAI_API_KEY")],
+)
+def test_a_key_left_to_the_environment_is_sent_alike_and_never_stored(
+    llm_server, monkeypatch, model, variable
+):
+    """An entry without `api_key`: LiteLLM reads the route's variable, and so does the lean
+    transport (a vLLM started with `--api-key` takes the same judges file on either); a
+    server repeating the key in an error has it redacted on both."""
+    key = "env-key-of-the-judge-0001"
+    monkeypatch.setenv(variable, key)
+    seen, errors = {}, {}
+    for transport in ("litellm", "lean"):
+        llm_server.reset()
+        llm_server.script({"content": "4", "echo_auth": True}, {"status": 500, "echo_auth": True})
+        entry = {
+            "model_name": "judge",
+            "litellm_params": {"model": model, "api_base": llm_server.api_base},
+            "transport": transport,
+        }
+        client = JudgeClient(parse_config({"model_list": [entry], "qadi": {"num_retries": 0}}))
+        answered, failed = call(client), call(client)
+        seen[transport] = read_completion(answered.payload).text
+        errors[transport] = failed.error
+    assert seen["lean"] == seen["litellm"] == f"4 (Authorization: Bearer {key})"
+    for error in errors.values():
+        assert key not in error and "Authorization: Bearer [redacted]" in error, error
