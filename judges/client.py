@@ -14,11 +14,9 @@ retried after the provider's Retry-After. What the router gave that qadi needs f
 judge, a judge whose calls mostly fail is skipped for a while instead of hammered, is
 `Cooldown` below.
 
-LiteLLM is imported only by a client with a judge that goes through it (`litellm_module`):
-the import costs about 4 s of CPU, which a process whose judges are all on the lean transport
-(judges/transport.py) does not pay. It fetches its price map from the internet at import
-unless told not to; the flag is set first, so a start-up never waits on a network this machine
-may not have.
+LiteLLM is imported only by a client with a judge that goes through it
+(judges/lazy_litellm.py): grading with judges on the lean transport alone never pays its
+import.
 """
 
 from __future__ import annotations
@@ -36,19 +34,17 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from judges import credentials, standins, transport
 from judges.config import MODES, ROUTER_ONLY_PARAMS, JudgeEntry, JudgesConfig, QadiOptions
+from judges.lazy_litellm import litellm_module
 from judges.logprobs import request_params
 from judges.makers import model_name
 from judges.replies import read_completion
 
 if TYPE_CHECKING:
     import litellm
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 # Parameter names whose values are credentials, whatever the provider.
 _SECRET_NAME = re.compile(r"key|secret|token|password|credential|authorization", re.IGNORECASE)
@@ -68,15 +64,6 @@ BLOCKED_ENV_KEYS = frozenset(
 )
 
 
-def litellm_module() -> ModuleType:
-    """LiteLLM, imported on first use and kept quiet (no debug banner, no telemetry)."""
-    import litellm
-
-    litellm.suppress_debug_info = True
-    litellm.telemetry = False
-    return litellm
-
-
 # LiteLLM's price table as it ships it, a file of the package
 PRICE_FILE = "model_prices_and_context_window_backup.json"
 
@@ -90,9 +77,11 @@ def price_table() -> dict[str, dict[str, Any]]:
     package = importlib.util.find_spec("litellm")
     assert package is not None and package.submodule_search_locations, "LiteLLM is installed"
     shipped = json.loads((Path(package.submodule_search_locations[0]) / PRICE_FILE).read_bytes())
+    shipped.pop("fallback_generalizations", None)  # rules LiteLLM takes out, not a model
     table = {name: entry for name, entry in shipped.items() if isinstance(entry, dict)}
     for entry in list(table.values()):
-        for alias in entry.get("aliases") or []:
+        aliases = entry.get("aliases")
+        for alias in aliases if isinstance(aliases, list) else []:
             table.setdefault(alias, entry)
     return {**table, **standins.PRICES}
 
@@ -138,11 +127,10 @@ def export_environment(config: JudgesConfig) -> dict[str, str]:
 def secret_values(config: JudgesConfig, exported: dict[str, str] | None = None) -> list[str]:
     """Every credential a judge call can carry: values of secret-named parameters (nested
     headers included), everything resolved from the environment, as resolved, every
-    exported `environment_variables` value (LiteLLM's proxy redacts them all too), and every
-    `*_API_KEY` variable of the environment (the keys LiteLLM and the lean transport read
-    for an entry without `api_key`: OPENAI_API_KEY, HOSTED_VLLM_API_KEY, ...)."""
+    exported `environment_variables` value (LiteLLM's proxy redacts them all too), and the
+    key an OpenAI-compatible entry without `api_key` reads from its route's variable
+    (`transport.route_key`: HOSTED_VLLM_API_KEY, OPENAI_API_KEY)."""
     found: set[str] = set((exported or {}).values())
-    found.update(value for name, value in os.environ.items() if name.endswith("_API_KEY"))
 
     def walk(name: str, value: Any, from_env: bool) -> None:
         if isinstance(value, dict):
@@ -156,6 +144,8 @@ def secret_values(config: JudgesConfig, exported: dict[str, str] | None = None) 
             from_env = isinstance(value, str) and value.startswith("os.environ/")
             resolved = resolve_env({key: value})[key]
             walk(key, resolved, from_env)
+        if (read := transport.route_key(resolve_env(entry.litellm_params))) is not None:
+            found.add(read)
     # longest first, so a secret containing another is redacted whole
     return sorted((s for s in found if len(s) >= _MIN_SECRET_LENGTH), key=len, reverse=True)
 
@@ -333,13 +323,11 @@ class JudgeClient:
             for name in self._params
             if config.judge(name).lean
         }
-        # LiteLLM and what only its exceptions need, for the judges that go through it
+        # LiteLLM, and its timeouts' class, for the judges that go through it
         self._litellm = litellm_module() if len(self._lean) < len(config.names) else None
         self._timeouts: tuple[type[Exception], ...] = (transport.Timeout,)
-        self._always_transient: tuple[type[Exception], ...] = ()
         if self._litellm is not None:
             self._timeouts += (self._litellm.Timeout,)
-            self._always_transient = (self._litellm.Timeout, self._litellm.APIConnectionError)
         if any(standins.is_stand_in(e.model) for e in config.model_list):
             from judges import standin_provider  # a LiteLLM provider: imports LiteLLM
 
@@ -414,7 +402,8 @@ class JudgeClient:
                 response = await self._call(judge, messages, options.timeout, kwargs)
                 break
             except Exception as exc:  # noqa: BLE001 - any provider failure is recorded
-                # the lean transport reads no provider's key variable: none to name
+                # LiteLLM names the variable of a key it found unset; a lean judge without
+                # a key is told so by its server (LiteLLM's lookup would cost its import)
                 missing = None if judge in self._lean else credentials.missing_key(
                     entry.model, "api_key" in entry.litellm_params, exc
                 )  # fmt: skip
@@ -427,8 +416,7 @@ class JudgeClient:
                     )
                     failure.refused, failure.server_said = True, refused.said
                     return failure
-                transient = _transient(exc, self._always_transient)
-                wait = _retry_wait(exc, attempt, options) if transient else None
+                wait = _retry_wait(exc, attempt, options) if _transient(exc) else None
                 if wait is not None:
                     attempt += 1
                     await asyncio.sleep(wait)
@@ -616,12 +604,10 @@ def refusal_fix(said: str, sent: dict[str, Any]) -> str:
     return "check judge '{judge}' (model, api_base, parameters); `qadi judges check` tests it"
 
 
-def _transient(exc: Exception, always: tuple[type[Exception], ...] = ()) -> bool:
-    """Worth another attempt: timeouts, lost connections (`always`: LiteLLM's classes for
-    them), rate limits, server errors (the lean transport's timeouts and lost connections
-    carry 408 and 500)."""
-    if isinstance(exc, always):
-        return True
+def _transient(exc: Exception) -> bool:
+    """Worth another attempt: timeouts, lost connections, rate limits, server errors. Both
+    transports give timeouts 408 and lost connections 500 (LiteLLM's `Timeout` and
+    `APIConnectionError` set them whatever the cause)."""
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status >= 500 or status in (408, 409, 429))
 

@@ -14,6 +14,8 @@ import os
 import re
 from typing import Any
 
+from judges.lazy_litellm import litellm_module
+
 # What providers say when they found no credential at all (not a wrong one).
 _NO_CREDENTIALS = re.compile(
     r"missing credentials|missing .{0,20}api key|api_key client option must be set|"
@@ -50,10 +52,8 @@ def missing_key(model: str, has_api_key: bool, exc: Exception) -> str | None:
     names the variable the model reads it from; None for any other failure."""
     if has_api_key or not _NO_CREDENTIALS.search(str(exc)):
         return None
-    import litellm
-
     try:
-        missing = litellm.validate_environment(model=model).get("missing_keys") or []
+        missing = litellm_module().validate_environment(model=model).get("missing_keys") or []
     except Exception:  # noqa: BLE001 - an unknown provider: no name to give
         return None
     if not missing:

@@ -7,11 +7,11 @@ docs/explanation/performance.md). On a GPU that CPU, not the model, caps a regra
 
 It is a transport only: `judges.client.JudgeClient.complete` keeps the retries, timeout,
 cooldown, pacing and the guard, and reads the reply with `judges.replies.read_completion`
-like any other. A failure is raised as a `LeanError` named, numbered and worded as the
-LiteLLM exception the `hosted_vllm/` route raises for it (class name, `status_code`,
-Retry-After, the server's words), so the retry and failure rules cannot tell the two
-transports apart, and a process whose judges are all lean never imports LiteLLM (about 4 s
-of CPU at start-up). The reply is the server's JSON as a dict.
+like any other. A failure is raised as a `LeanError` named and numbered as the LiteLLM
+exception the `hosted_vllm/` route raises for it (class name, `status_code`, Retry-After, the
+server's words after LiteLLM's "Hosted_vllmException - "), so the retry and failure rules
+cannot tell the two transports apart, and grading with lean judges alone never imports
+LiteLLM (about 4 s of CPU at start-up). The reply is the server's JSON as a dict.
 
 One `aiohttp.ClientSession` per server and event loop, reused by every call; its pool has no
 limit of its own, so the concurrency is the caller's (the service's judge slots, the regrade's
@@ -45,6 +45,17 @@ ROUTES = {
 MAX_ERROR_BODY = 2000  # characters of an error reply kept in the exception
 
 
+def route_key(params: dict[str, Any]) -> str | None:
+    """The key a call with these (resolved) litellm_params carries on an OpenAI-compatible
+    route, on either transport: `api_key`, or else the route's variable, as LiteLLM reads it;
+    None for another route (LiteLLM's own business) or when neither is set."""
+    if params.get("api_key"):
+        return str(params["api_key"])
+    model = params.get("model")
+    prefix = next((p for p in ROUTES if isinstance(model, str) and model.startswith(p)), None)
+    return os.environ.get(ROUTES[prefix][1]) or None if prefix else None
+
+
 @dataclass(frozen=True)
 class LeanRoute:
     """Where and how one judge is called: the URL, the model as the server names it and
@@ -62,14 +73,14 @@ def lean_route(params: dict[str, Any]) -> LeanRoute:
     (a server started with `--api-key` takes the same settings on either transport)."""
     model: str = params["model"]
     prefix = next(p for p in ROUTES if model.startswith(p))
-    label, key_variable = ROUTES[prefix]
+    label = ROUTES[prefix][0]
     base = str(params.get("api_base") or params.get("base_url")).rstrip("/")
     headers = {"Content-Type": "application/json"}
-    key = params.get("api_key") or os.environ.get(key_variable)
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    for key in ("headers", "extra_headers"):
-        headers.update({str(k): str(v) for k, v in (params.get(key) or {}).items()})
+    api_key = route_key(params)
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    for name in ("headers", "extra_headers"):
+        headers.update({str(k): str(v) for k, v in (params.get(name) or {}).items()})
     return LeanRoute(
         url=f"{base}/chat/completions",
         model=model.removeprefix(prefix),
@@ -204,9 +215,6 @@ class BadRequestError(LeanError): ...
 class AuthenticationError(LeanError): ...
 
 
-class PermissionDeniedError(LeanError): ...
-
-
 class NotFoundError(LeanError): ...
 
 
@@ -231,7 +239,6 @@ class APIError(LeanError): ...
 _BY_STATUS: dict[int, type[LeanError]] = {
     400: BadRequestError,
     401: AuthenticationError,
-    403: PermissionDeniedError,
     404: NotFoundError,
     408: Timeout,
     422: BadRequestError,
@@ -239,6 +246,7 @@ _BY_STATUS: dict[int, type[LeanError]] = {
     500: InternalServerError,
     502: BadGatewayError,
     503: ServiceUnavailableError,
+    504: Timeout,  # a gateway's timeout is LiteLLM's Timeout; 403, as any other, its APIError
 }
 
 

@@ -25,7 +25,7 @@ from service.api import (
     rubrics,
     sme,
 )
-from service.api.access_log import spare_fixed_lines
+from service.api.access_log import redact_access_log
 from service.api.gauges import CalibrationGauges
 from service.api.middleware import BodySizeLimit, HttpMetrics
 from service.collector import start_up_frozen
@@ -107,7 +107,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router)
     for module in documented:
         app.include_router(module.router, responses=errors.error_responses(401, 403, 422, 503))
-    spare_fixed_lines(module.router for module in (*plain, *documented))
+    redact_access_log(module.router for module in (*plain, *documented))
     errors.install(app)
     install_workbench(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)

@@ -1,14 +1,16 @@
 """The access log's secret redaction, spared on the lines that cannot hold a secret.
 
 LiteLLM, once imported, filters uvicorn's access log (litellm/_logging.py,
-`AccessLogRedactionFilter`): every line's client address, method, request target and
-HTTP version are scanned for anything shaped like a credential, since a caller may put one
-in a URL. The scan was 1–3% of a judged request's CPU (40 µs a line; issue 40). A line
-whose target is exactly one of the app's fixed routes (`/judge`, `/healthz`: text qadi
-wrote), whose method is a standard one, whose version is an HTTP version and whose client
-is an IP address and port holds nothing a caller wrote but those fixed values, so it is
-passed as it is; every other line (a query string, a path parameter, a forwarded client
-name) is scanned as before.
+`AccessLogRedactionFilter`), and its error and asyncio logs, so the service imports it
+whatever its judges: one whose judges are all on the lean transport would not otherwise, and
+would log a key put in a URL as it came. Every access line's client address, method,
+request target and HTTP version are scanned for anything shaped like a credential, since a
+caller may put one in a URL. The scan was 1–3% of a judged request's CPU (40 µs a line;
+issue 40). A line whose target is exactly one of the app's fixed routes (`/judge`,
+`/healthz`: text qadi wrote), whose method is a standard one, whose version is an HTTP
+version and whose client is an IP address and port holds nothing a caller wrote but those
+fixed values, so it is passed as it is; every other line (a query string, a path parameter,
+a forwarded client name) is scanned as before.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from collections.abc import Iterable
 
 from fastapi import APIRouter
 from starlette.routing import Route
+
+from judges.lazy_litellm import litellm_module
 
 ACCESS_LOGGER = "uvicorn.access"
 LITELLM_FILTER = "AccessLogRedactionFilter"  # the class LiteLLM adds (LiteLLM 1.106)
@@ -79,10 +83,12 @@ def fixed_paths(routers: Iterable[APIRouter]) -> frozenset[str]:
     )
 
 
-def spare_fixed_lines(routers: Iterable[APIRouter]) -> None:
-    """Put LiteLLM's access-log redaction behind `FixedLinesUnscanned`, sparing the
-    routers' fixed paths. Without LiteLLM's filter on the logger (another LiteLLM release
-    may name it otherwise) nothing changes: the lines stay as LiteLLM treats them."""
+def redact_access_log(routers: Iterable[APIRouter]) -> None:
+    """Import LiteLLM for its log redaction and put its access-log filter behind
+    `FixedLinesUnscanned`, sparing the routers' fixed paths. Without LiteLLM's filter on
+    the logger (another LiteLLM release may name it otherwise) the lines stay as LiteLLM
+    treats them."""
+    litellm_module()
     logger = logging.getLogger(ACCESS_LOGGER)
     paths = fixed_paths(routers)
     for existing in list(logger.filters):

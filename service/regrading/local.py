@@ -17,6 +17,7 @@ from typing import Any
 from judges import AnswerRecord, BatchOptions, Graded, GradeRequest, JudgesConfig, PlannedGrade
 from judges.client import price
 from judges.config import JudgeEntry
+from judges.lazy_litellm import litellm_module
 from judges.templates import PromptTemplate
 from rubrics import Rubric, ScaleRubric
 
@@ -161,8 +162,7 @@ def estimate_cost(
 ) -> dict[str, Any]:
     """Calls and a price estimate from LiteLLM's own table, per judge. A judge whose model
     has no price is named and left out of the total, which is then marked partial."""
-    import litellm
-
+    litellm = litellm_module()  # its token counter: a dry run imports LiteLLM, ~4 s of CPU
     per_judge: dict[str, dict[str, Any]] = {}
     completion = 0
     for plan, judge in pending:

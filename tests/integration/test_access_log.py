@@ -3,7 +3,11 @@ a secret in, and is spared on the lines made only of fixed values (issue 40)."""
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
+import sys
+from pathlib import Path
 
 import litellm  # noqa: F401 - its import puts its redaction on uvicorn's access logger
 import pytest
@@ -13,6 +17,7 @@ from service.app import create_app
 from service.settings import Settings
 
 KEY = "sk-proj-abcdefghijklmnop1234567890"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Counting(logging.Filter):
@@ -87,3 +92,31 @@ def test_the_service_puts_litellm_s_redaction_behind_the_fixed_lines_filter(migr
     logging.getLogger(ACCESS_LOGGER).filter(record)
     assert KEY not in record.getMessage()
 
+
+
+FRESH_SERVICE = """
+import json, logging, sys
+from service.app import create_app
+from service.settings import Settings
+create_app(Settings(database_url=sys.argv[1], judges_config=sys.argv[2], auth="off"))
+args = ("127.0.0.1:53412", "GET", "/healthz?token=" + sys.argv[3], "1.1", 200)
+record = logging.LogRecord("uvicorn.access", 20, "", 1, '%s - "%s %s HTTP/%s" %d', args, None)
+logging.getLogger("uvicorn.access").filter(record)
+print(json.dumps(record.getMessage()))
+"""
+
+
+def test_a_service_whose_judges_are_all_lean_redacts_its_access_log(migrated_db, tmp_path):
+    """Its judges never import LiteLLM, whose import puts the redaction on the logger: the
+    service imports it for that, in a fresh process as in this one."""
+    judges = tmp_path / "judges.yaml"
+    params = {"model": "hosted_vllm/m", "api_base": "http://127.0.0.1:1/v1"}
+    entry = {"model_name": "j", "litellm_params": params}
+    judges.write_text(json.dumps({"model_list": [entry]}))
+    done = subprocess.run(
+        [sys.executable, "-c", FRESH_SERVICE, migrated_db, str(judges), KEY],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = json.loads(done.stdout.splitlines()[-1])
+    assert line.startswith('127.0.0.1:53412 - "GET /healthz?') and KEY not in line, line

@@ -7,6 +7,7 @@ import litellm
 from litellm.litellm_core_utils.get_model_cost_map import GetModelCostMap
 
 from judges.client import price, price_table
+from judges.standins import PRICES
 
 FIELDS = ("input_cost_per_token", "output_cost_per_token")
 
@@ -16,7 +17,7 @@ def test_the_table_read_from_litellms_file_is_litellms_own():
     # the catalog as LiteLLM loaded it, before any registration (the stand-ins', a router's)
     theirs = GetModelCostMap.loaded_model_cost_map()
     assert len(theirs) > 1000
-    assert sorted(set(theirs) - set(ours)) == []
+    assert sorted((set(ours) ^ set(theirs)) - set(PRICES)) == []
     differ = [
         name
         for name, entry in theirs.items()
