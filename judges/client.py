@@ -402,11 +402,7 @@ class JudgeClient:
                 response = await self._call(judge, messages, options.timeout, kwargs)
                 break
             except Exception as exc:  # noqa: BLE001 - any provider failure is recorded
-                # LiteLLM names the variable of a key it found unset; a lean judge without
-                # a key is told so by its server (LiteLLM's lookup would cost its import)
-                missing = None if judge in self._lean else credentials.missing_key(
-                    entry.model, "api_key" in entry.litellm_params, exc
-                )  # fmt: skip
+                missing = self._missing_key(judge, entry, exc)
                 if missing is not None:  # no key: the same call would fail the same way
                     return self._failure(judge, exc, started, attempt, missing, health=False)
                 refused = refusal(exc, kwargs)
@@ -429,6 +425,21 @@ class JudgeClient:
             payload=response,
             cost_usd=self._cost(judge, response),
             attempts=attempt + 1,
+        )
+
+    def _missing_key(self, judge: str, entry: JudgeEntry, exc: Exception) -> str | None:
+        """'NAME is not set (...)' when `exc` says the call had no key to give and names the
+        variable to set; None for any other failure. LiteLLM names it for its routes; for a
+        lean judge, a 401 to a call that carried no key names its route's variable (LiteLLM's
+        lookup would cost its import)."""
+        if judge not in self._lean:
+            return credentials.missing_key(entry.model, "api_key" in entry.litellm_params, exc)
+        sent = {name.lower() for name in self._lean[judge].headers}
+        if getattr(exc, "status_code", None) != 401 or "authorization" in sent:
+            return None
+        return (
+            f"{transport.key_variable(entry.model)} is not set (judge '{judge}' has no api_key "
+            "and the lean transport reads it); the server answered 401"
         )
 
     def _call(

@@ -45,15 +45,21 @@ ROUTES = {
 MAX_ERROR_BODY = 2000  # characters of an error reply kept in the exception
 
 
+def key_variable(model: Any) -> str | None:
+    """The variable LiteLLM reads an OpenAI-compatible route's key from (None for another
+    route: LiteLLM's own business)."""
+    prefix = next((p for p in ROUTES if isinstance(model, str) and model.startswith(p)), None)
+    return ROUTES[prefix][1] if prefix else None
+
+
 def route_key(params: dict[str, Any]) -> str | None:
     """The key a call with these (resolved) litellm_params carries on an OpenAI-compatible
     route, on either transport: `api_key`, or else the route's variable, as LiteLLM reads it;
-    None for another route (LiteLLM's own business) or when neither is set."""
+    None for another route or when neither is set."""
     if params.get("api_key"):
         return str(params["api_key"])
-    model = params.get("model")
-    prefix = next((p for p in ROUTES if isinstance(model, str) and model.startswith(p)), None)
-    return os.environ.get(ROUTES[prefix][1]) or None if prefix else None
+    variable = key_variable(params.get("model"))
+    return os.environ.get(variable) or None if variable else None
 
 
 @dataclass(frozen=True)

@@ -282,3 +282,23 @@ def test_a_key_left_to_the_environment_is_sent_alike_and_never_stored(
     assert seen["lean"] == seen["litellm"] == f"4 (Authorization: Bearer {key})"
     for error in errors.values():
         assert key not in error and "Authorization: Bearer [redacted]" in error, error
+
+
+def test_a_401_to_a_lean_call_without_a_key_names_the_variable_to_set(llm_server, monkeypatch):
+    """As LiteLLM names the variable of a key it found unset: the failure says what to set,
+    is not retried and does not count against the judge's health (the cooldown)."""
+    monkeypatch.delenv("HOSTED_VLLM_API_KEY", raising=False)
+    entry = {
+        "model_name": "judge",
+        "litellm_params": {"model": "hosted_vllm/m", "api_base": llm_server.api_base},
+    }
+    client = JudgeClient(parse_config({"model_list": [entry], "qadi": {"num_retries": 2}}))
+    llm_server.script({"status": 401})
+    outcome = call(client)
+    assert (outcome.status, outcome.attempts, llm_server.calls()) == ("backend_error", 1, 1)
+    assert outcome.error.startswith("HOSTED_VLLM_API_KEY is not set (judge 'judge' has no api_key")
+    assert not client.cooldown.ended.get("judge")
+    monkeypatch.setenv("HOSTED_VLLM_API_KEY", "a-key-the-server-refuses")
+    keyed = JudgeClient(parse_config({"model_list": [entry], "qadi": {"num_retries": 2}}))
+    llm_server.script({"status": 401})
+    assert call(keyed).error.startswith("AuthenticationError: ")
