@@ -140,11 +140,10 @@ def secret_values(config: JudgesConfig, exported: dict[str, str] | None = None) 
             found.add(value)
 
     for entry in config.model_list:
+        resolved = resolve_env(entry.litellm_params)
         for key, value in entry.litellm_params.items():
-            from_env = isinstance(value, str) and value.startswith("os.environ/")
-            resolved = resolve_env({key: value})[key]
-            walk(key, resolved, from_env)
-        if (read := transport.route_key(resolve_env(entry.litellm_params))) is not None:
+            walk(key, resolved[key], isinstance(value, str) and value.startswith("os.environ/"))
+        if (read := transport.route_key(resolved)) is not None:
             found.add(read)
     # longest first, so a secret containing another is redacted whole
     return sorted((s for s in found if len(s) >= _MIN_SECRET_LENGTH), key=len, reverse=True)
@@ -432,15 +431,11 @@ class JudgeClient:
         variable to set; None for any other failure. LiteLLM names it for its routes; for a
         lean judge, a 401 to a call that carried no key names its route's variable (LiteLLM's
         lookup would cost its import)."""
-        if judge not in self._lean:
+        route = self._lean.get(judge)
+        if route is None:
             return credentials.missing_key(entry.model, "api_key" in entry.litellm_params, exc)
-        sent = {name.lower() for name in self._lean[judge].headers}
-        if getattr(exc, "status_code", None) != 401 or "authorization" in sent:
-            return None
-        return (
-            f"{transport.key_variable(entry.model)} is not set (judge '{judge}' has no api_key "
-            "and the lean transport reads it); the server answered 401"
-        )
+        sent_key = any(name.lower() == "authorization" for name in route.headers)
+        return credentials.unsent_key(judge, transport.key_variable(entry.model), sent_key, exc)
 
     def _call(
         self, judge: str, messages: list[dict[str, str]], timeout: float, kwargs: dict[str, Any]

@@ -60,3 +60,16 @@ def missing_key(model: str, has_api_key: bool, exc: Exception) -> str | None:
         return None
     verb = "is" if len(missing) == 1 else "are"
     return f"{' and '.join(missing)} {verb} not set (the provider of {model} reads it)"
+
+
+def unsent_key(judge: str, variable: str | None, sent_key: bool, exc: Exception) -> str | None:
+    """'NAME is not set (...)' when a lean call carried no key and its server answered 401,
+    NAME being the variable the lean transport reads for the route; None for any other
+    failure (LiteLLM's lookup in `missing_key` would cost its import)."""
+    if sent_key or variable is None or getattr(exc, "status_code", None) != 401:
+        return None
+    return (
+        f"{variable} is not set (judge '{judge}' has no api_key and the lean transport reads "
+        "it); the server answered 401"
+    )
+
