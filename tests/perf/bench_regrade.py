@@ -11,10 +11,11 @@ a `hosted_vllm/` judge regraded on LiteLLM and on the lean transport, results st
 SQLite: each one's process CPU per call (a run of N answers less a run of --small, so the
 start-up is left out) and calls/s (target: lean <= 0.6 ms CPU per call). With --start-up
 instead: each set-up's start-up, the CPU of a regrade of one answer (a process whose judges
-are all lean does not import LiteLLM).
+are all lean does not import LiteLLM). --skip-litellm leaves LiteLLM's set-up out of either: with
+token probabilities its call costs ~50 ms of CPU, so thousands of answers take many minutes.
 
 Run: .venv/bin/python tests/perf/bench_regrade.py [--answers 5000] [--concurrency 64] [--lean]
-     [--small 200] [--rounds 1] [--start-up]
+     [--small 200] [--rounds 1] [--start-up] [--skip-litellm]
 """
 
 from __future__ import annotations
@@ -142,6 +143,11 @@ def arguments(answers: int) -> argparse.Namespace:
     parser.add_argument("--small", type=int, default=200, help="--lean: the start-up run")
     parser.add_argument("--rounds", type=int, default=1, help="--lean: rounds, alternated")
     parser.add_argument("--start-up", action="store_true", help="each set-up's start-up CPU")
+    parser.add_argument(
+        "--skip-litellm",
+        action="store_true",
+        help="--lean/--start-up: the lean set-ups only (LiteLLM's costs ~50 ms a call)",
+    )
     return parser.parse_args()
 
 
@@ -178,12 +184,13 @@ def lean_against_litellm(args: argparse.Namespace) -> None:
     from tests.perf.instant_llm import start
 
     process, api_base = start()
-    figures: dict[str, list[tuple[float, float]]] = {label: [] for label in RUNS}
+    setups = chosen(args)
+    figures: dict[str, list[tuple[float, float]]] = {label: [] for label in setups}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
             for round_ in range(args.rounds):
-                for label, how in alternated(round_):
+                for label, how in alternated(round_, setups):
                     small, _ = regrade_cpu(workdir, args.small, api_base, how, args.concurrency)
                     big, wall = regrade_cpu(workdir, args.answers, api_base, how, args.concurrency)
                     figures[label].append(((big - small) / (args.answers - args.small), wall))
@@ -195,10 +202,10 @@ def lean_against_litellm(args: argparse.Namespace) -> None:
     for label, runs in figures.items():
         each = ", ".join(f"{1000 * c:.2f}" for c, _ in runs)
         calls = statistics.median(args.answers / wall for _, wall in runs)
+        ratio = f"{cpu[label] / cpu['litellm']:.2f} of litellm's; " if "litellm" in cpu else ""
         print(
             f"qadi regrade, {label:32s}: CPU per call {1000 * cpu[label]:6.2f} ms "
-            f"({cpu[label] / cpu['litellm']:.2f} of litellm's; rounds {each}), "
-            f"{calls:6.0f} calls/s (qadi's wall time)"
+            f"({ratio}rounds {each}), {calls:6.0f} calls/s (qadi's wall time)"
         )
     print("target: lean <= 0.6 ms CPU per call")
 
@@ -209,11 +216,12 @@ def start_ups(args: argparse.Namespace) -> None:
     from tests.perf.instant_llm import start
 
     process, api_base = start()
-    cpu: dict[str, list[float]] = {label: [] for label in RUNS}
+    setups = chosen(args)
+    cpu: dict[str, list[float]] = {label: [] for label in setups}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for round_ in range(args.rounds):
-                for label, how in alternated(round_):
+                for label, how in alternated(round_, setups):
                     one, _ = regrade_cpu(Path(tmp), 1, api_base, how, args.concurrency)
                     cpu[label].append(one)
     finally:
@@ -224,10 +232,16 @@ def start_ups(args: argparse.Namespace) -> None:
               f"(rounds {each})")  # fmt: skip
 
 
-def alternated(round_: int) -> list[tuple[str, dict]]:
-    """RUNS's set-ups in order, reversed every other round (the machine's speed drifts)."""
-    order = list(RUNS.items())
+def alternated(round_: int, setups: dict[str, dict]) -> list[tuple[str, dict]]:
+    """The set-ups in order, reversed every other round (the machine's speed drifts)."""
+    order = list(setups.items())
     return order if round_ % 2 == 0 else order[::-1]
+
+
+def chosen(args: argparse.Namespace) -> dict[str, dict]:
+    """RUNS, less LiteLLM's with --skip-litellm: with token probabilities its call costs
+    ~50 ms of CPU, so a run of a few thousand answers takes minutes."""
+    return {k: v for k, v in RUNS.items() if not (args.skip_litellm and k == "litellm")}
 
 
 # the judge's set-ups compared: LiteLLM and lean with token logprobs (hosted_vllm/'s default,
