@@ -120,9 +120,9 @@ async def drive(base: str, path: str, payload, n: int, concurrency: int):
 
     Sent by aiohttp, not httpx: httpx costs ~2.9 ms of CPU per call here against aiohttp's
     ~0.15 ms (issue 40), and under it the driver could not keep `concurrency` requests in
-    the service (with an instant judge, 1-6 of 32 were inside POST /judge at a time, so
-    its group commit ran rounds of ~1.7 requests instead of ~6): the figures were the
-    driver's, not the service's at 32 in flight."""
+    the service (with an instant judge and no token probabilities, 1-6 of 32 were inside
+    POST /judge at a time, so its group commit ran rounds of ~1.7 requests, against 15-20
+    with aiohttp): the figures were the driver's, not the service's at 32 in flight."""
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(
         base, connector=connector, timeout=aiohttp.ClientTimeout(total=60)
