@@ -72,4 +72,3 @@ def unsent_key(judge: str, variable: str | None, sent_key: bool, exc: Exception)
         f"{variable} is not set (judge '{judge}' has no api_key and the lean transport reads "
         "it); the server answered 401"
     )
-
