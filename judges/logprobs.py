@@ -24,8 +24,11 @@ Nothing is invented: a value missing from the top alternatives counts as probabi
 and a reply whose tokens cannot be matched to its values gets `None` with the reason, never
 a guess. Nor is a provider's arithmetic trusted: a logprob is log P, a finite number <= 0
 (up to `LOGPROB_SLACK` of rounding); one that is not (1000, NaN, Infinity, null) makes the
-reply's whole distribution unusable, with the reason (issue 42.4). The verdict stands: its
-grade comes from the reply's text, not from these numbers.
+reply's whole distribution unusable, with the reason (issue 42.4). Every chosen token's
+logprob is checked, and every alternative that is read; on the lean transport a token's
+alternatives are decoded only where a value is read (judges/payloads.py), so a broken
+alternative of another token goes unseen. The verdict stands: its grade comes from the
+reply's text, not from these numbers.
 
 Only replies whose values are single tokens are read: a scale where one allowed value is a
 prefix of another (1 and 10) cannot be told apart from one token, so it has no
@@ -39,13 +42,14 @@ import itertools
 import math
 import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from pydantic import BaseModel, Field
 
-from judges.payloads import LOGPROB_SLACK, GeneratedToken, field_of
+from judges.payloads import ALTERNATIVES, LOGPROB_SLACK, GeneratedToken, as_sent, field_of
 from rubrics import PenaltyWeightedRubric, ScaleRubric
 from rubrics.scoring import possible_points, scaled
 
@@ -91,7 +95,10 @@ class TokenProbabilities(BaseModel):
     """What the token probabilities of one reply say about its verdict."""
 
     method: str = Field(description="how the distribution was read, and its assumptions")
-    top_logprobs: int = Field(description="alternatives the judge listed per token")
+    top_logprobs: int = Field(
+        description="alternatives the judge listed per token (the most at the first token "
+        "and at the tokens read)"
+    )
     rating: Distribution | None = Field(
         default=None, description="the rating's (a one-dimension scale's score reads as one)"
     )
@@ -121,9 +128,14 @@ def request_params(top_logprobs: int | None) -> dict[str, Any]:
 
 
 # (token, logprob, its alternatives): each alternative a (token, logprob) pair, or an
-# `Alternative` struct, which unpacks as one
-Token = tuple[str, float, Sequence[Any]]
-_TEXT, _ALTERNATIVES = operator.itemgetter(0), operator.itemgetter(2)
+# `Alternative` struct, which unpacks as one; on the lean transport the alternatives are
+# undecoded JSON (`msgspec.Raw`) until `alternatives_of` reads them
+Token = tuple[str, float, Any]
+_TEXT = operator.itemgetter(0)
+
+
+class UnusableLogprobs(ValueError):
+    """A logprob that is no log-probability; the message says which (issue 42.4)."""
 
 
 @dataclass(frozen=True)
@@ -148,10 +160,9 @@ def tokens_of(payload: Any) -> Tokens | None:
         return None
     if type(content[0]) is GeneratedToken:
         # the lean transport's structs, which hold only text tokens and usable logprobs
-        # (judges/payloads.py): nothing to check, and the alternatives are read only where a
-        # value is (reading every token's ten was much of a judged request's CPU, issue 40)
-        items = [(e.token, e.logprob, e.top_logprobs or ()) for e in content]
-        return Tokens(items, None)
+        # (judges/payloads.py): their alternatives are decoded and checked where read, only
+        # where a value is (reading every token's ten was much of a request's CPU, issue 40)
+        return Tokens([(e.token, e.logprob, e.top_logprobs) for e in content], None)
     out: list[Token] = []
     for entry in content:
         if type(entry) is dict:  # batch files: read without `field_of`'s ABC check
@@ -168,9 +179,9 @@ def tokens_of(payload: Any) -> Tokens | None:
 
 def _alternatives(top: Any) -> list[tuple[str, float]]:
     """(token, logprob) of each listed alternative (dicts or LiteLLM objects) whose token is
-    text."""
+    text; none when `top_logprobs` is not a list."""
     alternatives = []
-    for alt in top or ():
+    for alt in top if isinstance(top, list) else ():
         if type(alt) is dict:
             token, logprob = alt.get("token"), alt.get("logprob")
         else:
@@ -197,14 +208,36 @@ def _unusable(tokens: list[Token]) -> str | None:
     """Why these logprobs cannot be read as probabilities, naming the first that is not a
     finite number <= LOGPROB_SLACK (the chosen tokens' and their alternatives'); None when
     every one is."""
-    for chosen, logprob, top in tokens:
-        for token, value in [(chosen, logprob), *top]:
-            if not (math.isfinite(value) and value <= LOGPROB_SLACK):
-                return (
-                    f"token {token!r} has logprob {value}, not a finite number <= 0: the "
-                    "judge's token probabilities are unusable"
-                )
+    return _first_unusable(
+        pair for chosen, logprob, top in tokens for pair in [(chosen, logprob), *top]
+    )
+
+
+def _first_unusable(pairs: Iterable[tuple[str, float]]) -> str | None:
+    for token, value in pairs:
+        if not (math.isfinite(value) and value <= LOGPROB_SLACK):
+            return (
+                f"token {token!r} has logprob {value}, not a finite number <= 0: the "
+                "judge's token probabilities are unusable"
+            )
     return None
+
+
+def alternatives_of(top: Any) -> Sequence[Any]:
+    """A token's alternatives, decoding the lean transport's undecoded JSON: by msgspec
+    into `Alternative`s, which hold only text tokens and usable logprobs, or, where it
+    refuses them, as the dict path reads them (`_alternatives`), checked. Raises
+    UnusableLogprobs naming the first logprob that is no log-probability."""
+    if type(top) is not msgspec.Raw:
+        return top
+    try:
+        return ALTERNATIVES.decode(top) or ()
+    except msgspec.ValidationError:  # the JSON itself was checked when the reply was decoded
+        alternatives = _alternatives(as_sent(top))
+    unusable = _first_unusable(alternatives)
+    if unusable is not None:
+        raise UnusableLogprobs(unusable)
+    return alternatives
 
 
 def read_probabilities(
@@ -215,29 +248,40 @@ def read_probabilities(
     None when the judge sent no logprobs."""
     if tokens is None:
         return None
-    top_k = max(map(len, map(_ALTERNATIVES, tokens.items)), default=0)
-    if tokens.unusable is not None:
-        return TokenProbabilities(method="none", top_logprobs=top_k, unavailable=tokens.unusable)
     spans = _TokenSpans(tokens.items, text)
+    try:
+        spans.alternatives(tokens.items[0])  # the first token's count of alternatives
+        if tokens.unusable is not None:
+            raise UnusableLogprobs(tokens.unusable)
+        return _read(spans, rubric, output, verdict)
+    except UnusableLogprobs as unusable:
+        return TokenProbabilities(
+            method="none", top_logprobs=spans.listed, unavailable=str(unusable)
+        )
+
+
+def _read(spans: _TokenSpans, rubric: Any, output: str, verdict: Any) -> TokenProbabilities:
     if output == "rating_json" and isinstance(rubric, ScaleRubric):
-        return _rating(spans, rubric, top_k, verdict.dimensions)
+        return _rating(spans, rubric, verdict.dimensions)
     if output == "scores_json" and isinstance(rubric, ScaleRubric):
-        return _scores(spans, rubric, top_k, verdict.dimensions)
+        return _scores(spans, rubric, verdict.dimensions)
     if output == "criteria_json" and isinstance(rubric, PenaltyWeightedRubric):
-        return _criteria(spans, rubric, top_k, [c.id for c in verdict.criteria])
+        return _criteria(spans, rubric, [c.id for c in verdict.criteria])
     return TokenProbabilities(
         method="none",
-        top_logprobs=top_k,
+        top_logprobs=spans.listed,
         unavailable=f"no distribution is read for '{output}' replies",
     )
 
 
 class _TokenSpans:
-    """The generated tokens laid over the reply text, to find the token of a value."""
+    """The generated tokens laid over the reply text, to find the token of a value, and the
+    most alternatives listed at a token read (`listed`)."""
 
     def __init__(self, tokens: list[Token], text: str) -> None:
         self.tokens = tokens
         self.text = text
+        self.listed = 0
         texts = list(map(_TEXT, tokens))  # map and itemgetter: ~140 tokens a reply (issue 40)
         joined = "".join(texts)
         # the reply may be the tokens' text with surrounding whitespace trimmed
@@ -255,7 +299,15 @@ class _TokenSpans:
         if not 0 <= index < len(self.tokens) or position >= self.starts[index + 1]:
             return None
         token = self.tokens[index]
-        return token if token[0].strip() == value else None
+        if token[0].strip() != value:
+            return None
+        return (token[0], token[1], self.alternatives(token))
+
+    def alternatives(self, token: Token) -> Sequence[Any]:
+        """`token`'s alternatives, decoded and checked (`alternatives_of`), counted."""
+        alternatives = alternatives_of(token[2])
+        self.listed = max(self.listed, len(alternatives))
+        return alternatives
 
 
 def _distribution(token: Token, allowed: Sequence[str]) -> Distribution | None:
@@ -278,23 +330,23 @@ def _distribution(token: Token, allowed: Sequence[str]) -> Distribution | None:
 
 
 def _rating(
-    spans: _TokenSpans, rubric: ScaleRubric, top_k: int, dimensions: Mapping[str, float]
+    spans: _TokenSpans, rubric: ScaleRubric, dimensions: Mapping[str, float]
 ) -> TokenProbabilities:
     method = "top_logprobs of the rating token; expected = sum v * p(v) / mass"
     unavailable = _unavailable_rating(spans, rubric)
     if unavailable is not None:
-        return TokenProbabilities(method=method, top_logprobs=top_k, unavailable=unavailable)
+        return TokenProbabilities(method=method, top_logprobs=spans.listed, unavailable=unavailable)
     match = _RATING.search(spans.text) or _BARE.fullmatch(spans.text)
     dist = _value_distribution(spans, rubric, match, dimensions.get(rubric.primary_dimension))
     if dist is None:
         return TokenProbabilities(
             method=method,
-            top_logprobs=top_k,
+            top_logprobs=spans.listed,
             unavailable="the rating is not one token whose alternatives name the ratings",
         )
     return TokenProbabilities(
         method=method,
-        top_logprobs=top_k,
+        top_logprobs=spans.listed,
         rating=dist,
         expected=expected_value(dist),
         confidence=dist.confidence,
@@ -302,7 +354,7 @@ def _rating(
 
 
 def _scores(
-    spans: _TokenSpans, rubric: ScaleRubric, top_k: int, dimensions: Mapping[str, float]
+    spans: _TokenSpans, rubric: ScaleRubric, dimensions: Mapping[str, float]
 ) -> TokenProbabilities:
     """Each dimension's score read at its own value token, as a rating is. The verdict's
     confidence is the product of the dimensions': each read given the reply before it, so
@@ -316,7 +368,7 @@ def _scores(
     )
     unavailable = _unavailable_rating(spans, rubric)
     if unavailable is not None:
-        return TokenProbabilities(method=method, top_logprobs=top_k, unavailable=unavailable)
+        return TokenProbabilities(method=method, top_logprobs=spans.listed, unavailable=unavailable)
     read: dict[str, Distribution] = {}
     missing = []
     for dimension in rubric.dimensions:
@@ -330,7 +382,7 @@ def _scores(
     if missing:
         return TokenProbabilities(
             method=method,
-            top_logprobs=top_k,
+            top_logprobs=spans.listed,
             dimensions=read,
             unavailable=f"no distribution for dimensions {', '.join(missing)} (the score is "
             "not one token whose alternatives name the scale's values)",
@@ -338,7 +390,7 @@ def _scores(
     primary = read[rubric.primary_dimension]
     return TokenProbabilities(
         method=method,
-        top_logprobs=top_k,
+        top_logprobs=spans.listed,
         rating=primary if len(read) == 1 else None,
         dimensions=read,
         expected=expected_value(primary),
@@ -368,7 +420,7 @@ def _unavailable_rating(spans: _TokenSpans, rubric: ScaleRubric) -> str | None:
 
 
 def _criteria(
-    spans: _TokenSpans, rubric: PenaltyWeightedRubric, top_k: int, ids: list[str]
+    spans: _TokenSpans, rubric: PenaltyWeightedRubric, ids: list[str]
 ) -> TokenProbabilities:
     method = (
         "top_logprobs of each criterion's met token; expected = the rubric score averaged "
@@ -376,13 +428,15 @@ def _criteria(
     )
     if not spans.aligned:
         return TokenProbabilities(
-            method=method, top_logprobs=top_k, unavailable="the tokens do not spell the reply"
+            method=method,
+            top_logprobs=spans.listed,
+            unavailable="the tokens do not spell the reply",
         )
     matches = list(_MET.finditer(spans.text))
     if len(matches) != len(ids):
         return TokenProbabilities(
             method=method,
-            top_logprobs=top_k,
+            top_logprobs=spans.listed,
             unavailable="the met values cannot be matched to the criteria",
         )
     criteria: dict[str, Distribution] = {}
@@ -403,7 +457,7 @@ def _criteria(
         unavailable = f"expected score: more than {MAX_EXACT_CRITERIA} criteria"
     return TokenProbabilities(
         method=method,
-        top_logprobs=top_k,
+        top_logprobs=spans.listed,
         criteria=criteria,
         expected=expected,
         confidence=joint,

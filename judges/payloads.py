@@ -25,13 +25,16 @@ def field_of(obj: Any, name: str) -> Any:
 
 # The shape of an OpenAI-compatible chat completion, for decoding it fast. With logprobs a
 # vLLM reply carries every generated token with its `top_logprobs` alternatives and their
-# bytes (~130 KB for a rating with ten alternatives); the standard library's decoder spent
-# over a third of a judged request's CPU building a dict per alternative (issue 40). msgspec
-# decodes into these structs about five times faster and skips the bytes it is not asked for.
-# The structs hold only usable logprobs: a token that is not text or a logprob that is not a
-# finite number <= LOGPROB_SLACK fails the shape, and the reply is decoded by the standard
-# library, every value as sent, for `judges.logprobs` to judge (and refuse, issue 42.4). So a
-# reply in structs needs no check of its ten alternatives per token (issue 40).
+# bytes (~85 KB for a criteria verdict with ten alternatives); the standard library's
+# decoder spent over a third of a judged request's CPU building a dict per alternative
+# (issue 40). msgspec decodes into these structs about five times faster and skips the
+# bytes it is not asked for. A token's alternatives stay undecoded (`msgspec.Raw`, its JSON
+# checked but not built): only the few tokens that spell a value are read, by
+# `judges.logprobs`, which decodes and checks them then; building every token's ten was
+# half the decoding's CPU (issue 40). The structs hold only usable chosen tokens: a token
+# that is not text or a logprob that is not a finite number <= LOGPROB_SLACK fails the
+# shape, and the reply is decoded by the standard library, every value as sent, for
+# `judges.logprobs` to judge (and refuse, issue 42.4).
 
 # How far above 0 a logprob may be and still be read (as 0): a server's float32 log-softmax
 # can round a certain token's log P a few units of float32's last place (1.2e-7) past 0.
@@ -41,8 +44,8 @@ UsableLogprob = Annotated[float, msgspec.Meta(ge=-sys.float_info.max, le=LOGPROB
 
 
 class Alternative(msgspec.Struct, gc=False):
-    """One of a token's `top_logprobs`; unpacks as `(token, logprob)`, as the dict path's
-    tuples do."""
+    """One of a token's `top_logprobs` (decoded by `ALTERNATIVES`); unpacks as
+    `(token, logprob)`, as the dict path's tuples do."""
 
     token: str
     logprob: UsableLogprob
@@ -52,12 +55,17 @@ class Alternative(msgspec.Struct, gc=False):
         yield self.logprob
 
 
+ALTERNATIVES = msgspec.json.Decoder(list[Alternative] | None)
+_NO_ALTERNATIVES = msgspec.Raw(b"null")
+
+
 class GeneratedToken(msgspec.Struct, gc=False):
-    """One generated token of `choices[].logprobs.content`."""
+    """One generated token of `choices[].logprobs.content`, its alternatives as sent (JSON
+    for `ALTERNATIVES` to decode when they are read)."""
 
     token: str
     logprob: UsableLogprob
-    top_logprobs: list[Alternative] | None = None
+    top_logprobs: msgspec.Raw = _NO_ALTERNATIVES
 
 
 class _Logprobs(msgspec.Struct, gc=False):
@@ -100,7 +108,8 @@ def decode_json(body: bytes) -> Any:
 def decode_completion(body: bytes) -> dict[str, Any]:
     """A chat-completion reply as the dict `json.loads` makes of it, its generated tokens as
     `GeneratedToken`s. Anything the fast shape does not hold exactly (no logprobs, no
-    choices, an error object, a logprob that is not usable, a field of another type) is
+    choices, an error object, a chosen token's logprob that is not usable, a field of
+    another type, JSON that msgspec does not read, such as NaN) is
     decoded by the standard library instead, with every field as sent. Raises ValueError
     when the body is not JSON."""
     try:
@@ -119,6 +128,14 @@ def decode_completion(body: bytes) -> dict[str, Any]:
 
 def plain(obj: Any) -> Any:
     """`json.dumps`'s `default` for a payload that may hold decoded structs."""
+    if type(obj) is GeneratedToken:  # its alternatives as sent, which msgspec does not build
+        alternatives = as_sent(obj.top_logprobs)
+        return {"token": obj.token, "logprob": obj.logprob, "top_logprobs": alternatives}
     if isinstance(obj, msgspec.Struct):
         return msgspec.to_builtins(obj)
     return str(obj)
+
+
+def as_sent(raw: msgspec.Raw) -> Any:
+    """Undecoded JSON as `json.loads` reads it, every value as sent (1e999 an infinity)."""
+    return json.loads(bytes(raw))

@@ -14,7 +14,7 @@ import pytest
 
 from judges import JudgeConfigError, parse_config
 from judges.client import CallOutcome, JudgeClient
-from judges.logprobs import Tokens
+from judges.logprobs import Tokens, alternatives_of
 from judges.replies import read_completion
 from tests.conftest import free_port
 from tests.perf.bench_client_overhead import FORMAT as SCHEMA
@@ -90,8 +90,11 @@ def test_the_lean_reply_reads_as_litellms(llm_server):
 
 def pairs(tokens: Tokens) -> list:
     """Each token with its alternatives as (token, logprob) pairs, whichever way they were
-    decoded (the lean transport's structs unpack as pairs)."""
-    return [(token, logprob, [tuple(a) for a in top]) for token, logprob, top in tokens.items]
+    decoded (the lean transport's are decoded when read, into structs that unpack as pairs)."""
+    return [
+        (token, logprob, [tuple(a) for a in alternatives_of(top)])
+        for token, logprob, top in tokens.items
+    ]
 
 
 async def _abandon(client: JudgeClient, llm_server) -> None:

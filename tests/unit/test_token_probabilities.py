@@ -12,6 +12,7 @@ import pytest
 
 from judges.logprobs import _expected_rubric_score, distribution, read_probabilities, tokens_of
 from judges.payloads import GeneratedToken, decode_completion, decode_json
+from judges.replies import read_completion
 from judges.templates import load_template
 from judges.verdicts import parse_reply
 from rubrics import PenaltyWeightedRubric, library_rubric, score
@@ -232,8 +233,10 @@ def test_a_logprob_that_is_no_log_probability_leaves_no_distribution(where, logp
 )
 def test_the_lean_transport_s_fast_decoding_reads_as_the_standard_library_s(where, logprob):
     """judges/payloads.py decodes replies into structs (issue 40) and falls back to `json`
-    for what they do not hold (any logprob that is not usable: NaN, Infinity, 1000, null):
-    either way the same probabilities, or the same reason there are none."""
+    for what they do not hold (a chosen token's logprob that is not usable: NaN, Infinity,
+    1000, null; JSON msgspec does not read: NaN, Infinity). An alternative's is decoded
+    only when its token is read, falling back to `json` there (1000, null, 10**400): either
+    way the same probabilities, or the same reason there are none."""
     rubric = library_rubric("kinayat-explanation")
     # NaN and Infinity spelled as Python's json (and vLLM's) do
     sent = json.dumps(rating_with(where, logprob)).encode()
@@ -241,7 +244,8 @@ def test_the_lean_transport_s_fast_decoding_reads_as_the_standard_library_s(wher
     assert read(RATING, rubric, fast) == read(RATING, rubric, json.loads(sent))
     structs = type(fast["choices"][0]["logprobs"]["content"][0]) is GeneratedToken
     usable = type(logprob) is float and math.isfinite(logprob) and logprob <= 0
-    assert structs == usable
+    standard_json = not (type(logprob) is float and not math.isfinite(logprob))
+    assert structs == (usable if where == "chosen" else standard_json)
 
 
 def _drop(entry: dict, key: str) -> None:
@@ -256,14 +260,18 @@ def _drop(entry: dict, key: str) -> None:
         lambda token: _drop(token, "logprob"),
         lambda token: token.update(token=None),
         lambda token: token.update(top_logprobs=None),
+        lambda token: token.update(top_logprobs=5),
+        lambda token: token.update(top_logprobs={"4": -0.1}),
     ],
     ids=["an alternative's token a number", "an alternative without logprob",
-         "a token without logprob", "a token that is not text", "top_logprobs null"],
+         "a token without logprob", "a token that is not text", "top_logprobs null",
+         "top_logprobs a number", "top_logprobs an object"],
 )  # fmt: skip
 def test_a_reply_of_another_shape_reads_the_same_decoded_either_way(spoil):
     """What the structs do not hold falls back to `json` and reads as it always did: an
     alternative that is not text is left out, a missing logprob is not a number (no
-    distribution), a token that is not text leaves no tokens at all."""
+    distribution), a token that is not text leaves no tokens at all, and `top_logprobs`
+    that are not a list list no alternatives (a number raised a TypeError)."""
     rubric = library_rubric("kinayat-explanation")
     body = rating_payload(" 4", {"4": 0.7, "3": 0.3})
     spoil(body["choices"][0]["logprobs"]["content"][3])
@@ -283,6 +291,21 @@ def test_a_reply_of_another_shape_reads_the_same_decoded_either_way(spoil):
 )  # fmt: skip
 def test_a_reply_without_tokens_to_read_is_decoded_with_every_field_as_sent(sent):
     assert decode_completion(json.dumps(sent).encode()) == sent
+
+
+def test_a_reply_without_text_keeps_its_tokens_as_sent_whichever_way_it_was_decoded():
+    """A reply the grading refuses is stored as sent: the lean transport's undecoded
+    alternatives are written out as the judge sent them (1e999 as `json` reads it)."""
+    body = rating_payload(" 4", {"4": 0.7, "3": 0.3})
+    body["choices"][0]["message"]["content"] = ""
+    sent = json.dumps(body).replace(str(math.log(0.3)), "1e999").encode()  # " 3"'s logprob
+    fast = decode_completion(sent)
+    assert type(fast["choices"][0]["logprobs"]["content"][3]) is GeneratedToken
+    refused, as_before = read_completion(fast), read_completion(json.loads(sent))
+    assert (refused.status, refused.problem) == ("parse_error", "the reply has no text")
+    tokens, as_sent = (json.loads(r.raw)["choices"][0]["logprobs"] for r in (refused, as_before))
+    assert tokens == as_sent
+    assert tokens["content"][3]["top_logprobs"][1] == {"token": " 3", "logprob": math.inf}
 
 
 @pytest.mark.parametrize("decode", [decode_completion, decode_json])
