@@ -7,7 +7,8 @@ uncertain (P(true) = 0.7), as a real judge's are. Each is read two ways:
 - the standard library's dicts (`json.loads`), the path of batch files and of replies the
   fast shape refuses: every logprob checked, every alternative copied;
 - the lean transport's structs (`judges.payloads.decode_completion`): msgspec checks every
-  logprob while decoding, and only the value tokens' alternatives are read.
+  chosen token's logprob while decoding and leaves the alternatives as undecoded JSON; only
+  the value tokens' are decoded and checked, when read.
 
 Both must give the same verdict and probabilities. Then the expected rubric score alone: by
 its definition (a `score` call for each of the 2^n combinations of marks, the code before
