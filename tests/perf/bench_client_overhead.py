@@ -7,9 +7,11 @@ With --live, the whole call instead, against a server that answers at once
 (tests/perf/instant_llm.py, its own process), `--in-flight` calls at a time, one client after
 the other in this process, each measured by this process's CPU per call and calls/s (issue
 40): a bare aiohttp loop (the floor), `JudgeClient.complete` on the lean transport and on
-LiteLLM's `hosted_vllm/` route, and `litellm.acompletion` on its `aiohttp_openai/` route.
-Ratios are against the bare loop of the same run (run first and last, averaged). (The `openai` SDK's aiohttp transport,
-`openai.DefaultAioHttpClient`, needs the `httpx-aiohttp` package, which is not installed.)
+LiteLLM's `hosted_vllm/` route, `litellm.acompletion` on its `openai/` and `aiohttp_openai/`
+routes, and the `openai` SDK alone on httpx and on aiohttp (`openai.DefaultAioHttpClient`;
+that row needs the `httpx-aiohttp` package, which qadi does not depend on, and says so when
+it is missing). Ratios are against the bare loop of the same run (run first and last,
+averaged).
 
 Run: .venv/bin/python tests/perf/bench_client_overhead.py [--calls 50000] [--repeats 5]
      .venv/bin/python tests/perf/bench_client_overhead.py --live [--calls 3000] [--in-flight 32]
@@ -119,6 +121,29 @@ async def litellm_route(api_base: str, route: str, calls: int, width: int):
     return await in_flight(calls, width, call)
 
 
+async def openai_sdk(api_base: str, aiohttp: bool, calls: int, width: int):
+    import openai
+
+    transport = {"http_client": openai.DefaultAioHttpClient()} if aiohttp else {}
+    async with openai.AsyncOpenAI(
+        base_url=api_base, api_key="x", max_retries=0, **transport
+    ) as sdk:
+
+        async def call() -> None:
+            response = await sdk.chat.completions.create(
+                model="judge", messages=MESSAGES, response_format=FORMAT, **SAMPLING
+            )
+            assert response.choices[0].message.content
+
+        return await in_flight(calls, width, call)
+
+
+def has_httpx_aiohttp() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("httpx_aiohttp") is not None
+
+
 def live(calls: int, width: int) -> None:
     from tests.perf.instant_llm import start
 
@@ -129,11 +154,15 @@ def live(calls: int, width: int) -> None:
         "JudgeClient, litellm hosted_vllm/": lambda: judge_client(
             api_base, "litellm", calls, width
         ),
+        "litellm.acompletion openai/": lambda: litellm_route(api_base, "openai/", calls, width),
         "litellm.acompletion aiohttp_openai/": lambda: litellm_route(
             api_base, "aiohttp_openai/", calls, width
         ),
-        "bare aiohttp loop, again": lambda: bare_aiohttp(api_base, calls, width),
+        "openai SDK, httpx": lambda: openai_sdk(api_base, False, calls, width),
     }
+    if has_httpx_aiohttp():
+        clients["openai SDK, aiohttp"] = lambda: openai_sdk(api_base, True, calls, width)
+    clients["bare aiohttp loop, again"] = lambda: bare_aiohttp(api_base, calls, width)
     try:
         measured = {name: asyncio.run(run_one()) for name, run_one in clients.items()}
     finally:
@@ -145,6 +174,8 @@ def live(calls: int, width: int) -> None:
             f"{name:38s} CPU per call {1000 * cpu:6.3f} ms ({cpu / floor:5.1f}x the bare loop)  "
             f"{rate:7.0f} calls/s"
         )
+    if not has_httpx_aiohttp():
+        print("openai SDK, aiohttp: not measured (pip install httpx-aiohttp)")
 
 
 def main() -> None:
@@ -159,12 +190,15 @@ def main() -> None:
         return
     args.calls = args.calls or 50_000
     params = {"model": "openai/gpt-4.1", "api_base": "http://127.0.0.1:9/v1", "api_key": "sk-x"}
-    client = JudgeClient(parse_config({"model_list": [{"model_name": "judge",
-                                                       "litellm_params": params}]}))
+    client = JudgeClient(
+        parse_config({"model_list": [{"model_name": "judge", "litellm_params": params}]})
+    )
     litellm.acompletion = instant
     per_call = [asyncio.run(run(client, args.calls)) for _ in range(args.repeats)]
-    print(f"calls={args.calls} repeats={args.repeats}: JudgeClient.complete CPU per call "
-          f"median {statistics.median(per_call):.1f} us (min {min(per_call):.1f})")
+    print(
+        f"calls={args.calls} repeats={args.repeats}: JudgeClient.complete CPU per call "
+        f"median {statistics.median(per_call):.1f} us (min {min(per_call):.1f})"
+    )
 
 
 if __name__ == "__main__":
