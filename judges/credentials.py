@@ -2,10 +2,11 @@
 
 Two cases. A judges file that reads a credential with LiteLLM's `os.environ/NAME` syntax
 while NAME is unset is known before any call, so no call is made. A provider that finds no
-key of its own (`openai/...` without `api_key`, reading OPENAI_API_KEY) fails at the call;
-LiteLLM reports it as an error that looks transient (OpenAI's "Missing credentials" arrives
-as an InternalServerError), so it is recognised here and named by the keys LiteLLM's
-`validate_environment` says the model needs.
+key of its own (`openai/...` without `api_key`, reading OPENAI_API_KEY) fails at the call:
+through the OpenAI SDK as an error that looks transient (OpenAI's "Missing credentials"
+arrives as an InternalServerError), through LiteLLM's own HTTP handler (qadi's default,
+judges/__init__.py) as the provider's 401 to a call sent without a key. Either is
+recognised here and named by the keys LiteLLM's `validate_environment` says the model needs.
 """
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ def unset_message(judge: str, litellm_params: dict[str, Any]) -> str | None:
 
 
 def missing_key(model: str, has_api_key: bool, exc: Exception) -> str | None:
-    """'OPENAI_API_KEY is not set' when `exc` is a provider finding no key and LiteLLM
-    names the variable the model reads it from; None for any other failure."""
-    if has_api_key or not _NO_CREDENTIALS.search(str(exc)):
+    """'OPENAI_API_KEY is not set' when `exc` is a provider finding no key (its words, or a
+    401 to a call that had none) and LiteLLM names the variable the model reads it from;
+    None for any other failure."""
+    unauthorized = getattr(exc, "status_code", None) == 401
+    if has_api_key or not (unauthorized or _NO_CREDENTIALS.search(str(exc))):
         return None
     try:
         missing = litellm_module().validate_environment(model=model).get("missing_keys") or []

@@ -172,8 +172,16 @@ def test_a_key_read_from_an_unset_variable_is_named_and_never_called(llm_server,
     assert llm_server.calls() == 0
 
 
-def test_a_provider_finding_no_key_is_named_and_not_retried(llm_server, monkeypatch):
+@pytest.mark.parametrize(("handler", "calls"), [("true", 1), ("false", 0)],
+                         ids=["LiteLLM's HTTP handler", "the OpenAI SDK"])
+def test_a_provider_finding_no_key_is_named_and_not_retried(llm_server, monkeypatch, handler,
+                                                            calls):
+    """Through LiteLLM's own HTTP handler (qadi's default, judges/__init__.py) the call goes
+    out without a key and the provider answers 401, as OpenAI does; the OpenAI SDK refuses
+    to send it. Either way the missing variable is named and nothing is retried."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER", handler)
+    llm_server.script({"status": 401})
     config = parse_config({
         "model_list": [{"model_name": "gpt-judge",
                         "litellm_params": {"model": "openai/gpt-4.1",
@@ -185,7 +193,7 @@ def test_a_provider_finding_no_key_is_named_and_not_retried(llm_server, monkeypa
     assert outcome.status == "backend_error"
     assert outcome.error.startswith("OPENAI_API_KEY is not set")
     assert outcome.attempts == 1  # not retried as if the provider were down
-    assert llm_server.calls() == 0
+    assert llm_server.calls() == calls
 
 
 # --- 4. a database qadi does not run on ------------------------------------------------------
