@@ -6,9 +6,12 @@ The proxy (`litellm --config proxy.yaml`, one worker) is asked for the chat comp
 judge call sends for the same POST /judge body: the same messages (so the same prompt) and the
 same JSON-schema response format, no logprobs. qadi (`qadi serve`, one uvicorn worker, SQLite)
 grades with an `openai/` judge on its default transport, LiteLLM, with `logprobs: false`, and,
-for reference, the same judge with `transport: lean`. Each set-up runs twice, interleaved (the
-machine drifts); each prints requests/s, the server's CPU per request (the server process and
-its children, from /proc) and p50 latency, then qadi's ratios to the proxy.
+for reference, the same judge with `transport: lean`. The ceiling of a LiteLLM route is
+LiteLLM's own call: the same judge calls made with `litellm.acompletion` in this process
+(`bench_service.direct`; its CPU includes planning each call, ~0.05 ms), no server around
+them. Each set-up runs twice, interleaved (the machine drifts); each prints requests/s, the
+server's CPU per request (the server process and its children, from /proc; this process's
+for `litellm.acompletion`) and p50 latency, then the ratios to the proxy.
 
 The proxy needs `litellm[proxy]`, which qadi does not install: the script makes its own virtual
 environment (default ~/.cache/qadi-bench/litellm-proxy, or --venv PATH) and installs
@@ -36,10 +39,18 @@ import yaml  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tests.conftest import free_port, wait_for_http  # noqa: E402
-from tests.perf.bench_service import cpu_seconds, drive, planned_call, print_runs, serve  # noqa: E402
+from tests.perf.bench_service import (  # noqa: E402
+    cpu_seconds,
+    direct,
+    drive,
+    planned_call,
+    print_runs,
+    serve,
+)
 
 VENV = Path.home() / ".cache/qadi-bench/litellm-proxy"
 MODEL = "openai/gpt-4.1"
+ALONE = "litellm.acompletion alone"
 
 
 def proxy_venv(venv: Path) -> Path:
@@ -168,11 +179,14 @@ def main() -> None:
     runs: dict[str, list[tuple[float, float, list[float]]]] = {}
     load = os.getloadavg()[0]
     try:
-        for setup in ("proxy", "qadi, litellm", "qadi, lean") * 2:
+        for setup in ("proxy", "qadi, litellm", "qadi, lean", ALONE) * 2:
             if setup == "proxy":
                 seconds, latency, cpu = through_proxy(
                     litellm, api_base, args.requests, args.concurrency
                 )
+            elif setup == ALONE:
+                config = judge_config(api_base, "litellm")
+                seconds, latency, cpu = asyncio.run(direct(config, args.requests, args.concurrency))
             else:
                 config = judge_config(api_base, setup.split(", ")[1])
                 seconds, latency, cpu = serve(config, args.requests, args.concurrency)
@@ -190,8 +204,8 @@ def report(runs: dict, args: argparse.Namespace, load: tuple[float, float]) -> N
         f"requests={args.requests} concurrency={args.concurrency} backend: instant_llm.py, "
         f"{MODEL}, no logprobs; load average {load[0]:.1f} -> {load[1]:.1f}"
     )
-    rate, cpu = print_runs(runs, "", 14)
-    for setup in ("qadi, litellm", "qadi, lean"):
+    rate, cpu = print_runs(runs, "", len(ALONE))
+    for setup in ("qadi, litellm", "qadi, lean", ALONE):
         print(
             f"{setup} / proxy: throughput {rate[setup] / rate['proxy']:.2f}x (target >= 2 on "
             f"litellm), CPU per request {cpu[setup]:.2f} vs {cpu['proxy']:.2f} ms "
