@@ -232,7 +232,7 @@ def alternatives_of(top: Any) -> Sequence[Any]:
         return top
     try:
         return ALTERNATIVES.decode(top) or ()
-    except msgspec.ValidationError:  # the JSON itself was checked when the reply was decoded
+    except (msgspec.ValidationError, msgspec.DecodeError):  # read as the dict path reads it
         alternatives = _alternatives(as_sent(top))
     unusable = _first_unusable(alternatives)
     if unusable is not None:

@@ -262,10 +262,11 @@ def _drop(entry: dict, key: str) -> None:
         lambda token: token.update(top_logprobs=None),
         lambda token: token.update(top_logprobs=5),
         lambda token: token.update(top_logprobs={"4": -0.1}),
+        lambda token: token["top_logprobs"][1].update(token="\ud800"),
     ],
     ids=["an alternative's token a number", "an alternative without logprob",
          "a token without logprob", "a token that is not text", "top_logprobs null",
-         "top_logprobs a number", "top_logprobs an object"],
+         "top_logprobs a number", "top_logprobs an object", "an alternative a lone surrogate"],
 )  # fmt: skip
 def test_a_reply_of_another_shape_reads_the_same_decoded_either_way(spoil):
     """What the structs do not hold falls back to `json` and reads as it always did: an
