@@ -683,7 +683,8 @@ class TokenProbabilities(BaseModel):
     top_logprobs: Annotated[
         int,
         Field(
-            description="alternatives the judge listed per token", title="Top Logprobs"
+            description="alternatives the judge listed per token (the most at the first token and at the tokens read)",
+            title="Top Logprobs",
         ),
     ]
     rating: Annotated[
