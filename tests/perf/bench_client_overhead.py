@@ -7,8 +7,9 @@ With --live, the whole call instead, against a server that answers at once
 (tests/perf/instant_llm.py, its own process), `--in-flight` calls at a time, one client after
 the other in this process, each measured by this process's CPU per call and calls/s (issue
 40): a bare aiohttp loop (the floor), `JudgeClient.complete` on the lean transport and on
-LiteLLM's `hosted_vllm/` route, `litellm.acompletion` on its `openai/` and `aiohttp_openai/`
-routes, and the `openai` SDK alone on httpx and on aiohttp (`openai.DefaultAioHttpClient`;
+LiteLLM's `hosted_vllm/` route, `litellm.acompletion` on its `openai/` route (through the
+OpenAI SDK, and through LiteLLM's own HTTP handler, qadi's default) and its `aiohttp_openai/`
+route, and the `openai` SDK alone on httpx and on aiohttp (`openai.DefaultAioHttpClient`;
 that row needs the `httpx-aiohttp` package, which qadi does not depend on, and says so when
 it is missing). Ratios are against the bare loop of the same run (run first and last,
 averaged).
@@ -36,6 +37,7 @@ from judges import parse_config  # noqa: E402
 from judges.client import JudgeClient  # noqa: E402
 
 REPLY = object()
+HANDLER = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
 
 
 async def instant(**_: object) -> object:
@@ -110,7 +112,11 @@ async def judge_client(api_base: str, transport: str, calls: int, width: int):
     return await in_flight(calls, width, call)
 
 
-async def litellm_route(api_base: str, route: str, calls: int, width: int):
+async def litellm_route(api_base: str, route: str, calls: int, width: int, sdk: bool = False):
+    """`litellm.acompletion` on `route`; `sdk`: through the OpenAI SDK, not LiteLLM's own
+    HTTP handler (qadi's default for OpenAI-compatible routes, judges/__init__.py)."""
+    os.environ[HANDLER] = "false" if sdk else "true"  # LiteLLM reads it at every call
+
     async def call() -> None:
         response = await litellm.acompletion(
             model=f"{route}judge", messages=MESSAGES, api_base=api_base, api_key="x",
@@ -154,7 +160,12 @@ def live(calls: int, width: int) -> None:
         "JudgeClient, litellm hosted_vllm/": lambda: judge_client(
             api_base, "litellm", calls, width
         ),
-        "litellm.acompletion openai/": lambda: litellm_route(api_base, "openai/", calls, width),
+        "litellm.acompletion openai/, SDK": lambda: litellm_route(
+            api_base, "openai/", calls, width, sdk=True
+        ),
+        "litellm.acompletion openai/, handler": lambda: litellm_route(
+            api_base, "openai/", calls, width
+        ),
         "litellm.acompletion aiohttp_openai/": lambda: litellm_route(
             api_base, "aiohttp_openai/", calls, width
         ),
