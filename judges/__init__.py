@@ -8,7 +8,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # LiteLLM calls `openai/` and the other OpenAI-compatible providers through the OpenAI SDK
 # unless this switch sends them through its own HTTP handler, the one its `hosted_vllm/`
 # route already takes. Same replies, usage and prices; about a third less CPU a call
-# (5.3 -> 3.6 ms, tests/perf/bench_client_overhead.py; issue 40). It is LiteLLM's
+# (10.7 -> 6.8 ms with token probabilities, tests/perf/bench_client_overhead.py --live;
+# 5.3 -> 3.6 ms without: docs/explanation/performance.md; issue 40). It is LiteLLM's
 # experimental switch: set it to false in the environment to keep the SDK. One difference
 # qadi handles: without a key the handler sends the call unauthenticated (the SDK refused
 # it), so the provider's 401 is what names the missing key (judges/credentials.py).
