@@ -49,7 +49,7 @@ from typing import Any
 import msgspec
 from pydantic import BaseModel, Field
 
-from judges.payloads import ALTERNATIVES, LOGPROB_SLACK, GeneratedToken, as_sent, field_of
+from judges.payloads import ALTERNATIVES, LOGPROB_SLACK, GeneratedToken, decode_json, field_of
 from rubrics import PenaltyWeightedRubric, ScaleRubric
 from rubrics.scoring import possible_points, scaled
 
@@ -233,7 +233,7 @@ def alternatives_of(top: Any) -> Sequence[Any]:
     try:
         return ALTERNATIVES.decode(top) or ()
     except (msgspec.ValidationError, msgspec.DecodeError):  # read as the dict path reads it
-        alternatives = _alternatives(as_sent(top))
+        alternatives = _alternatives(decode_json(bytes(top)))
     unusable = _first_unusable(alternatives)
     if unusable is not None:
         raise UnusableLogprobs(unusable)
@@ -251,13 +251,12 @@ def read_probabilities(
     spans = _TokenSpans(tokens.items, text)
     try:
         spans.alternatives(tokens.items[0])  # the first token's count of alternatives
-        if tokens.unusable is not None:
-            raise UnusableLogprobs(tokens.unusable)
-        return _read(spans, rubric, output, verdict)
+        if tokens.unusable is None:
+            return _read(spans, rubric, output, verdict)
+        reason = tokens.unusable
     except UnusableLogprobs as unusable:
-        return TokenProbabilities(
-            method="none", top_logprobs=spans.listed, unavailable=str(unusable)
-        )
+        reason = str(unusable)
+    return TokenProbabilities(method="none", top_logprobs=spans.listed, unavailable=reason)
 
 
 def _read(spans: _TokenSpans, rubric: Any, output: str, verdict: Any) -> TokenProbabilities:

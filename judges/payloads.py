@@ -129,13 +129,8 @@ def decode_completion(body: bytes) -> dict[str, Any]:
 def plain(obj: Any) -> Any:
     """`json.dumps`'s `default` for a payload that may hold decoded structs."""
     if type(obj) is GeneratedToken:  # its alternatives as sent, which msgspec does not build
-        alternatives = as_sent(obj.top_logprobs)
+        alternatives = decode_json(bytes(obj.top_logprobs))
         return {"token": obj.token, "logprob": obj.logprob, "top_logprobs": alternatives}
     if isinstance(obj, msgspec.Struct):
         return msgspec.to_builtins(obj)
     return str(obj)
-
-
-def as_sent(raw: msgspec.Raw) -> Any:
-    """Undecoded JSON as `json.loads` reads it, every value as sent (1e999 an infinity)."""
-    return json.loads(bytes(raw))

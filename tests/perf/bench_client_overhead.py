@@ -173,6 +173,8 @@ def live(calls: int, width: int) -> None:
     }
     if has_httpx_aiohttp():
         clients["openai SDK, aiohttp"] = lambda: openai_sdk(api_base, True, calls, width)
+    else:
+        print("openai SDK, aiohttp: not measured (pip install httpx-aiohttp)")
     clients["bare aiohttp loop, again"] = lambda: bare_aiohttp(api_base, calls, width)
     try:
         measured = {name: asyncio.run(run_one()) for name, run_one in clients.items()}
@@ -185,8 +187,6 @@ def live(calls: int, width: int) -> None:
             f"{name:38s} CPU per call {1000 * cpu:6.3f} ms ({cpu / floor:5.1f}x the bare loop)  "
             f"{rate:7.0f} calls/s"
         )
-    if not has_httpx_aiohttp():
-        print("openai SDK, aiohttp: not measured (pip install httpx-aiohttp)")
 
 
 def main() -> None:
