@@ -433,9 +433,19 @@ class JudgeClient:
         lookup would cost its import)."""
         route = self._lean.get(judge)
         if route is None:
-            return credentials.missing_key(entry.model, "api_key" in entry.litellm_params, exc)
-        sent_key = any(name.lower() == "authorization" for name in route.headers)
-        return credentials.unsent_key(judge, transport.key_variable(entry.model), sent_key, exc)
+            return credentials.missing_key(
+                "api_key" in entry.litellm_params,
+                exc,
+                lambda: credentials.litellm_variables(entry.model),
+                f"the provider of {entry.model}",
+            )
+        variable = transport.key_variable(entry.model)
+        return credentials.missing_key(
+            any(name.lower() == "authorization" for name in route.headers),
+            exc,
+            lambda: [variable] if variable else [],
+            f"judge '{judge}' has no api_key and the lean transport",
+        )
 
     def _call(
         self, judge: str, messages: list[dict[str, str]], timeout: float, kwargs: dict[str, Any]

@@ -5,14 +5,17 @@ while NAME is unset is known before any call, so no call is made. A provider tha
 key of its own (`openai/...` without `api_key`, reading OPENAI_API_KEY) fails at the call:
 through the OpenAI SDK as an error that looks transient (OpenAI's "Missing credentials"
 arrives as an InternalServerError), through LiteLLM's own HTTP handler (qadi's default,
-judges/__init__.py) as the provider's 401 to a call sent without a key. Either is
-recognised here and named by the keys LiteLLM's `validate_environment` says the model needs.
+judges/__init__.py) as the provider's 401 to a call sent without a key, and on the lean
+transport as the server's 401 to a call that carried none. Each is recognised by
+`missing_key` and named by the variables the key is read from: those LiteLLM's
+`validate_environment` says the model needs, or the lean route's own.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from judges.lazy_litellm import litellm_module
@@ -48,30 +51,28 @@ def unset_message(judge: str, litellm_params: dict[str, Any]) -> str | None:
     return f"{names} {verb} not set (judge '{judge}' reads {where}); no call was made"
 
 
-def missing_key(model: str, has_api_key: bool, exc: Exception) -> str | None:
-    """'OPENAI_API_KEY is not set' when `exc` is a provider finding no key (its words, or a
-    401 to a call that had none) and LiteLLM names the variable the model reads it from;
-    None for any other failure."""
+def missing_key(
+    sent_key: bool, exc: Exception, variables: Callable[[], list[str]], reader: str
+) -> str | None:
+    """'NAME is not set (READER reads it)' when `exc` is a provider finding no key (its
+    words, or a 401 to a call that carried none) and `variables()` names the variables the
+    key is read from; None for any other failure. `variables` is called only then: for a
+    LiteLLM route it is LiteLLM's `validate_environment` (see `litellm_variables`), for a
+    lean one the route's variable (judges/transport.py), which costs no LiteLLM import."""
     unauthorized = getattr(exc, "status_code", None) == 401
-    if has_api_key or not (unauthorized or _NO_CREDENTIALS.search(str(exc))):
+    if sent_key or not (unauthorized or _NO_CREDENTIALS.search(str(exc))):
         return None
-    try:
-        missing = litellm_module().validate_environment(model=model).get("missing_keys") or []
-    except Exception:  # noqa: BLE001 - an unknown provider: no name to give
-        return None
+    missing = variables()
     if not missing:
         return None
     verb = "is" if len(missing) == 1 else "are"
-    return f"{' and '.join(missing)} {verb} not set (the provider of {model} reads it)"
+    return f"{' and '.join(missing)} {verb} not set ({reader} reads it)"
 
 
-def unsent_key(judge: str, variable: str | None, sent_key: bool, exc: Exception) -> str | None:
-    """'NAME is not set (...)' when a lean call carried no key and its server answered 401,
-    NAME being the variable the lean transport reads for the route; None for any other
-    failure (LiteLLM's lookup in `missing_key` would cost its import)."""
-    if sent_key or variable is None or getattr(exc, "status_code", None) != 401:
-        return None
-    return (
-        f"{variable} is not set (judge '{judge}' has no api_key and the lean transport reads "
-        "it); the server answered 401"
-    )
+def litellm_variables(model: str) -> list[str]:
+    """The variables LiteLLM says `model`'s provider reads its key from that are unset;
+    none for a provider it does not know."""
+    try:
+        return litellm_module().validate_environment(model=model).get("missing_keys") or []
+    except Exception:  # noqa: BLE001 - an unknown provider: no name to give
+        return []
