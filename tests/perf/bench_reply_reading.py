@@ -10,7 +10,10 @@ uncertain (P(true) = 0.7), as a real judge's are. Each is read two ways:
   chosen token's logprob while decoding and leaves the alternatives as undecoded JSON; only
   the value tokens' are decoded and checked, when read.
 
-Both must give the same verdict and probabilities. Then the expected rubric score alone: by
+Both must give the same verdict and probabilities. Then the floor under any reading: the
+reply's decoding alone (`decode_completion`), against msgspec reading one field of it and
+skipping the rest (its JSON still checked, nothing built): no reader of these 85 KB does less.
+Then the expected rubric score alone: by
 its definition (a `score` call for each of the 2^n combinations of marks, the code before
 this change) and over net points (`judges.logprobs._expected_rubric_score`). Last, the two
 encodings around a call: its request body (`json.dumps` against msgspec, which the lean
@@ -50,6 +53,15 @@ from service.stores.judgments import _RESULT_COLUMNS, row_values  # noqa: E402
 from tests.perf.instant_llm import reply_to  # noqa: E402
 
 RUBRIC = library_rubric("iraqi-linguistic-shaku-maku")
+
+
+class _OneField(msgspec.Struct):
+    """A reply of which msgspec builds nothing but `id`, skipping every other value."""
+
+    id: str | None = None
+
+
+_SKIPPING = msgspec.json.Decoder(_OneField)
 CONFIG = {
     "model_list": [
         {
@@ -170,6 +182,13 @@ def main() -> None:
         print(
             f"{label:9s} ({len(body) // 1000} KB): dicts {1e6 * slow:6.1f} µs, "
             f"structs {1e6 * fast:6.1f} µs ({fast / slow:.2f} of dicts)"
+        )
+    for label, body in bodies.items():
+        decoding = cpu_per_call(lambda b=body: decode_completion(b), args.repeat)
+        skipping = cpu_per_call(lambda b=body: _SKIPPING.decode(b), args.repeat)
+        print(
+            f"{label:9s}: decode_completion alone {1e6 * decoding:6.1f} µs, msgspec skipping "
+            f"all but one field {1e6 * skipping:6.1f} µs (the floor: {skipping / decoding:.2f})"
         )
     criteria = read(decode_completion(bodies["uncertain"])).probabilities.criteria
     assert by_definition(criteria) == _expected_rubric_score(RUBRIC, criteria)
