@@ -18,7 +18,9 @@ its definition (a `score` call for each of the 2^n combinations of marks, the co
 this change) and over net points (`judges.logprobs._expected_rubric_score`). Last, the two
 encodings around a call: its request body (`json.dumps` against msgspec, which the lean
 transport uses) and its line of `qadi regrade --out` (`model_dump` then `json.dumps`, as
-before, against `service.regrading.local.result_lines`). Then its judgments row with the
+before, against `service.regrading.local.result_lines`). Then what the stand-in server
+spends on a reply: building and writing it at each call (as it did before), against its
+logprobs written once and kept (`instant_llm.reply_bytes`). Then its judgments row with the
 check that no number in it is NaN or infinite (`service.stores.judgments.row_values`):
 field by field with an `isinstance` walk, as before, against one `model_dump` and the walk
 by exact types.
@@ -50,7 +52,7 @@ from rubrics import library_rubric, score  # noqa: E402
 from service.db.values import utcnow  # noqa: E402
 from service.regrading.local import result_lines  # noqa: E402
 from service.stores.judgments import _RESULT_COLUMNS, row_values  # noqa: E402
-from tests.perf.instant_llm import reply_to  # noqa: E402
+from tests.perf.instant_llm import reply_bytes, reply_to  # noqa: E402
 
 RUBRIC = library_rubric("iraqi-linguistic-shaku-maku")
 
@@ -206,6 +208,14 @@ def main() -> None:
     print(
         f"request body: json.dumps {1e6 * slow:6.1f} µs, msgspec {1e6 * fast:6.1f} µs "
         f"({fast / slow:.2f})"
+    )
+    unwritten = {k: v for k, v in body.items() if k != "response_format"}  # no verdict cached
+    slow = cpu_per_call(lambda: json.dumps(reply_to(body)).encode(), args.repeat)
+    fast = cpu_per_call(lambda: reply_bytes(body), args.repeat)
+    assert json.loads(reply_bytes(unwritten))["choices"] == reply_to(unwritten)["choices"]
+    print(
+        f"the stand-in's reply (instant_llm.py): built and written {1e6 * slow:6.1f} µs, "
+        f"its logprobs kept {1e6 * fast:6.1f} µs ({fast / slow:.2f})"
     )
     graded = Graded(plan.request, judgments=[read(decode_completion(bodies["uncertain"]))])
     answer = {"item_id": None, "candidate_model": plan.request.candidate_model}
