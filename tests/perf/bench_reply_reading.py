@@ -12,18 +12,17 @@ uncertain (P(true) = 0.7), as a real judge's are. Each is read two ways:
 
 Both must give the same verdict and probabilities. Then the floor under any reading: the
 reply's decoding alone (`decode_completion`), against msgspec reading one field of it and
-skipping the rest (its JSON still checked, nothing built): no reader of these 85 KB does less.
-Then the expected rubric score alone: by
-its definition (a `score` call for each of the 2^n combinations of marks, the code before
-this change) and over net points (`judges.logprobs._expected_rubric_score`). Last, the two
-encodings around a call: its request body (`json.dumps` against msgspec, which the lean
-transport uses) and its line of `qadi regrade --out` (`model_dump` then `json.dumps`, as
-before, against `service.regrading.local.result_lines`). Then what the stand-in server
-spends on a reply: building and writing it at each call (as it did before), against its
-logprobs written once and kept (`instant_llm.reply_bytes`). Then its judgments row with the
-check that no number in it is NaN or infinite (`service.stores.judgments.row_values`):
-field by field with an `isinstance` walk, as before, against one `model_dump` and the walk
-by exact types.
+skipping the rest (its JSON still checked, nothing built): no reader of these 85 KB does
+less. Then the expected rubric score alone: by its definition (a `score` call for each of
+the 2^n combinations of marks, the code before this change) and over net points
+(`judges.logprobs._expected_rubric_score`). Then the two encodings around a call: its
+request body (`json.dumps` against msgspec, which the lean transport uses) and its line of
+`qadi regrade --out` (`model_dump` then `json.dumps`, as before, against
+`service.regrading.local.result_lines`). Then what the stand-in server spends on a reply:
+building and writing it at each call (as it did before), against its logprobs written once
+and kept (`instant_llm.reply_bytes`). Then its judgments row with the check that no number
+in it is NaN or infinite (`service.stores.judgments.row_values`): field by field with an
+`isinstance` walk, as before, against one `model_dump` and the walk by exact types.
 
 Run: .venv/bin/python tests/perf/bench_reply_reading.py [--repeat 2000]
 """
