@@ -82,12 +82,16 @@ async def bare_litellm(api_base: str, bodies: list[dict], concurrency: int) -> f
     return time.perf_counter() - started
 
 
-def regrade(workdir: Path, answers: Path, config: Path, concurrency: int, *extra: str):
-    """(seconds of the run as qadi reports it, seconds of the whole process)."""
+def regrade(
+    workdir: Path, answers: Path, config: Path, concurrency: int, *extra: str, under=()
+):
+    """(seconds of the run as qadi reports it, seconds of the whole process); `under`: a
+    command the regrade runs under (a profiler's)."""
     env = {**os.environ, "QADI_DATABASE_URL": f"sqlite:///{workdir / 'qadi.db'}"}
     started = time.perf_counter()
     done = subprocess.run(
         [
+            *under,
             sys.executable,
             "-m",
             "service",

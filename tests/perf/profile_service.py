@@ -2,10 +2,11 @@
 and this prints each function's inclusive share of the busy samples (idle waits dropped).
 
 With --lean, a `hosted_vllm/` judge on the lean transport (issue 40) against a server that
-answers at once (tests/perf/instant_llm.py), so what is left is qadi's own CPU.
+answers at once (tests/perf/instant_llm.py), so what is left is qadi's own CPU; with
+--no-logprobs too, that judge asks for no token probabilities (its entry's `logprobs: false`).
 
 Run: pip install py-spy && .venv/bin/python tests/perf/profile_service.py [--requests 800]
-     [--top 40] [--out stacks.txt] [--lean]  (needs ptrace rights: root, or CAP_SYS_PTRACE)
+     [--top 40] [--out stacks.txt] [--lean [--no-logprobs]]  (needs ptrace rights: root, or CAP_SYS_PTRACE)
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tests.perf.load_judge import Service, migrated_database  # noqa: E402
 IDLE = ("wait", "select", "epoll")
 
 
-def record(out: Path, requests: int, lean: bool = False) -> None:
+def record(out: Path, requests: int, lean: bool = False, logprobs: bool = True) -> None:
     if lean:
         from tests.perf.instant_llm import start
 
@@ -40,7 +41,10 @@ def record(out: Path, requests: int, lean: bool = False) -> None:
         llm, server = start_llm_server()
         params = {"model": "openai/gpt-4.1", "api_base": server.api_base, "api_key": "x"}
     config = {
-        "model_list": [{"model_name": "bench-judge", "litellm_params": params}],
+        "model_list": [
+            {"model_name": "bench-judge", "litellm_params": params}
+            | ({} if logprobs else {"logprobs": False})
+        ],
         "qadi": {"num_retries": 0},
     }
     try:
@@ -94,8 +98,9 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "qadi-stacks.txt")
     parser.add_argument("--lean", action="store_true", help="a hosted_vllm/ judge, lean")
+    parser.add_argument("--no-logprobs", action="store_true", help="--lean: logprobs: false")
     args = parser.parse_args()
-    record(args.out, args.requests, args.lean)
+    record(args.out, args.requests, args.lean, not args.no_logprobs)
     summarize(args.out, args.top)
 
 
