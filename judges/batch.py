@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import Any, TypeVar
 
 from judges.cache import JudgmentStore
 from judges.config import JudgeConfigError
@@ -30,6 +30,7 @@ from rubrics import rubric_hash
 REFUSALS = (GuardError, RequestError, TemplateError, JudgeConfigError)
 # Asked before a request is graded, with the new judge calls it will make: False stops the run.
 Admit = Callable[[int], Awaitable[bool]]
+T = TypeVar("T")
 EXAMPLES = 50  # failures and refusals kept, with their reasons, for a run's summary
 
 
@@ -44,6 +45,12 @@ class BatchOptions:
     # how long a save waits for more graded requests to join it: without it each save held
     # about two at 400 calls/s, a transaction and a thread hand-off per two calls (issue 40)
     write_linger: float = 0.05
+    # blocking work (reading the requests, planning them, the store's lookups and saves) in
+    # threads, so the event loop goes on serving others meanwhile (the service's requests).
+    # False where the loop serves nothing but this batch (`qadi regrade`): there a thread
+    # overlapped nothing the loop needed, and its contention with the loop for the GIL cost
+    # about a fifth of a call's CPU (issue 40; docs/explanation/performance.md)
+    offload: bool = True
 
 
 @dataclass
@@ -194,8 +201,9 @@ class BatchGrader:
         admit: Admit | None = None,
     ) -> BatchStats:
         """Grade every request; outcomes are saved in bulk as they come, so an interrupted
-        run loses at most what was in flight and a rerun resumes. Requests are planned in a
-        thread, so a large run does not hold the event loop.
+        run loses at most what was in flight and a rerun resumes. Requests are read and
+        planned in a thread (`BatchOptions.offload`), so a large run does not hold the event
+        loop.
 
         `admit(calls)` is awaited before each plan is graded, with the judge calls it will
         make that are not stored (a service paces them to a key's rate and stops them when
@@ -207,13 +215,14 @@ class BatchGrader:
         workers = max(1, self.options.concurrency)
 
         async def produce() -> None:
-            # taken a chunk at a time, in a thread: requests may be read from a file or a
-            # database as they are asked for, and only the chunks in the queue are held
+            # taken a chunk at a time: requests may be read from a file or a database as
+            # they are asked for, and only the chunks in the queue are held
             pending = chunks(requests, self.options.chunk)
-            while (chunk := await asyncio.to_thread(next, pending, None)) is not None:
+            offload = self.options.offload
+            while (chunk := await blocking(offload, next, pending, None)) is not None:
                 if stats.stopped:
                     break
-                plans = await asyncio.to_thread(self.plan_all, chunk)
+                plans = await blocking(offload, self.plan_all, chunk)
                 known = await self.known(plans)
                 for request, plan in zip(chunk, plans, strict=True):
                     await queue.put((request, plan, known))
@@ -248,6 +257,11 @@ class BatchGrader:
             # calls are paid for, and a rerun must find them
             await writer.close()
         return stats
+
+
+async def blocking(offload: bool, work: Callable[..., T], *args: Any) -> T:
+    """`work(*args)`, in a thread when `offload` (see `BatchOptions.offload`)."""
+    return await asyncio.to_thread(work, *args) if offload else work(*args)
 
 
 class _Writer:

@@ -72,10 +72,17 @@ CHUNK = 256
 
 def options(concurrency: int, force: bool, retry_failed: bool) -> BatchOptions:
     """Parse errors are deterministic, so they count as done unless --retry-failed; a rerun
-    reuses stored results without storing them again."""
+    reuses stored results without storing them again. A regrade's event loop serves nothing
+    but its judge calls, so its blocking work runs on it rather than in threads
+    (`BatchOptions.offload`)."""
     reuse = ("ok",) if retry_failed else ("ok", "parse_error")
     return BatchOptions(
-        concurrency=concurrency, reuse=reuse, force=force, record_reused=False, chunk=CHUNK
+        concurrency=concurrency,
+        reuse=reuse,
+        force=force,
+        record_reused=False,
+        chunk=CHUNK,
+        offload=False,
     )
 
 

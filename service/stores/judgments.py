@@ -14,6 +14,7 @@ from sqlalchemy import insert, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from judges import BatchGrader, BatchOptions, Graded, Grader, JudgeResult
+from judges.batch import blocking
 from judges.models import CriterionVerdict
 from service.db.engine import session_scope
 from service.db.filters import after
@@ -141,20 +142,21 @@ def insert_judgments(session: Session, rows: list[dict[str, Any]]) -> None:
 
 
 class SqlJudgmentStore:
-    """`JudgmentStore` over the database, saving in `project`; blocking work runs off the
-    event loop."""
+    """`JudgmentStore` over the database, saving in `project`; its blocking work runs off
+    the event loop, in a thread, when `offload` (`judges.BatchOptions.offload`)."""
 
-    def __init__(self, factory: sessionmaker[Session], project: str) -> None:
+    def __init__(self, factory: sessionmaker[Session], project: str, offload: bool = True):
         self.factory = factory
         self.project = project
+        self.offload = offload
 
     async def find_done(
         self, keys: Collection[str], statuses: Collection[str]
     ) -> dict[str, JudgeResult]:
-        return await asyncio.to_thread(self._find_done, keys, statuses)
+        return await blocking(self.offload, self._find_done, keys, statuses)
 
     async def save(self, graded: Sequence[Graded]) -> None:
-        await asyncio.to_thread(self._save, graded)
+        await blocking(self.offload, self._save, graded)
 
     def _find_done(self, keys, statuses) -> dict[str, JudgeResult]:
         with session_scope(self.factory) as session:
@@ -175,9 +177,9 @@ def project_batcher(
     """The batch core for `project`: its judgments are saved there, and its cache keys carry
     the project, so it reuses only that project's verdicts (a shared cache would tell a team
     through `cached: true` that another graded the same text)."""
-    return BatchGrader(
-        grader, SqlJudgmentStore(factory, project), options, slots, cache_scope(project)
-    )
+    options = options or BatchOptions()
+    store = SqlJudgmentStore(factory, project, options.offload)
+    return BatchGrader(grader, store, options, slots, cache_scope(project))
 
 
 RETENTION_BATCH = 5_000  # judgments per transaction: short locks, memory bounded by the batch

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 
 import pytest
@@ -130,6 +131,66 @@ def test_the_end_of_a_run_does_not_wait_out_a_save_s_wait(judges_config, llm_ser
     stats = asyncio.run(core.run(answers(5)))
     assert (stats.calls["ok"], len(store.saved), store.saves) == (5, 5, 1)
     assert time.monotonic() - started < 30  # not the minute the save would have waited
+
+
+@pytest.mark.parametrize(
+    "who, offloaded",
+    [("qadi regrade", False), ("the service", True)],
+)
+def test_blocking_work_runs_in_threads_only_where_the_loop_serves_others(
+    who, offloaded, migrated_db, judges_config, llm_server, monkeypatch
+):
+    """`BatchOptions.offload`: the service's batches read, plan, look up and save in threads,
+    so its event loop goes on serving requests meanwhile; a regrade's loop serves nothing
+    but its judge calls, and does all of it itself (threads contending with it for the GIL
+    cost it about a fifth of a call's CPU, issue 40). Every answer is graded and stored
+    once either way."""
+    from sqlalchemy import func, select
+
+    from service.db.engine import make_engine, make_sessionmaker, session_scope
+    from service.db.schema import JudgmentRow
+    from service.regrading.local import options as regrade_options
+    from service.stores.judgments import SqlJudgmentStore, project_batcher
+
+    threads: dict[str, set[int]] = {"read": set(), "plan": set(), "find": set(), "save": set()}
+
+    def on_thread(kind: str, work):
+        def recorded(*args, **kwargs):
+            threads[kind].add(threading.get_ident())
+            return work(*args, **kwargs)
+
+        return recorded
+
+    for owner, name, kind in [
+        (BatchGrader, "plan_all", "plan"),
+        (SqlJudgmentStore, "_find_done", "find"),
+        (SqlJudgmentStore, "_save", "save"),
+    ]:
+        monkeypatch.setattr(owner, name, on_thread(kind, getattr(owner, name)))
+    if who == "qadi regrade":
+        options = regrade_options(4, False, False)
+    else:
+        options = BatchOptions(concurrency=4)
+    sessions = make_sessionmaker(make_engine(migrated_db))
+    batcher = project_batcher(Grader(judges_config), sessions, "default", options)
+
+    def requests():
+        for request in answers(12):
+            threads["read"].add(threading.get_ident())
+            yield request
+
+    async def run():
+        run.loop_thread = threading.get_ident()
+        return await batcher.run(requests())
+
+    stats = asyncio.run(run())
+    assert stats.calls == {"ok": 12}
+    with session_scope(sessions) as session:
+        assert session.scalar(select(func.count()).select_from(JudgmentRow)) == 12
+    for kind, seen in threads.items():
+        assert seen, kind
+        assert (run.loop_thread in seen) is not offloaded, (kind, who)
+        assert len(seen) == 1 or offloaded, (kind, who)
 
 
 def test_a_rerun_makes_no_call_and_saves_nothing_again(judges_config, llm_server):
