@@ -68,8 +68,14 @@ def run_in_workers(
     context = mp.get_context("spawn")
     messages = context.Queue()
     tasks = context.Queue(maxsize=QUEUED_PER_WORKER * workers)
+    # a worker's requests come from a queue the parent fills: waiting for the next one is
+    # done in a thread (`offload`), or the calls in flight would wait with it
     per_worker = BatchOptions(
-        **{**options.__dict__, "concurrency": max(1, options.concurrency // workers)}
+        **{
+            **options.__dict__,
+            "concurrency": max(1, options.concurrency // workers),
+            "offload": True,
+        }
     )
     processes = [
         context.Process(

@@ -300,6 +300,38 @@ def test_batch_file_round_trip(setup, llm_server, tmp_path):
         assert session.scalar(select(func.count()).select_from(JudgmentRow)) == 31
 
 
+def outcomes(path):
+    """Each line of a results file as what must not differ between engines, sorted."""
+    found = [json.loads(x) for x in path.read_text().splitlines()]
+    return sorted(
+        (x["item_id"], x["judge"], x["status"], x["score"], x["cache_key"], x["cached"],
+         x["prompt_tokens"], x["completion_tokens"])
+        for x in found
+    )  # fmt: skip
+
+
+def test_worker_processes_grade_every_answer_once_as_one_process_does(setup, llm_server, tmp_path):
+    """`--workers 2`: two processes take the answers from the parent's queue (each waits for
+    its next one in a thread, `service/regrading/workers.py`) and grade them as the default
+    engine does in one: the same outcomes, each call made and stored once."""
+    run, url, answers, config, _ = setup
+    llm_server.rules({"match": "answer 7 ", "reply": {"content": "I refuse to use JSON"}})
+    two = run("--workers", "2", out=tmp_path / "two.jsonl")
+    assert two.returncode == 1, two.stderr  # the parse error is listed
+    assert llm_server.calls() == 30
+    assert len(stored(url)) == 30
+    local_url = f"sqlite:///{tmp_path / 'local.db'}"
+    upgrade(local_url)
+    one = qadi("regrade", str(answers), "--rubric", RUBRIC, "--judges", "gpt-judge",
+               "--config", str(config), "--out", str(tmp_path / "one.jsonl"),
+               env={"QADI_DATABASE_URL": local_url})  # fmt: skip
+    assert one.returncode == 1
+    assert outcomes(tmp_path / "two.jsonl") == outcomes(tmp_path / "one.jsonl")
+    assert [x[:3] for x in outcomes(tmp_path / "two.jsonl") if x[2] != "ok"] == [
+        ("a7", "gpt-judge", "parse_error")
+    ]
+
+
 def test_ingested_batch_results_equal_the_local_engines(setup, llm_server, tmp_path):
     """The batch file's bodies sent to the LLM test double by hand, their replies written
     as a results file in reverse order and ingested, give each answer the outcome a live
@@ -322,14 +354,6 @@ def test_ingested_batch_results_equal_the_local_engines(setup, llm_server, tmp_p
                  "--config", str(config), "--out", str(tmp_path / "local.jsonl"),
                  env={"QADI_DATABASE_URL": local_url})  # fmt: skip
     assert local.returncode == 1
-
-    def outcomes(path):
-        found = [json.loads(x) for x in path.read_text().splitlines()]
-        return sorted(
-            (x["item_id"], x["judge"], x["status"], x["score"], x["cache_key"], x["cached"],
-             x["prompt_tokens"], x["completion_tokens"])
-            for x in found
-        )  # fmt: skip
 
     ingested_outcomes = outcomes(tmp_path / "ingested.jsonl")
     assert ingested_outcomes == outcomes(tmp_path / "local.jsonl")
