@@ -310,6 +310,18 @@ def outcomes(path):
     )  # fmt: skip
 
 
+def one_process_outcomes(answers, config, tmp_path):
+    """The outcomes of gpt-judge's regrade of `answers` by the default engine, in one
+    process and a database of its own (one parse error listed: exit code 1)."""
+    local_url = f"sqlite:///{tmp_path / 'local.db'}"
+    upgrade(local_url)
+    local = qadi("regrade", str(answers), "--rubric", RUBRIC, "--judges", "gpt-judge",
+                 "--config", str(config), "--out", str(tmp_path / "local.jsonl"),
+                 env={"QADI_DATABASE_URL": local_url})  # fmt: skip
+    assert local.returncode == 1, local.stdout + local.stderr
+    return outcomes(tmp_path / "local.jsonl")
+
+
 def test_worker_processes_grade_every_answer_once_as_one_process_does(setup, llm_server, tmp_path):
     """`--workers 2`: two processes take the answers from the parent's queue (each waits for
     its next one in a thread, `service/regrading/workers.py`) and grade them as the default
@@ -320,13 +332,7 @@ def test_worker_processes_grade_every_answer_once_as_one_process_does(setup, llm
     assert two.returncode == 1, two.stderr  # the parse error is listed
     assert llm_server.calls() == 30
     assert len(stored(url)) == 30
-    local_url = f"sqlite:///{tmp_path / 'local.db'}"
-    upgrade(local_url)
-    one = qadi("regrade", str(answers), "--rubric", RUBRIC, "--judges", "gpt-judge",
-               "--config", str(config), "--out", str(tmp_path / "one.jsonl"),
-               env={"QADI_DATABASE_URL": local_url})  # fmt: skip
-    assert one.returncode == 1
-    assert outcomes(tmp_path / "two.jsonl") == outcomes(tmp_path / "one.jsonl")
+    assert outcomes(tmp_path / "two.jsonl") == one_process_outcomes(answers, config, tmp_path)
     assert [x[:3] for x in outcomes(tmp_path / "two.jsonl") if x[2] != "ok"] == [
         ("a7", "gpt-judge", "parse_error")
     ]
@@ -348,15 +354,8 @@ def test_ingested_batch_results_equal_the_local_engines(setup, llm_server, tmp_p
     replies.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines))
     ingested = run("--ingest", str(replies), out=tmp_path / "ingested.jsonl")
     assert ingested.returncode == 1  # the parse error is listed
-    local_url = f"sqlite:///{tmp_path / 'local.db'}"
-    upgrade(local_url)
-    local = qadi("regrade", str(answers), "--rubric", RUBRIC, "--judges", "gpt-judge",
-                 "--config", str(config), "--out", str(tmp_path / "local.jsonl"),
-                 env={"QADI_DATABASE_URL": local_url})  # fmt: skip
-    assert local.returncode == 1
-
     ingested_outcomes = outcomes(tmp_path / "ingested.jsonl")
-    assert ingested_outcomes == outcomes(tmp_path / "local.jsonl")
+    assert ingested_outcomes == one_process_outcomes(answers, config, tmp_path)
     assert len(ingested_outcomes) == 30
     assert [x[:3] for x in ingested_outcomes if x[2] != "ok"] == [
         ("a7", "gpt-judge", "parse_error")

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tests.perf.bench_regrade import fresh_database, hosted_vllm_entry, regrade, write_inputs  # noqa: E402
 from tests.perf.instant_llm import start  # noqa: E402
-from tests.perf.profile_service import summarize  # noqa: E402
+from tests.perf.profile_service import add_output_options, summarize  # noqa: E402
 
 
 def record(out: Path, answers: int, concurrency: int, logprobs: bool) -> None:
@@ -41,8 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--answers", type=int, default=6000)
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--top", type=int, default=40)
-    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "qadi-regrade.txt")
+    add_output_options(parser, "qadi-regrade.txt")
     parser.add_argument("--no-logprobs", action="store_true", help="the judge's logprobs: false")
     args = parser.parse_args()
     record(args.out, args.answers, args.concurrency, not args.no_logprobs)

@@ -92,11 +92,17 @@ def summarize(stacks: Path, top: int) -> None:
         print(f"{100 * count / busy:5.1f}%  {name}")
 
 
+def add_output_options(parser: argparse.ArgumentParser, stacks: str) -> None:
+    """--top (the functions printed) and --out (where py-spy's samples go, `stacks` in the
+    temporary directory by default): every profile script's."""
+    parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / stacks)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=800)
-    parser.add_argument("--top", type=int, default=40)
-    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "qadi-stacks.txt")
+    add_output_options(parser, "qadi-stacks.txt")
     parser.add_argument("--lean", action="store_true", help="a hosted_vllm/ judge, lean")
     parser.add_argument("--no-logprobs", action="store_true", help="--lean: logprobs: false")
     args = parser.parse_args()
