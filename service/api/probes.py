@@ -176,7 +176,9 @@ async def _run(
         judging.batch.grader,
         judging.factory,
         project,
-        regrading.options(request.app.state.settings.judge_concurrency, False, False),
+        regrading.options(
+            request.app.state.settings.judge_concurrency, False, False, offload=True
+        ),
         slots=judging.batch.slots,
     )
     try:

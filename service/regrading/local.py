@@ -70,11 +70,13 @@ def rubric_plan(
 CHUNK = 256
 
 
-def options(concurrency: int, force: bool, retry_failed: bool) -> BatchOptions:
+def options(
+    concurrency: int, force: bool, retry_failed: bool, *, offload: bool = False
+) -> BatchOptions:
     """Parse errors are deterministic, so they count as done unless --retry-failed; a rerun
     reuses stored results without storing them again. A regrade's event loop serves nothing
-    but its judge calls, so its blocking work runs on it rather than in threads
-    (`BatchOptions.offload`)."""
+    but its judge calls, so its blocking work runs on it rather than in threads; `offload`
+    where the loop serves others too (the service's probe runs): `BatchOptions.offload`."""
     reuse = ("ok",) if retry_failed else ("ok", "parse_error")
     return BatchOptions(
         concurrency=concurrency,
@@ -82,7 +84,7 @@ def options(concurrency: int, force: bool, retry_failed: bool) -> BatchOptions:
         force=force,
         record_reused=False,
         chunk=CHUNK,
-        offload=False,
+        offload=offload,
     )
 
 
