@@ -20,9 +20,16 @@ time a regrade has imported LiteLLM, each walking all that was imported so far. 
 command (`service/__main__.py`) therefore raises the young generation's threshold before it
 imports anything: no full collection during start-up, about an eighth less start-up CPU
 (`tests/perf/bench_start_up.py`). What is allocated is still collected, in rounds of 10,000
-young objects instead of 700. Long work ends the start-up: `start_up_frozen` puts the
-thresholds back as they were, so a regrade or the service collects as `tests/perf/bench_gc.py`
-measured it, whichever way its process was started (uvicorn's worker processes, a test run).
+young objects instead of 700.
+
+Long work (`start_up_frozen`: a regrade, the service) collects at that threshold too,
+whichever way its process was started (uvicorn's worker processes, a test run). At
+CPython's 700, a regrade's requests and results waiting in its queues outlived a young
+collection or ten and were walked again in the older generations: with the start-up frozen,
+the collector still took about a tenth of a regrade's CPU, against about a quarter of that
+at 10,000 (`tests/perf/bench_gc.py`). Garbage in reference cycles waits at most 10,000 net
+allocations longer to be freed, a few megabytes. The thresholds are put back when the work
+ends.
 """
 
 from __future__ import annotations
@@ -55,15 +62,19 @@ def _start_up_over() -> None:
 
 @contextmanager
 def start_up_frozen() -> Iterator[None]:
-    """Run the block with the objects that exist now out of the collector's walks (inside
-    another such block, the outer one has frozen them and unfreezes them); the start-up's
-    raised threshold, if any, ends here."""
-    _start_up_over()
+    """Run the block with the objects that exist now out of the collector's walks, the
+    youngest generation collected every YOUNG_THRESHOLD net allocations (inside another
+    such block, the outer one has set both and undoes them); after it, the thresholds are
+    those from before the start-up."""
     if gc.get_freeze_count():
         yield
         return
+    _start_up_over()
+    before = gc.get_threshold()
     gc.freeze()
+    gc.set_threshold(YOUNG_THRESHOLD, *before[1:])
     try:
         yield
     finally:
+        gc.set_threshold(*before)
         gc.unfreeze()

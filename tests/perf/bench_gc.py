@@ -4,10 +4,12 @@
 In this process, after everything a regrade imports is loaded (qadi, LiteLLM, aiohttp,
 SQLAlchemy): the batch core regrades N answers into a fresh SQLite database with a
 `hosted_vllm/` judge on the lean transport, against a server that answers at once
-(tests/perf/instant_llm.py), as `qadi regrade` does, once with the start-up objects frozen
-and once without, alternating, --rounds times. Each run's CPU per call (a run of N less a run
-of --small, so the set-up is left out) and the collector's own time in it (gc.callbacks),
-and the two CPU figures' ratio in each round.
+(tests/perf/instant_llm.py), as `qadi regrade` does, in three set-ups alternating, --rounds
+times: the collector as CPython sets it; the start-up objects frozen, CPython's thresholds
+(qadi before 2026-12-02); and `start_up_frozen` as qadi runs its work (frozen, the youngest
+generation collected every 10,000 net allocations instead of 700). Each run's CPU per call
+(a run of N less a run of --small, so the set-up is left out) and the collector's own time in
+it (gc.callbacks), and each set-up's CPU per call over the first's in each round.
 
 Run: .venv/bin/python tests/perf/bench_gc.py [--answers 4000] [--small 400] [--rounds 3]
 """
@@ -23,7 +25,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -61,7 +64,25 @@ class CollectorClock:
         self.collections.clear()
 
 
-def regrade(workdir: Path, api_base: str, count: int, frozen: bool) -> float:
+@contextmanager
+def frozen_at_cpythons_thresholds() -> Iterator[None]:
+    """The start-up frozen, the thresholds left as they are (qadi before 2026-12-02)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+# how the collector runs during the work, by set-up
+SETUPS = {
+    "not frozen": nullcontext,
+    "frozen, CPython's thresholds": frozen_at_cpythons_thresholds,
+    "start_up_frozen (qadi)": start_up_frozen,
+}
+
+
+def regrade(workdir: Path, api_base: str, count: int, collecting=nullcontext) -> float:
     """CPU seconds of this process to regrade `count` answers, as `qadi regrade` does."""
     url = f"sqlite:///{workdir / f'{time.monotonic_ns()}.db'}"
     upgrade(url)
@@ -75,7 +96,7 @@ def regrade(workdir: Path, api_base: str, count: int, frozen: bool) -> float:
         for i in range(count)
     )
     started = time.process_time()
-    with start_up_frozen() if frozen else nullcontext():
+    with collecting():
         stats = asyncio.run(batcher.run(requests))
     spent = time.process_time() - started
     factory.kw["bind"].dispose()
@@ -92,35 +113,39 @@ def main() -> None:
     args = parser.parse_args()
     process, api_base = start()
     clock = CollectorClock()
-    ratios = []
+    rounds: list[dict[str, float]] = []  # CPU per call by set-up, each round
     try:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
-            regrade(workdir, api_base, args.small, False)  # lazy imports and first connections
+            regrade(workdir, api_base, args.small)  # lazy imports and first connections
             print(f"objects the collector tracks after start-up: {len(gc.get_objects()):,}")
             for round_ in range(1, args.rounds + 1):
+                order = list(SETUPS.items())
                 per_call = {}
-                for frozen in (False, True):
-                    small = regrade(workdir, api_base, args.small, frozen)
+                for label, collecting in order if round_ % 2 else order[::-1]:
+                    small = regrade(workdir, api_base, args.small, collecting)
                     clock.reset()
-                    big = regrade(workdir, api_base, args.answers, frozen)
-                    per_call[frozen] = (big - small) / (args.answers - args.small)
+                    big = regrade(workdir, api_base, args.answers, collecting)
+                    per_call[label] = (big - small) / (args.answers - args.small)
                     collected = ", ".join(
                         f"gen{g} {clock.collections[g]}x {1000 * clock.seconds[g]:.0f} ms"
                         for g in sorted(clock.seconds)
                     )
-                    label = "start-up frozen" if frozen else "not frozen     "
                     print(
-                        f"round {round_}, {label}: CPU per call {1000 * per_call[frozen]:.3f} ms;"
-                        f" collector in the {args.answers}-answer run: {collected or 'none'}"
+                        f"round {round_}, {label:28s}: CPU per call "
+                        f"{1000 * per_call[label]:.3f} ms; collector in the "
+                        f"{args.answers}-answer run: {collected or 'none'}"
                     )
-                ratios.append(per_call[True] / per_call[False])
+                rounds.append(per_call)
     finally:
         process.terminate()
-    print(
-        f"frozen / not frozen, CPU per call: {', '.join(f'{r:.2f}' for r in ratios)} "
-        f"(median {statistics.median(ratios):.2f})"
-    )
+    labels = list(SETUPS)
+    for label, base in [(labels[1], labels[0]), (labels[2], labels[0]), (labels[2], labels[1])]:
+        each = [per_call[label] / per_call[base] for per_call in rounds]
+        print(
+            f"{label} / {base}, CPU per call: {', '.join(f'{r:.2f}' for r in each)} "
+            f"(median {statistics.median(each):.2f})"
+        )
 
 
 if __name__ == "__main__":
