@@ -56,7 +56,7 @@ def one_save(factory, engine, tag: str, count: int) -> tuple[int, float, float]:
                 response=f"جواب {k}",
                 candidate_model="m",
             ),
-        )  # fmt: skip
+        )
         for k in range(count)
     ]
     sent = []
