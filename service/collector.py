@@ -26,7 +26,7 @@ Long work (`start_up_frozen`: a regrade, the service) collects at that threshold
 whichever way its process was started (uvicorn's worker processes, a test run). At
 CPython's 700, a regrade's requests and results waiting in its queues outlived a young
 collection or ten and were walked again in the older generations: with the start-up frozen,
-the collector still took about a tenth of a regrade's CPU, against about a quarter of that
+the collector still took about an eighth of a regrade's CPU, against about a third of that
 at 10,000 (`tests/perf/bench_gc.py`). Garbage in reference cycles waits at most 10,000 net
 allocations longer to be freed, a few megabytes. The thresholds are put back when the work
 ends.

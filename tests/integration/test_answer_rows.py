@@ -54,7 +54,7 @@ def _ensure_new_answers(database_url, count: int) -> tuple[list[int], dict[str, 
                 item_id=f"i{k}", prompt=f"سؤال {k}", response=f"جواب {k}", candidate_model="m"
             ),
             None,
-        )  # fmt: skip
+        )
         for k in range(count)
     ]
     with session_scope(make_sessionmaker(engine)) as session:
