@@ -385,7 +385,9 @@ def test_a_failed_call_is_not_shared_each_waiter_calls_for_itself(judges_config,
 
 def test_a_judges_rpm_spaces_its_calls(llm_server):
     # rpm 100 = one call every 0.6 s: 10 calls start over >= 9 * 0.6 = 5.4 s even with 10 in
-    # flight allowed; the same run without rpm is not held back
+    # flight allowed; the same run without rpm is not held back. The spaced run goes first:
+    # the first run in a process also pays for the client's first imports, which took a
+    # loaded CI machine past 4 s when the unspaced run went first
     import time
 
     def timed(**entry) -> float:
@@ -397,5 +399,5 @@ def test_a_judges_rpm_spaces_its_calls(llm_server):
         assert stats.calls == {"ok": 10}
         return time.perf_counter() - started
 
-    assert timed() < 4.0  # a fraction of a second idle; a loaded CI machine has room to spare
     assert timed(rpm=100) >= 5.4
+    assert timed() < 4.0  # a fraction of a second idle; a loaded CI machine has room to spare
