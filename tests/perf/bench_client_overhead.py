@@ -91,8 +91,9 @@ async def bare_aiohttp(
     api_base: str, calls: int, width: int, bodies: list[dict] | None = None
 ) -> tuple[float, float]:
     """The floor: aiohttp posting `bodies` in turn (a rating request by default) and
-    decoding each reply whole with msgspec (the fastest full decoding; the standard
-    library's takes ~10x its time on a reply with token probabilities), no other work."""
+    decoding each reply whole with msgspec (the fastest full decoding: on a criteria reply
+    with token probabilities this loop took 5.41 ms a call with `response.json()`, 4.42 with
+    msgspec, bench_regrade.py --lean), no other work."""
     import aiohttp
     import msgspec
 
