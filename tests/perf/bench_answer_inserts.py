@@ -26,6 +26,7 @@ from rubrics import library_rubric
 from service.db.engine import make_engine, make_sessionmaker, session_scope, upgrade
 from service.stores import chunks
 from service.stores.answers import ensure_responses
+from tests.perf.bench_regrade import alternated
 from tests.perf.bench_storage import empty_postgres
 
 RUBRIC = library_rubric("iraqi-linguistic-shaku-maku")
@@ -81,8 +82,7 @@ def measure(url: str, answers: int, rounds: int) -> None:
     try:
         one_save(factory, engine, "warm-up", answers)
         for round_ in range(rounds):
-            order = list(STATEMENTS.items())
-            for label, statement in order if round_ % 2 == 0 else order[::-1]:
+            for label, statement in alternated(round_, STATEMENTS):
                 chunks._insert_skipping = statement
                 figures[label].append(one_save(factory, engine, f"{round_}-{label}", answers))
     finally:

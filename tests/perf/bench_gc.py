@@ -39,7 +39,12 @@ from service.collector import start_up_frozen  # noqa: E402
 from service.db.engine import make_engine, make_sessionmaker, upgrade  # noqa: E402
 from service.regrading.local import options  # noqa: E402
 from service.stores.judgments import project_batcher  # noqa: E402
-from tests.perf.bench_regrade import RUBRIC, bench_answer, hosted_vllm_entry  # noqa: E402
+from tests.perf.bench_regrade import (  # noqa: E402
+    RUBRIC,
+    alternated,
+    bench_answer,
+    hosted_vllm_entry,
+)
 from tests.perf.instant_llm import start  # noqa: E402
 
 
@@ -120,9 +125,8 @@ def main() -> None:
             regrade(workdir, api_base, args.small)  # lazy imports and first connections
             print(f"objects the collector tracks after start-up: {len(gc.get_objects()):,}")
             for round_ in range(1, args.rounds + 1):
-                order = list(SETUPS.items())
                 per_call = {}
-                for label, collecting in order if round_ % 2 else order[::-1]:
+                for label, collecting in alternated(round_ - 1, SETUPS):
                     small = regrade(workdir, api_base, args.small, collecting)
                     clock.reset()
                     big = regrade(workdir, api_base, args.answers, collecting)

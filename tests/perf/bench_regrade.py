@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -284,7 +285,7 @@ def start_ups(args: argparse.Namespace) -> None:
               f"(rounds {each})")  # fmt: skip
 
 
-def alternated(round_: int, setups: dict[str, dict]) -> list[tuple[str, dict]]:
+def alternated(round_: int, setups: dict[str, Any]) -> list[tuple[str, Any]]:
     """The set-ups in order, reversed every other round (the machine's speed drifts)."""
     order = list(setups.items())
     return order if round_ % 2 == 0 else order[::-1]
