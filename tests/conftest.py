@@ -67,6 +67,7 @@ class LLMServer:
     """Handle on the test double: its URL and its control endpoints."""
 
     def __init__(self, port: int) -> None:
+        self.port = port
         self.base = f"http://127.0.0.1:{port}"
         self.api_base = f"{self.base}/v1"
 

@@ -126,7 +126,11 @@ class State:
         self.rules: list[Rule] = []
         self.faults = Faults()
         self.rng = random.Random()
-        self.calls = 0
+        self.calls = 0  # calls whose body was read
+        # calls that reached a handler, counted before the body is read: a client that gave
+        # up (a timeout) before the double read its body still sent the call, but uvicorn
+        # answers that read with a disconnect and `calls` never counts it
+        self.arrived = 0
         self.models: dict[str, int] = {}
         self.statuses: dict[str, int] = {}
         self.requests: deque[dict[str, Any]] = deque(maxlen=200)
@@ -415,9 +419,16 @@ def chat_logprobs(body: dict[str, Any], content: str, reply: Reply) -> dict[str,
     return {"content": entries}
 
 
-async def answer(request: Request) -> JSONResponse:
+async def read_call(request: Request) -> dict[str, Any]:
+    """The call's JSON body, counting the call as arrived first and as a call once read."""
+    state.arrived += 1
     body = await request.json()
     state.calls += 1
+    return body
+
+
+async def answer(request: Request) -> JSONResponse:
+    body = await read_call(request)
     model = str(body.get("model"))
     state.models[model] = state.models.get(model, 0) + 1
     state.requests.append(body)
@@ -481,8 +492,7 @@ async def text_completion(request: Request) -> JSONResponse:
     A scripted reply's `logprobs` maps a continuation (a suffix of the prompt) to its
     log-probability; the echoed prompt is split into the context and that continuation,
     with text offsets, as vLLM reports its tokens."""
-    body = await request.json()
-    state.calls += 1
+    body = await read_call(request)
     state.requests.append(body)
     reply = choose(body)
     prompt = str(body.get("prompt", ""))
@@ -712,6 +722,7 @@ async def reset() -> dict[str, str]:
 async def calls(bodies: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {
         "count": state.calls,
+        "arrived": state.arrived,
         "statuses": state.statuses,
         "models": state.models,
         "request_ids": list(state.request_ids),

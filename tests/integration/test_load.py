@@ -3,7 +3,12 @@ injected provider faults, once steady and once with the service killed mid-load.
 
 from __future__ import annotations
 
-from tests.perf.load_judge import run
+import socket
+import time
+
+import httpx
+
+from tests.perf.load_judge import run, settled_arrivals
 
 
 def test_load_with_faults_keeps_every_invariant():
@@ -22,3 +27,18 @@ def test_crash_mid_load_loses_nothing_and_duplicates_nothing():
     assert result["problems"] == []
     assert 500 not in result["status_counts"]
     assert result["retried_requests"] > 0  # clients retried through the crash with their keys
+
+
+def test_the_double_counts_a_call_whose_client_left_before_its_body_was_read(llm_server):
+    """The harness's equality holds under load only if a call qadi gave up on (a timeout)
+    before the double read its body is counted: uvicorn answers that read with a disconnect,
+    so the double's handled `count` misses it and its `arrived` must not."""
+    head = (
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", llm_server.port)) as sock:
+        sock.sendall(head.encode() + b'{"model": ')  # the body's first 10 of 100 bytes
+        time.sleep(0.3)  # the handler is waiting for the rest of the body
+    assert settled_arrivals(llm_server.base, quiet=0.2) == 1
+    assert httpx.get(f"{llm_server.base}/_control/calls").json()["count"] == 0

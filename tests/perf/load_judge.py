@@ -14,7 +14,8 @@ Invariants checked at the end:
 - every failed judge call in a response is stored with its failure status;
 - no request has two judgments from the same judge, and every judgment belongs to a
   finished request (no orphan, nothing half-written);
-- without a crash: judgments made by calls = calls the test double received.
+- without a crash: judgments made by calls = calls that reached the test double (counted on
+  arrival: a call qadi gave up on before the double read its body still reached it).
 
 Run: .venv/bin/python tests/perf/load_judge.py [--clients 50] [--duration 60] [--crash]
 """
@@ -175,6 +176,19 @@ async def send_until_final(client: httpx.AsyncClient, key: str, body: dict) -> d
         }
 
 
+def settled_arrivals(base: str, quiet: float = 0.5, timeout: float = 10.0) -> int:
+    """The calls that reached the test double, once the count holds for `quiet` s: a call
+    qadi timed out on may reach a starved double after the load has ended."""
+    deadline = time.monotonic() + timeout
+    count = httpx.get(f"{base}/_control/calls").json()["arrived"]
+    while time.monotonic() < deadline:
+        time.sleep(quiet)
+        settled, count = count, httpx.get(f"{base}/_control/calls").json()["arrived"]
+        if count == settled:
+            break
+    return count
+
+
 def check(records: list[dict], database_url: str, server_calls: int, crashed: bool) -> dict:
     from sqlalchemy import func, select
 
@@ -283,7 +297,7 @@ def run(clients: int, duration: float, crash: bool, database_url: str | None = N
 
             asyncio.run(load())
             elapsed = time.monotonic() - started
-            calls = httpx.get(f"{server.base}/_control/calls").json()["count"]
+            calls = settled_arrivals(server.base)
         finally:
             service.stop()
             llm.terminate()
