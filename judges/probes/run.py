@@ -11,13 +11,12 @@ is never counted as the judge's own.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from judges.batch import Admit, BatchGrader, BatchStats, pending_calls
+from judges.batch import Admit, BatchGrader, BatchStats, blocking, pending_calls
 from judges.builders import ORDER, builder_name
 from judges.config import JudgesConfig
 from judges.grading import PlannedGrade
@@ -197,7 +196,7 @@ async def count_calls(
 ) -> tuple[int, list[tuple[PlannedGrade, str]]]:
     """The calls planned, and those not already stored (what the run will call, unless a
     provider fails and a stand-in is called): the cost of the run, before it runs."""
-    plans = await asyncio.to_thread(batcher.plan_all, plan.requests)
+    plans = await blocking(batcher.options.offload, batcher.plan_all, plan.requests)
     known = await batcher.known(plans)
     planned = sum(len(p.panel.judges) for p in plans if isinstance(p, PlannedGrade))
     return planned, pending_calls(plans, known)

@@ -18,6 +18,7 @@ SAME_VALUES = [
     {"small": 1e-07, "large": 1e16, "third": 1 / 3, "negative zero": -0.0, "power": 2.5e-05},
     {"big": 2**70, "negative": -(2**64), "flags": [True, False, None]},
     {"nested": [[], {}, [{"a": [1, 2.5, "x"]}]], "tuple": (1, 2), "int keys": {1: "one"}},
+    {"said": "null", "score": 2.5},  # `null` in the text, no NaN: walked, then written
     "شكو",
     3.0,
     [],
