@@ -98,6 +98,16 @@ class LLMServer:
         killed can still be read, and counted, after its death."""
         return settled(self.calls, pause=0.3, unchanged=1)
 
+    def arrived(self) -> int:
+        """The calls that reached the double, counted before their body is read: a call
+        whose client gave up before the double read it counts here, not in `calls`."""
+        return httpx.get(f"{self.base}/_control/calls").json()["arrived"]
+
+    def settled_arrivals(self) -> int:
+        """`arrived` once it stops moving: a call a client timed out on may reach a starved
+        double after the client is done."""
+        return settled(self.arrived, pause=0.5, unchanged=1)
+
     def calls_by_model(self) -> dict[str, int]:
         return httpx.get(f"{self.base}/_control/calls").json()["models"]
 

@@ -176,19 +176,6 @@ async def send_until_final(client: httpx.AsyncClient, key: str, body: dict) -> d
         }
 
 
-def settled_arrivals(base: str, quiet: float = 0.5, timeout: float = 10.0) -> int:
-    """The calls that reached the test double, once the count holds for `quiet` s: a call
-    qadi timed out on may reach a starved double after the load has ended."""
-    deadline = time.monotonic() + timeout
-    count = httpx.get(f"{base}/_control/calls").json()["arrived"]
-    while time.monotonic() < deadline:
-        time.sleep(quiet)
-        settled, count = count, httpx.get(f"{base}/_control/calls").json()["arrived"]
-        if count == settled:
-            break
-    return count
-
-
 def check(records: list[dict], database_url: str, server_calls: int, crashed: bool) -> dict:
     from sqlalchemy import func, select
 
@@ -297,7 +284,7 @@ def run(clients: int, duration: float, crash: bool, database_url: str | None = N
 
             asyncio.run(load())
             elapsed = time.monotonic() - started
-            calls = settled_arrivals(server.base)
+            calls = server.settled_arrivals()
         finally:
             service.stop()
             llm.terminate()
