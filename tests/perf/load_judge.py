@@ -211,8 +211,14 @@ def check(records: list[dict], database_url: str, server_calls: int, crashed: bo
     if orphans:
         problems.append(f"{len(orphans)} judgment(s) belong to no finished request")
     made = sum(r.attempts for r in rows.values())  # calls, retries included; 0 when cached
-    if not crashed and made != server_calls:
-        problems.append(f"{made} judgments from calls, but the test double got {server_calls}")
+    # a call qadi timed out on may never have reached the double (starved under load): only
+    # the calls that got an answer must all have reached it, and no call reached it unrecorded
+    answered = sum(r.attempts for r in rows.values() if r.status != "timeout")
+    if not crashed and not answered <= server_calls <= made:
+        problems.append(
+            f"{made} judgments from calls ({answered} not timed out), "
+            f"but the test double got {server_calls}"
+        )
     return {
         "judgments": len(rows),
         "judgments_from_calls": made,
