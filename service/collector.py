@@ -19,17 +19,20 @@ those) brings 3 full collections before `qadi`'s commands are even defined and a
 time a regrade has imported LiteLLM, each walking all that was imported so far. The `qadi`
 command (`service/__main__.py`) therefore raises the young generation's threshold before it
 imports anything: no full collection during start-up, about an eighth less start-up CPU
-(`tests/perf/bench_start_up.py`). What is allocated is still collected, in rounds of 10,000
-young objects instead of 700.
+(`tests/perf/bench_start_up.py`). What is allocated is still collected, in rounds of
+YOUNG_THRESHOLD young objects instead of 700.
 
 Long work (`start_up_frozen`: a regrade, the service) collects at that threshold too,
 whichever way its process was started (uvicorn's worker processes, a test run). At
 CPython's 700, a regrade's requests and results waiting in its queues outlived a young
 collection or ten and were walked again in the older generations: with the start-up frozen,
 the collector still took about an eighth of a regrade's CPU, against about a third of that
-at 10,000 (`tests/perf/bench_gc.py`). Garbage in reference cycles waits at most 10,000 net
-allocations longer to be freed, a few megabytes. The thresholds are put back when the work
-ends.
+at 10,000 (`tests/perf/bench_gc.py`). 50,000 took 0.986 of 10,000's instructions per regrade
+call and 200,000 0.990 (`tests/perf/bench_instructions.py`, 4,000 answers; runs of one
+build differ by 0.007): a small gain that stops growing past 50,000, likely fewer walks over
+the requests waiting in a regrade's queues before they are promoted. Garbage in reference
+cycles waits at most 50,000 net allocations longer to be freed, some megabytes. The
+thresholds are put back when the work ends.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-YOUNG_THRESHOLD = 10_000  # CPython's default is 700
+YOUNG_THRESHOLD = 50_000  # CPython's default is 700
 _before_start_up: tuple[int, ...] | None = None  # the thresholds fewer_collections replaced
 
 

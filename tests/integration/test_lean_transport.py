@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from judges import JudgeConfigError, parse_config
 from judges.client import CallOutcome, JudgeClient
 from judges.logprobs import Tokens, alternatives_of
 from judges.replies import read_completion
+from judges.transport import request_id
 from tests.conftest import free_port
 from tests.perf.bench_client_overhead import FORMAT as SCHEMA
 from tests.perf.bench_client_overhead import MESSAGES
@@ -68,6 +70,23 @@ def test_the_lean_request_is_litellms_with_a_request_id(llm_server):
     assert (first["top_k"], first["max_tokens"]) == (5, 32)
     assert second["prompt_logprobs"] == 0 and "top_k" not in second
     assert all(lean_ids) and len(set(lean_ids)) == 2
+
+
+def test_request_ids_differ_within_a_process_and_in_a_forked_child():
+    """Two processes calling one server (a forked service or Ray worker) never send the same
+    id: the child draws its own prefix, and counts from zero under it."""
+    ids = [request_id() for _ in range(1000)]
+    assert len(set(ids)) == 1000
+    readable, writable = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child sends its first id and leaves at once
+        os.write(writable, request_id().encode())
+        os._exit(0)
+    os.waitpid(child, 0)
+    in_child = os.read(readable, 200).decode()
+    os.close(readable), os.close(writable)
+    assert in_child.rsplit("-", 1)[0] != ids[0].rsplit("-", 1)[0]
+    assert in_child not in ids and request_id() not in ids
 
 
 def test_the_lean_reply_reads_as_litellms(llm_server):
