@@ -196,7 +196,8 @@ class _RequestIds:
 
     def __init__(self) -> None:
         self.renew()
-        os.register_at_fork(after_in_child=self.renew)
+        if hasattr(os, "register_at_fork"):  # Unix only; Windows starts processes afresh
+            os.register_at_fork(after_in_child=self.renew)
 
     def renew(self) -> None:
         self.prefix = uuid.uuid4().hex
