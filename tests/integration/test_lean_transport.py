@@ -84,7 +84,8 @@ def test_request_ids_differ_within_a_process_and_in_a_forked_child():
         os._exit(0)
     os.waitpid(child, 0)
     in_child = os.read(readable, 200).decode()
-    os.close(readable), os.close(writable)
+    os.close(readable)
+    os.close(writable)
     assert in_child.rsplit("-", 1)[0] != ids[0].rsplit("-", 1)[0]
     assert in_child not in ids and request_id() not in ids
 
