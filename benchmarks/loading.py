@@ -4,6 +4,7 @@ hub needs the network)."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,10 @@ def read_file(path: Path) -> list[dict[str, Any]]:
         return pq.read_table(path).to_pylist()
     text = path.read_text(encoding="utf-8-sig")
     if text_suffix == ".csv":
-        return list(csv_reader(text))
+        try:
+            return list(csv_reader(text))
+        except csv.Error as exc:
+            raise DatasetUnavailable(f"{path}: {exc}") from None
     if text_suffix == ".json":
         data = json.loads(text)
         return data if isinstance(data, list) else data.get("data", [])

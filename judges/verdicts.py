@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from calibration.formats.lines import UNIQUE_KEYS, RepeatedKey
 from judges.models import CriterionVerdict
 from judges.templates import PromptTemplate
 from rubrics import PenaltyWeightedRubric, Rubric, RubricError, ScaleRubric, score
@@ -50,27 +51,15 @@ def json_object(reply: str) -> dict[str, Any]:
     match = _FENCED.match(reply)
     text = match.group(1) if match else reply
     try:
-        data = _OBJECTS.decode(text)
+        # a key named twice says two things; taking the last would pick one silently (31.4)
+        data = UNIQUE_KEYS.decode(text)
+    except RepeatedKey as exc:
+        raise ParseFailure(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise ParseFailure(f"reply is not valid JSON ({exc.msg} at char {exc.pos})") from None
     if not isinstance(data, dict):
         raise ParseFailure(f"reply is JSON but not an object ({type(data).__name__})")
     return data
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are all different: `{"rating": 4, "rating": 5}` says two
-    things, and taking the last (as `json.loads` does) would pick one silently (issue 31.4)."""
-    data: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in data:
-            raise ParseFailure(f"key '{key}' appears twice in one JSON object")
-        data[key] = value
-    return data
-
-
-# One decoder for every reply: `json.loads` with a hook builds a new one per call (issue 40)
-_OBJECTS = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 
 def _criteria(rubric: PenaltyWeightedRubric, data: dict[str, Any]) -> Verdict:

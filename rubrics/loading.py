@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,10 @@ from pydantic import TypeAdapter, ValidationError
 
 from rubrics.errors import RubricError, describe_validation_error
 from rubrics.hashing import content_hash
-from rubrics.models import Rubric
+from rubrics.models import MAX_VERSION, Rubric
 
 LIBRARY_DIR = Path(__file__).parent / "library"
+_VERSION = re.compile(r"[0-9]{1,6}")
 _ADAPTER: TypeAdapter[Rubric] = TypeAdapter(Rubric)
 
 
@@ -53,8 +55,10 @@ def split_ref(ref: str) -> tuple[str, int | None]:
     name, _, version = ref.partition("@")
     if not version:
         return name, None
-    if not version.isdigit():
-        raise RubricError(f"rubric_id: version in '{ref}' must be a whole number")
+    # ASCII digits only: str.isdigit() also takes '²' and '٢', which int() refuses or rereads.
+    if not _VERSION.fullmatch(version):
+        raise RubricError(
+            f"rubric_id: version in '{ref}' must be a whole number up to {MAX_VERSION}")
     return name, int(version)
 
 

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 TEMPLATE_REF_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}@[0-9]{1,6}$"
+# A version has at most six digits, as in a template reference: every database's INTEGER holds it.
+MAX_VERSION = 999_999
 NEUTRAL_TEMPLATES = {"penalty_weighted": "neutral-criteria@1", "scale": "neutral-scale@1"}
 TemplateSpec = str | dict[str, Any]
 _TEMPLATE_DOC = (
@@ -54,7 +56,7 @@ class Criterion(_Strict):
 class PenaltyWeightedRubric(_Strict):
     kind: Literal["penalty_weighted"] = "penalty_weighted"
     id: str = Field(pattern=ID_PATTERN)
-    version: int = Field(default=1, ge=1)
+    version: int = Field(default=1, ge=1, le=MAX_VERSION)
     title: str = ""
     clip: bool = Field(default=True, description="clip the score to [0, 100]; recorded")
     template: TemplateSpec = Field(
@@ -109,7 +111,7 @@ class Dimension(_Strict):
 class ScaleRubric(_Strict):
     kind: Literal["scale"] = "scale"
     id: str = Field(pattern=ID_PATTERN)
-    version: int = Field(default=1, ge=1)
+    version: int = Field(default=1, ge=1, le=MAX_VERSION)
     title: str = ""
     scale: Scale
     dimensions: list[Dimension] = Field(min_length=1)

@@ -24,7 +24,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from calibration.formats.lines import check_record, csv_reader, jsonl_records
+from calibration.formats.lines import (
+    UNIQUE_KEYS,
+    RepeatedKey,
+    check_record,
+    csv_reader,
+    jsonl_records,
+)
 
 REQUIRED = ("item_id", "rater", "rater_kind", "score")
 # The smallest inclusion probability a label may carry: its weight 1/π is then at most 1e9,
@@ -119,6 +125,8 @@ class GradeRow(_Grade):
         A score typed with Arabic-Indic digits (٤, ۴٫٥) reads as its number."""
         if isinstance(value, bool):
             raise ValueError("a boolean is not a score (give a number, or use level nominal)")
+        if isinstance(value, str) and "_" in value:  # float() reads "1_000" as 1000
+            raise ValueError(f"'{value}' is not a number (write it without '_')")
         return western_digits(value) if isinstance(value, str) else value
 
     @field_validator("score")
@@ -234,10 +242,12 @@ def _row(record: dict[str, Any], model: type[Row] = GradeRow) -> Row:
             criteria = None
     known = {*REQUIRED, *OPTIONAL, *SME_TEXTS, "attributes"}
     attributes = {
-        str(k): str(v) for k, v in record.items() if k not in known and v not in (None, "")
+        str(k): _attribute(k, v)
+        for k, v in record.items()
+        if k not in known and v not in (None, "")
     }
     if isinstance(record.get("attributes"), dict):
-        named = {str(k): str(v) for k, v in record["attributes"].items()}
+        named = {str(k): _attribute(k, v) for k, v in record["attributes"].items()}
         taken = sorted(COLUMNS & named.keys())
         if taken:  # it would be read back as that column
             raise ValueError(f"attributes: {taken} are columns of the format, not attributes")
@@ -252,6 +262,15 @@ def _row(record: dict[str, Any], model: type[Row] = GradeRow) -> Row:
     return model.model_validate(
         {**data, "criteria": criteria, **optional, "attributes": attributes}
     )
+
+
+def _attribute(name: Any, value: Any) -> str:
+    """An attribute's value as the text it is stored as; an object or a list has no such
+    text (its Python spelling would be stored, and match nothing)."""
+    if isinstance(value, dict | list):
+        kind = "an object" if isinstance(value, dict) else "a list"
+        raise ValueError(f"{name}: an attribute is text or a number, not {kind}")
+    return str(value)
 
 
 # A spreadsheet saved as CSV in a locale whose decimal mark is a comma separates with ';'.
@@ -312,11 +331,13 @@ def parse_json(text: str, level: str | None = None) -> list[Row]:
     """A .json file: one JSON document, a list of rows or `{"grades": [...]}` as the API
     takes it (POST /grades), or JSON Lines under a .json name."""
     try:
-        data = json.loads(text)
+        data = UNIQUE_KEYS.decode(text)
     except json.JSONDecodeError:
         return parse_jsonl(text, level)  # several values: one per line
     except RecursionError:
         raise GradeFormatError(["json: nested too deeply to read"]) from None
+    except RepeatedKey as exc:
+        raise GradeFormatError([f"json: {exc}"]) from None
     if isinstance(data, dict) and isinstance(data.get("grades"), list):
         data = data["grades"]
     if isinstance(data, list):

@@ -12,8 +12,28 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
+
+
+class RepeatedKey(ValueError):
+    """A JSON object that names one key twice: `{"score": 50, "score": 60}` says two things,
+    and `json.loads` would keep the last one without a word."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """`object_pairs_hook` for JSON whose objects must name each key once."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise RepeatedKey(f"key '{key}' appears twice in one JSON object")
+        data[key] = value
+    return data
+
+
+# One decoder for every such read: `json.loads` with a hook builds a new one per call.
+UNIQUE_KEYS = json.JSONDecoder(object_pairs_hook=unique_keys)
 
 
 def jsonl_records(text: str, label: str = "row") -> tuple[list[tuple[int, Any]], list[str]]:
@@ -37,9 +57,11 @@ def jsonl_lines(lines: Iterable[str], label: str = "row") -> Iterator[tuple[int,
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line), None
+            yield number, UNIQUE_KEYS.decode(line), None
         except json.JSONDecodeError as exc:
             yield number, None, f"{label} {number}: not valid JSON ({exc.msg})"
+        except RepeatedKey as exc:
+            yield number, None, f"{label} {number}: {exc}"
         except RecursionError:
             yield number, None, f"{label} {number}: nested too deeply to read"
 
@@ -57,8 +79,16 @@ def jsonl_file_lines(handle: BinaryIO) -> Iterator[str]:
 
 
 def csv_reader(text: str) -> csv.DictReader:
-    """Rows keyed by the header; quoted cells keep their line breaks."""
-    return csv.DictReader(io.StringIO(text, newline=""))
+    """Rows keyed by the header; quoted cells keep their line breaks. A header that names a
+    column twice is a csv.Error: csv.DictReader would keep the last cell of the two."""
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    repeated = sorted(name for name, count in Counter(header).items() if count > 1)
+    if repeated:
+        raise csv.Error(
+            f"the header names {repeated} more than once; one cell of each row would be lost"
+        )
+    return reader
 
 
 def check_record(record: Any, what: str) -> dict[str, Any]:

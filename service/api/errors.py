@@ -15,7 +15,6 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -155,28 +154,40 @@ def error_response(exc: ServiceError, loc_prefix: tuple[Any, ...] = ("body",)) -
     )
 
 
-class ErrorsWithoutInput(APIRoute):
-    """422 bodies without the rejected `input`: a refused NaN or Infinity cannot be written
-    as JSON, and echoing it would turn a clear 422 into a 500."""
+def validation_errors(exc: RequestValidationError, request: Request) -> list[dict[str, Any]]:
+    """A validation error's items as `{loc, msg, type}` only: the rejected `input` is not
+    echoed (a refused NaN cannot be written as JSON, bytes that are not UTF-8 cannot be
+    decoded, and either would turn a clear 422 into a 500) and pydantic's `ctx` is dropped
+    (the message already says it)."""
+    return [
+        problem(list(e["loc"]), _message(e, request), e["type"])
+        for e in exc.errors()
+    ]
 
-    def get_route_handler(self):
-        handler = super().get_route_handler()
 
-        async def checked(request: Request):
-            try:
-                return await handler(request)
-            except RequestValidationError as exc:
-                detail = [
-                    {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-                    for e in exc.errors()
-                ]
-                return JSONResponse({"detail": detail}, status_code=422)
+# pydantic's words when a body is not an object: the usual cause is a body sent as text
+_NOT_AN_OBJECT = {"model_attributes_type", "dict_type"}
 
-        return checked
+
+def _message(error: dict[str, Any], request: Request) -> str:
+    """pydantic's message, or what to do when the body was not sent as JSON at all."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if (
+        tuple(error["loc"]) == ("body",)
+        and error["type"] in _NOT_AN_OBJECT
+        and not (content_type == "application/json" or content_type.endswith("+json"))
+    ):
+        shown = f"'{content_type}'" if content_type else "no Content-Type"
+        return f"must be a JSON object sent as Content-Type: application/json (got {shown})"
+    return error["msg"]
 
 
 def install(app: FastAPI) -> None:
     """Register the handlers on the app."""
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": validation_errors(exc, request)}, 422)
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:

@@ -19,12 +19,11 @@ from calibration.estimate import EstimateOptions
 from calibration.formats.interchange import GradeFormatError, parse_records
 from calibration.render.estimate import to_html, to_markdown
 from service.api.deps import GradesKey
-from service.api.errors import ErrorsWithoutInput
 from service.api.pagination import naive_utc
 from service.reporting.estimates import corrected_means, estimate_over_database
 from service.stores.calibration import Selection
 
-router = APIRouter(tags=["calibration"], route_class=ErrorsWithoutInput)
+router = APIRouter(tags=["calibration"])
 
 
 class EstimateRequest(EstimateOptions):

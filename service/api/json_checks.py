@@ -14,6 +14,7 @@ import math
 import re
 from typing import Any
 
+from calibration.formats.lines import RepeatedKey, unique_keys
 from service.db.text import check_text
 
 MAX_DEPTH = 64  # a rubric or a grade row nests 4 levels; 64 leaves room for any real metadata
@@ -30,13 +31,16 @@ class InputProblem(ValueError):
 
 
 def strict_loads(text: str | bytes) -> Any:
-    """json.loads, then `check_value`: json reads `Infinity`, `NaN` and `1e999` as
+    """json.loads refusing a key named twice in one object (it would keep the last value
+    silently), then `check_value`: json reads `Infinity`, `NaN` and `1e999` as
     non-finite floats, which the walk finds with their path. Raises InputProblem, or
     ValueError (json.JSONDecodeError, UnicodeDecodeError) for text that is not JSON."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_keys)
     except RecursionError:
         raise InputProblem(_deep_path(text), f"nested deeper than {MAX_DEPTH} levels") from None
+    except RepeatedKey as exc:
+        raise InputProblem([], str(exc)) from None
     check_value(data)
     return data
 

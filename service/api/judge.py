@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from service.api.deps import JudgeKey, JudgingDep
-from service.api.errors import error_response, error_responses, field_error
+from service.api.errors import error_response, error_responses, field_error, http_error
 from service.api.formats import FastJSONResponse
 from service.api.schemas import (
     EXAMPLE_EXPLANATION_BODY,
@@ -39,6 +39,16 @@ FAILURES = error_responses(
 )
 
 
+def _own(key: str | None) -> str | None:
+    """A client's Idempotency-Key, refused when it holds '#': a batch's items are kept under
+    'key#index', so such a key could meet another request's item (its result, or a 409)."""
+    if key is not None and "#" in key:
+        raise http_error(
+            422, ["header", "Idempotency-Key"], "must not contain '#' (kept for a batch's items)"
+        )
+    return key
+
+
 @router.post(
     "/judge",
     response_model=JudgeResponse,
@@ -60,7 +70,7 @@ async def judge(
     idempotency_key: str | None = Header(default=None, max_length=256),
 ) -> JSONResponse:
     return FastJSONResponse(
-        await judging.judge(body, idempotency_key, caller.key_id, caller.project)
+        await judging.judge(body, _own(idempotency_key), caller.key_id, caller.project)
     )
 
 
@@ -77,6 +87,7 @@ async def judge_batch(
     caller: JudgeKey,
     idempotency_key: str | None = Header(default=None, max_length=200),
 ) -> JSONResponse:
+    idempotency_key = _own(idempotency_key)
     limit = request.app.state.settings.max_batch_items
     if len(body.items) > limit:
         message = f"{len(body.items)} items; the limit is {limit}"

@@ -95,15 +95,20 @@ def _problem(loc: list, message: str, kind: str = "value_error") -> dict:
 
 
 def _json_problem(body: bytes) -> dict | None:
-    """A 422 body when the JSON is hostile; malformed JSON is left to FastAPI's own error."""
+    """A 422 body when the JSON is hostile or is not JSON (FastAPI's own answers to the
+    latter are a 400 naming nothing, or a 422 echoing the whole body); an empty body is left
+    to the route, whose error names the missing field."""
     if not body.strip():
         return None
     try:
         strict_loads(body)
     except InputProblem as exc:
         return _problem(["body", *exc.path], str(exc))
-    except ValueError:  # not JSON, or not UTF-8: FastAPI answers that itself
-        return None
+    except UnicodeDecodeError as exc:
+        return _problem(["body"], f"is not UTF-8 text (byte {exc.start})", "json_invalid")
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        return _problem(["body"], f"is not valid JSON: {exc.msg} ({where})", "json_invalid")
     return None
 
 

@@ -24,7 +24,7 @@ from judges import AnswerRecord, JudgeConfigError, TemplateError
 from judges.probes import ProbeError
 from judges.probes.run import PlanTooLarge
 from service.api.deps import Caller, GradesKey, JudgeKey
-from service.api.errors import ErrorsWithoutInput, field_error, invalid
+from service.api.errors import field_error, invalid
 from service.api.formats import negotiate, split_suffix
 from service.api.pagination import decode_cursor, encode_cursor, naive_utc
 from service.db.engine import session_scope
@@ -37,7 +37,7 @@ from service.stores.judgments import project_batcher
 from service.stores.probes import get_run, list_runs, store_run, summary
 from service.stores.rubrics import RubricNotFound, get_rubric
 
-router = APIRouter(tags=["probes"], route_class=ErrorsWithoutInput)
+router = APIRouter(tags=["probes"])
 ITEMS_MAX = 5000
 
 

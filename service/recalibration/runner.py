@@ -119,7 +119,11 @@ class Recalibrator:
             enabled = [s.id for s in scopes.scopes(session)]
         outcomes = []
         for scope_id in enabled:
-            check = self.pool.call(check_scope, self.url, scope_id)
+            try:
+                check = self.pool.call(check_scope, self.url, scope_id)
+            except Exception:  # noqa: BLE001 - one scope's fault must not stop the others'
+                log.exception("checking recalibration scope %s failed", scope_id)
+                continue
             if check.audits_failed:
                 metrics.GUARANTEE_AUDITS_FAILED.labels(check.project, check.scope).inc(
                     check.audits_failed

@@ -32,6 +32,9 @@ class ScopeError(ValueError):
     """A scope that cannot be made or found; the message names the field."""
 
 
+HOURS_A_YEAR = 366 * 24
+
+
 class ScopeSpec(BaseModel):
     """What a scope calibrates and when (the trust options as `qadi calibrate --trust-*`)."""
 
@@ -44,13 +47,17 @@ class ScopeSpec(BaseModel):
     confidence: Literal["token", "panel"] = "token"
     cascades: list[list[str]] = Field(default_factory=list)
     by: list[str] = Field(default_factory=list, description="strata attributes")
-    every_labels: int | None = Field(default=None, ge=1)
-    every_hours: float | None = Field(default=None, gt=0)
-    audit_slice: int = Field(default=30, ge=1, description="fresh labels per audit")
-    bootstrap: int = Field(default=500, ge=0, description="the report's resamples")
+    # Upper bounds a schedule can mean (a year, a million labels, ten years of judgments):
+    # past them a value overflows a column or a timedelta and stops every scope's round.
+    every_labels: int | None = Field(default=None, ge=1, le=1_000_000)
+    every_hours: float | None = Field(default=None, ge=0.01, le=HOURS_A_YEAR, allow_inf_nan=False)
+    audit_slice: int = Field(default=30, ge=1, le=100_000, description="fresh labels per audit")
+    bootstrap: int = Field(default=500, ge=0, le=100_000, description="the report's resamples")
     window_hours: float | None = Field(
         default=None,
-        gt=0,
+        ge=0.01,
+        le=10 * HOURS_A_YEAR,
+        allow_inf_nan=False,
         description="a nightly scope: the judgments of the last N hours only, stored as a "
         "nightly report with its drift against the previous one (`qadi report nightly` on the "
         "service's own schedule)",

@@ -18,10 +18,15 @@ from datetime import timedelta
 
 import pytest
 import yaml
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from service.db.engine import make_engine, make_sessionmaker, session_scope
-from service.db.schema import CalibrationReportRow, GuaranteeChangeRow
+from service.db.schema import (
+    CalibrationReportRow,
+    CalibrationScopeRow,
+    GuaranteeChangeRow,
+    utcnow,
+)
 from service.metrics import GUARANTEE_AUDITS_FAILED
 from service.recalibration.runner import Recalibrator, check_scope
 from service.reporting.pool import ReportPool
@@ -156,6 +161,22 @@ def test_a_failed_run_says_why_and_stores_nothing(judged):
         scope = find_scope(session, "default", "ghost")
         assert (scope.last_status, scope.lease_owner) == ("failed", None)
     assert reports(sessions) == []
+
+
+def test_a_scope_whose_check_fails_does_not_stop_the_round(judged):
+    """A scope whose schedule no clock can hold (stored before ScopeSpec bounded it: a
+    timedelta of 1e300 hours overflows) is logged and passed over; the scopes after it in the
+    round still run."""
+    service, sessions = judged
+    broken = add(sessions, SCOPE.model_copy(
+        update={"name": "broken", "every_labels": None, "every_hours": 1.0}))  # fmt: skip
+    add(sessions)
+    with session_scope(sessions) as session:
+        session.execute(update(CalibrationScopeRow).where(CalibrationScopeRow.id == broken)
+                        .values(every_hours=1e300, last_run_at=utcnow()))  # fmt: skip
+    grade(service, range(N_ITEMS))
+    [outcome] = Recalibrator(sessions).run_round()
+    assert (outcome.scope, outcome.status) == ("kinayat", "ok"), outcome
 
 
 def test_two_processes_run_a_due_scope_once(judged):
