@@ -455,15 +455,24 @@ def _warn_ignored(config: JudgesConfig, source: str) -> None:
         _log.warning(message)
 
 
+# Where a newcomer without a judges file starts from (both are in the repository).
+_STARTERS = (
+    "start from examples/judges.yaml, or grade with the stand-ins of service/sample/judges.yaml"
+)
+
+
 def load_config(path: str | Path | None = None) -> JudgesConfig:
     """Load the judges file: the given path, else $QADI_JUDGES_CONFIG."""
     path = path or os.environ.get("QADI_JUDGES_CONFIG")
     if not path:
         raise JudgeConfigError(
-            "judges config: none given; pass --config judges.yaml or set QADI_JUDGES_CONFIG"
+            "judges config: none given; pass --config judges.yaml or set QADI_JUDGES_CONFIG "
+            f"({_STARTERS})"
         )
     try:
         text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise JudgeConfigError(f"{path}: no such judges config ({_STARTERS})") from None
     except OSError as exc:
         raise JudgeConfigError(f"{path}: cannot read judges config ({exc.strerror})") from None
     try:

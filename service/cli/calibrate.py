@@ -160,6 +160,13 @@ def print_summary(report: dict, target=console) -> None:
         label = judge_label(judge, data.get("stand_in"))
         table.add_row(label, str(block["n"]), *[_two(v, 3) for v in cells], alt)
     target.print(table)
+    if not report["judges"]:
+        target.print(
+            "[bold yellow]no judge's grades:[/] every row is a human's (rater_kind human), so no "
+            "judge is compared with the SMEs; add the judges' rows (rater_kind judge), or grade "
+            "the items and calibrate --from-db",
+            highlight=False,
+        )
     best = report["trust"]["best"].get("overall")
     target.print(f"best overall: {best or 'no judge replaces an SME here'}")
     for warning in (report.get("design") or {}).get("warnings") or []:

@@ -93,7 +93,8 @@ def demo(
         highlight=False,
         soft_wrap=True,
     )
-    console.print(f"[bold]docs[/]     http://127.0.0.1:{port}/docs", highlight=False)
+    if not no_serve:  # the page exists only while the service runs
+        console.print(f"[bold]docs[/]     http://127.0.0.1:{port}/docs", highlight=False)
     if use_local_judge(local_judge):
         from service.cli.demo_local import local_judge_demo
 

@@ -146,6 +146,7 @@ def test_the_demo_banner_lists_the_judges_it_loaded(db_url, llm_server, tmp_path
     banner = stand_ins.stderr
     assert "stand-in-good (qadi-stand-in/good), stand-in-noisy (qadi-stand-in/noisy)" in banner
     assert "STAND-INS grade deterministically" in banner and "none configured" not in banner
+    assert "/docs" not in banner  # nothing is served to read them on
     path = write_config(tmp_path / "judges.yaml", judges_config_data(llm_server))
     configured = run_cli("demo", "--no-serve", env={**env, "QADI_JUDGES_CONFIG": path})
     assert "gpt-judge (openai/gpt-4.1), claude-judge (openai/claude-3-5-sonnet)" in (
@@ -349,3 +350,24 @@ def test_regrade_grades_each_line_under_its_own_rubric_id(llm_server, migrated_d
     refused = run_cli("regrade", str(tmp_path / "bare.jsonl"), "--config", path, env=env)
     assert refused.returncode == 2
     assert "1 answer(s) have no rubric_id (shaku); give --rubric" in refused.stderr
+
+
+def test_calibrating_a_file_of_human_grades_only_says_no_judge_was_compared(tmp_path):
+    """The sample's grades.csv holds the SMEs' grades alone: its report is an empty table, and
+    the newcomer was not told why (2026-12-02 walk-through)."""
+    path = tmp_path / "sme.csv"
+    path.write_text("item_id,rater,rater_kind,score\na,r1,human,3\na,r2,human,4\nb,r1,human,2\n")
+    result = run_cli("calibrate", str(path), "--scale", "1-5")
+    assert result.returncode == 0, result.stderr
+    said = " ".join((result.stdout + result.stderr).split())
+    assert "no judge's grades: every row is a human's (rater_kind human)" in said, said
+
+
+def test_a_judges_file_that_is_not_there_says_where_to_start(tmp_path):
+    """`qadi judge … --config judges.yaml` in a fresh clone: the file is not there yet, and the
+    error names the two that are (2026-12-02 walk-through)."""
+    result = run_cli("judges", "check", "--config", str(tmp_path / "judges.yaml"))
+    assert result.returncode != 0
+    said = " ".join(result.stderr.split())
+    assert "no such judges config" in said and "examples/judges.yaml" in said, said
+    assert "service/sample/judges.yaml" in said

@@ -33,7 +33,7 @@ BLOCKS = section_blocks()
 @pytest.fixture
 def readme_env(qadi_server, llm_server, monkeypatch):
     monkeypatch.setenv("QADI_URL", qadi_server.base)
-    monkeypatch.setenv("QADI_API_KEY", qadi_server.keys["all"])
+    monkeypatch.setenv("QADI_KEY", qadi_server.keys["all"])
     return llm_server
 
 
