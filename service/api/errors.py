@@ -158,28 +158,26 @@ def validation_errors(exc: RequestValidationError, request: Request) -> list[dic
     """A validation error's items as `{loc, msg, type}` only: the rejected `input` is not
     echoed (a refused NaN cannot be written as JSON, bytes that are not UTF-8 cannot be
     decoded, and either would turn a clear 422 into a 500) and pydantic's `ctx` is dropped
-    (the message already says it)."""
+    (the message already says it). A body that is not an object, sent as something other
+    than JSON, is told how to send it."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    sent_as_json = kind == "application/json" or kind.endswith("+json")
+    shown = f"'{kind}'" if kind else "no Content-Type"
+    not_json = f"must be a JSON object sent as Content-Type: application/json (got {shown})"
     return [
-        problem(list(e["loc"]), _message(e, request), e["type"])
+        problem(
+            list(e["loc"]),
+            not_json
+            if not sent_as_json and tuple(e["loc"]) == ("body",) and e["type"] in _NOT_AN_OBJECT
+            else e["msg"],
+            e["type"],
+        )
         for e in exc.errors()
     ]
 
 
 # pydantic's words when a body is not an object: the usual cause is a body sent as text
 _NOT_AN_OBJECT = {"model_attributes_type", "dict_type"}
-
-
-def _message(error: dict[str, Any], request: Request) -> str:
-    """pydantic's message, or what to do when the body was not sent as JSON at all."""
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if (
-        tuple(error["loc"]) == ("body",)
-        and error["type"] in _NOT_AN_OBJECT
-        and not (content_type == "application/json" or content_type.endswith("+json"))
-    ):
-        shown = f"'{content_type}'" if content_type else "no Content-Type"
-        return f"must be a JSON object sent as Content-Type: application/json (got {shown})"
-    return error["msg"]
 
 
 def install(app: FastAPI) -> None:
